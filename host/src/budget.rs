@@ -1,0 +1,173 @@
+//! Budgets (the meters that halt a run) and the injected clock that drives the
+//! wall meter.
+//!
+//! The clock is a seam, not a convenience: a control that reads the real time
+//! directly cannot be tested reproducibly, and a replayed run would disagree
+//! with the original. [`MonotonicClock`] is the real one; [`TickClock`] advances
+//! a fixed step on every reading, for tests and `--deterministic` runs.
+
+use serde::{Deserialize, Serialize};
+use std::fmt::Debug;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Default for [`Budget::max_ops`]: 10,000 operations.
+pub const DEFAULT_MAX_OPS: u64 = 10_000;
+/// Default for [`Budget::max_output_bytes`]: 16 MiB returned to the caller.
+pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 16 * 1024 * 1024;
+/// Default for [`Budget::max_wall`]: 30 seconds.
+pub const DEFAULT_MAX_WALL: Duration = Duration::from_secs(30);
+/// Default for [`Budget::max_fuel`]: 10 billion units (a few seconds of guest CPU).
+pub const DEFAULT_MAX_FUEL: u64 = 10_000_000_000;
+/// Default for [`Budget::max_memory_bytes`]: 256 MiB of guest linear memory.
+pub const DEFAULT_MAX_MEMORY_BYTES: u64 = 256 * 1024 * 1024;
+
+/// Largest accepted `max_ops`.
+pub const LIMIT_MAX_OPS: u64 = 1_000_000_000;
+/// Largest accepted `max_output_bytes` (1 TiB).
+pub const LIMIT_MAX_OUTPUT_BYTES: u64 = 1 << 40;
+/// Largest accepted `max_wall` (one day).
+pub const LIMIT_MAX_WALL: Duration = Duration::from_secs(24 * 60 * 60);
+/// Largest accepted `max_fuel`.
+pub const LIMIT_MAX_FUEL: u64 = 1_000_000_000_000_000;
+/// Largest accepted `max_memory_bytes`: a wasm32 memory cannot exceed 4 GiB.
+pub const LIMIT_MAX_MEMORY_BYTES: u64 = 4 * 1024 * 1024 * 1024;
+
+/// The resource budget of one run. Exceeding any of these is a hard halt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Budget {
+    /// Operations that may be attempted, denied ones included.
+    /// Default [`DEFAULT_MAX_OPS`].
+    pub max_ops: u64,
+    /// Bytes that may flow back to the caller (read contents, response
+    /// bodies, tool output, guest stdout/stderr). Default
+    /// [`DEFAULT_MAX_OUTPUT_BYTES`].
+    pub max_output_bytes: u64,
+    /// Wall time from the start of the run, read from the injected clock.
+    /// Default [`DEFAULT_MAX_WALL`].
+    pub max_wall: Duration,
+    /// wasm fuel (wasm front door only). Default [`DEFAULT_MAX_FUEL`].
+    pub max_fuel: u64,
+    /// Guest linear memory (wasm front door only). Default
+    /// [`DEFAULT_MAX_MEMORY_BYTES`].
+    pub max_memory_bytes: u64,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget {
+            max_ops: DEFAULT_MAX_OPS,
+            max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+            max_wall: DEFAULT_MAX_WALL,
+            max_fuel: DEFAULT_MAX_FUEL,
+            max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES,
+        }
+    }
+}
+
+/// What a run has used so far, in the same units as [`Budget`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Operations charged.
+    pub ops: u64,
+    /// Bytes returned to the caller.
+    pub output_bytes: u64,
+    /// Fuel burned (wasm front door only; `None` for plans).
+    pub fuel: Option<u64>,
+    /// Milliseconds on the injected clock since the run started.
+    pub wall_ms: u64,
+    /// Peak guest memory (wasm front door only; `None` for plans).
+    pub memory_peak_bytes: Option<u64>,
+}
+
+/// A source of monotonic time for the wall meter.
+///
+/// `now` returns the time since an arbitrary, fixed origin; only differences
+/// are used.
+pub trait Clock: Send + Sync + Debug {
+    /// The current reading.
+    fn now(&self) -> Duration;
+}
+
+/// The real clock: [`std::time::Instant`] since construction.
+#[derive(Debug)]
+pub struct MonotonicClock {
+    origin: Instant,
+}
+
+impl MonotonicClock {
+    /// A clock whose origin is now.
+    pub fn new() -> Self {
+        MonotonicClock {
+            origin: Instant::now(),
+        }
+    }
+}
+
+impl Default for MonotonicClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Clock for MonotonicClock {
+    fn now(&self) -> Duration {
+        self.origin.elapsed()
+    }
+}
+
+/// A deterministic clock: every reading returns the current tick and then
+/// advances by `step` (the seed's `make_tick_clock(step)`).
+///
+/// # Examples
+///
+/// ```
+/// use sbx_wasm::{Clock, TickClock};
+/// use std::time::Duration;
+///
+/// let clock = TickClock::new(Duration::from_millis(5));
+/// assert_eq!(clock.now(), Duration::ZERO);
+/// assert_eq!(clock.now(), Duration::from_millis(5));
+/// ```
+#[derive(Debug)]
+pub struct TickClock {
+    step_nanos: u64,
+    readings: AtomicU64,
+}
+
+impl TickClock {
+    /// A clock that starts at zero and advances `step` per reading.
+    pub fn new(step: Duration) -> Self {
+        TickClock {
+            step_nanos: u64::try_from(step.as_nanos()).unwrap_or(u64::MAX),
+            readings: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Clock for TickClock {
+    fn now(&self) -> Duration {
+        let n = self.readings.fetch_add(1, Ordering::Relaxed);
+        Duration::from_nanos(n.saturating_mul(self.step_nanos))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tick_clock_advances_by_step_per_reading() {
+        let c = TickClock::new(Duration::from_millis(10));
+        let readings: Vec<_> = (0..3).map(|_| c.now().as_millis()).collect();
+        assert_eq!(readings, [0, 10, 20]);
+    }
+
+    #[test]
+    fn monotonic_clock_never_goes_back() {
+        let c = MonotonicClock::new();
+        let a = c.now();
+        let b = c.now();
+        assert!(b >= a);
+    }
+}

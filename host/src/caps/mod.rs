@@ -1,0 +1,517 @@
+//! `Capabilities`: everything a run may touch, and nothing else. Loaded from a
+//! caps file or built in Rust, validated once, immutable afterwards (authority
+//! only ever shrinks: a run cannot widen its own grant).
+
+mod file;
+
+use crate::budget::{self, Budget};
+use crate::error::CapsError;
+use crate::fs::{Access, GuestPath, Mount, check_path};
+use crate::net::{Egress, EgressRule, RULE_FORM};
+use crate::tools::{CommandTool, valid_tool_name};
+use file::{BudgetSection, CapsFile, CommandEntry, MountEntry};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// A validated, immutable grant.
+///
+/// Build one with [`Capabilities::builder`] or load one with
+/// [`Capabilities::from_file`]. There are no setters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Capabilities {
+    mounts: Vec<Mount>,
+    egress: Egress,
+    tools: BTreeSet<String>,
+    commands: BTreeMap<String, CommandTool>,
+    env: BTreeMap<String, String>,
+    budget: Budget,
+    warnings: Vec<String>,
+}
+
+impl Capabilities {
+    /// Start a grant that allows nothing, with the default budget.
+    pub fn builder() -> CapabilitiesBuilder {
+        CapabilitiesBuilder::default()
+    }
+
+    /// Load and validate a caps file. Relative host paths resolve against
+    /// the file's folder.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Self, CapsError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| CapsError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let base = path
+            .parent()
+            .map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p })
+            .unwrap_or(Path::new("."));
+        Self::from_toml(&text, base, Some(path))
+    }
+
+    /// Parse caps TOML. Relative host paths resolve against `base`; `origin`
+    /// names the file in error messages.
+    pub fn from_toml(text: &str, base: &Path, origin: Option<&Path>) -> Result<Self, CapsError> {
+        let shown = origin.unwrap_or(Path::new("<caps>"));
+        let file: CapsFile = toml::from_str(text).map_err(|e| CapsError::Syntax {
+            path: shown.to_path_buf(),
+            message: e.to_string().trim_end().to_string(),
+        })?;
+        let result = Self::from_parsed(file, base);
+        match origin {
+            Some(p) => result.map_err(|e| e.in_file(p)),
+            None => result,
+        }
+    }
+
+    fn from_parsed(file: CapsFile, base: &Path) -> Result<Self, CapsError> {
+        let mut b = Capabilities::builder();
+        b.base_dir = Some(base.to_path_buf());
+        for m in file.fs.read {
+            b = b.read_mount(m.host, m.guest);
+        }
+        for m in file.fs.write {
+            b = b.write_mount(m.host, m.guest);
+        }
+        for rule in file.net.allow {
+            b = b.allow_egress(rule);
+        }
+        if file.net.dangerous_allow_all {
+            b = b.dangerous().allow_all_egress();
+        }
+        for t in file.tools.allow {
+            b = b.allow_tool(t);
+        }
+        for (name, cmd) in file.tools.command {
+            let timeout = non_negative(&format!("tools.command.{name}.timeout_ms"), cmd.timeout_ms)?
+                .map(Duration::from_millis);
+            b.commands.push((name, cmd.argv, timeout));
+        }
+        for (k, v) in file.env {
+            b = b.env(k, v);
+        }
+        let s = file.budget;
+        if let Some(n) = non_negative("budget.max_ops", s.max_ops)? {
+            b = b.max_ops(n);
+        }
+        if let Some(n) = non_negative("budget.max_output_bytes", s.max_output_bytes)? {
+            b = b.max_output_bytes(n);
+        }
+        if let Some(n) = non_negative("budget.max_wall_ms", s.max_wall_ms)? {
+            b = b.max_wall(Duration::from_millis(n));
+        }
+        if let Some(n) = non_negative("budget.max_fuel", s.max_fuel)? {
+            b = b.max_fuel(n);
+        }
+        if let Some(n) = non_negative("budget.max_memory_bytes", s.max_memory_bytes)? {
+            b = b.max_memory_bytes(n);
+        }
+        b.build()
+    }
+
+    /// Mounts, in caps-file order (read mounts first).
+    pub fn mounts(&self) -> &[Mount] {
+        &self.mounts
+    }
+
+    /// The egress grant.
+    pub fn egress(&self) -> &Egress {
+        &self.egress
+    }
+
+    /// Tool names the agent may call.
+    pub fn tools(&self) -> &BTreeSet<String> {
+        &self.tools
+    }
+
+    /// How the CLI runs tools defined in the caps file.
+    pub fn tool_commands(&self) -> &BTreeMap<String, CommandTool> {
+        &self.commands
+    }
+
+    /// Environment variables the guest sees.
+    pub fn env(&self) -> &BTreeMap<String, String> {
+        &self.env
+    }
+
+    /// The budget.
+    pub fn budget(&self) -> &Budget {
+        &self.budget
+    }
+
+    /// Things that are valid but probably not meant (e.g. allow-all egress).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// The effective grant as a caps file: absolute host paths, every budget
+    /// explicit. Loading it gives back an equal grant.
+    pub fn to_toml(&self) -> String {
+        let entry = |m: &Mount| MountEntry {
+            host: m.host.display().to_string(),
+            guest: m.guest.as_str().to_string(),
+        };
+        let mut file = CapsFile::default();
+        for m in &self.mounts {
+            match m.access {
+                Access::ReadOnly => file.fs.read.push(entry(m)),
+                Access::ReadWrite => file.fs.write.push(entry(m)),
+            }
+        }
+        file.net.allow = self.egress.rules().iter().map(|r| r.as_str().to_string()).collect();
+        file.net.dangerous_allow_all = self.egress.allows_all();
+        file.tools.allow = self.tools.iter().cloned().collect();
+        for (name, c) in &self.commands {
+            file.tools.command.insert(
+                name.clone(),
+                CommandEntry {
+                    argv: c.argv.clone(),
+                    timeout_ms: c.timeout.map(|t| t.as_millis() as i64),
+                },
+            );
+        }
+        file.env = self.env.clone();
+        let b = &self.budget;
+        file.budget = BudgetSection {
+            max_ops: Some(b.max_ops as i64),
+            max_output_bytes: Some(b.max_output_bytes as i64),
+            max_wall_ms: Some(b.max_wall.as_millis() as i64),
+            max_fuel: Some(b.max_fuel as i64),
+            max_memory_bytes: Some(b.max_memory_bytes as i64),
+        };
+        toml::to_string(&file).unwrap_or_else(|e| format!("# cannot render: {e}\n"))
+    }
+}
+
+fn non_negative(key: &str, v: Option<i64>) -> Result<Option<u64>, CapsError> {
+    match v {
+        None => Ok(None),
+        Some(n) if n >= 0 => Ok(Some(n as u64)),
+        Some(n) => Err(CapsError::invalid(
+            key,
+            format!("{n} is negative"),
+            "a non-negative integer",
+        )),
+    }
+}
+
+/// Builds a [`Capabilities`]. Starts from nothing granted:
+///
+/// | what | default |
+/// |---|---|
+/// | read mounts, write mounts | none |
+/// | egress rules | none (every fetch is `egress_denied`) |
+/// | allow-all egress | off; only through [`CapabilitiesBuilder::dangerous`] |
+/// | tools | none (every call is `tool_denied`) |
+/// | env | none |
+/// | `max_ops` | 10,000 ([`budget::DEFAULT_MAX_OPS`]) |
+/// | `max_output_bytes` | 16 MiB ([`budget::DEFAULT_MAX_OUTPUT_BYTES`]) |
+/// | `max_wall` | 30 s ([`budget::DEFAULT_MAX_WALL`]) |
+/// | `max_fuel` | 10,000,000,000 ([`budget::DEFAULT_MAX_FUEL`]) |
+/// | `max_memory_bytes` | 256 MiB ([`budget::DEFAULT_MAX_MEMORY_BYTES`]) |
+///
+/// Relative host folders resolve against [`CapabilitiesBuilder::base_dir`]
+/// (default: the current folder). Nothing is checked until
+/// [`CapabilitiesBuilder::build`].
+///
+/// # Examples
+///
+/// ```
+/// use sbx_wasm::Capabilities;
+///
+/// let data = tempfile::tempdir()?;
+/// let out = tempfile::tempdir()?;
+/// let caps = Capabilities::builder()
+///     .read_mount(data.path(), "/work")
+///     .write_mount(out.path(), "/work/out")
+///     .allow_egress("https://api.example.com")
+///     .allow_tool("summarize")
+///     .max_ops(7)
+///     .build()?;
+/// assert_eq!(caps.budget().max_ops, 7);
+/// assert_eq!(caps.mounts().len(), 2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct CapabilitiesBuilder {
+    base_dir: Option<PathBuf>,
+    mounts: Vec<(PathBuf, String, Access)>,
+    rules: Vec<String>,
+    allow_all: bool,
+    tools: Vec<String>,
+    commands: Vec<(String, Vec<String>, Option<Duration>)>,
+    env: Vec<(String, String)>,
+    budget: Budget,
+}
+
+/// The door to options that weaken the sandbox. Every use is reported in
+/// [`Capabilities::warnings`].
+#[derive(Debug)]
+pub struct DangerousCapabilities {
+    inner: CapabilitiesBuilder,
+}
+
+impl DangerousCapabilities {
+    /// Allow a fetch of any http or https URL. This turns off the
+    /// anti-exfiltration control: a prompt-injected agent can send anything
+    /// it can read to any host.
+    pub fn allow_all_egress(mut self) -> CapabilitiesBuilder {
+        self.inner.allow_all = true;
+        self.inner
+    }
+}
+
+impl CapabilitiesBuilder {
+    /// Folder that relative host paths resolve against.
+    pub fn base_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.base_dir = Some(dir.into());
+        self
+    }
+
+    /// Show host folder `host` read-only at guest path `guest`.
+    pub fn read_mount(mut self, host: impl Into<PathBuf>, guest: impl Into<String>) -> Self {
+        self.mounts.push((host.into(), guest.into(), Access::ReadOnly));
+        self
+    }
+
+    /// Show host folder `host` read-write at guest path `guest`.
+    pub fn write_mount(mut self, host: impl Into<PathBuf>, guest: impl Into<String>) -> Self {
+        self.mounts.push((host.into(), guest.into(), Access::ReadWrite));
+        self
+    }
+
+    /// Allow fetches matching `rule` (see [`RULE_FORM`]).
+    pub fn allow_egress(mut self, rule: impl Into<String>) -> Self {
+        self.rules.push(rule.into());
+        self
+    }
+
+    /// Allow calls to the tool `name` (it must also be registered to run).
+    pub fn allow_tool(mut self, name: impl Into<String>) -> Self {
+        self.tools.push(name.into());
+        self
+    }
+
+    /// Run tool `name` as the program `argv` (for the CLI's registry).
+    pub fn tool_command(mut self, name: impl Into<String>, argv: Vec<String>) -> Self {
+        self.commands.push((name.into(), argv, None));
+        self
+    }
+
+    /// Grant the guest an environment variable.
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// Set `max_ops`.
+    pub fn max_ops(mut self, n: u64) -> Self {
+        self.budget.max_ops = n;
+        self
+    }
+
+    /// Set `max_output_bytes`.
+    pub fn max_output_bytes(mut self, n: u64) -> Self {
+        self.budget.max_output_bytes = n;
+        self
+    }
+
+    /// Set `max_wall`.
+    pub fn max_wall(mut self, d: Duration) -> Self {
+        self.budget.max_wall = d;
+        self
+    }
+
+    /// Set `max_fuel`.
+    pub fn max_fuel(mut self, n: u64) -> Self {
+        self.budget.max_fuel = n;
+        self
+    }
+
+    /// Set `max_memory_bytes`.
+    pub fn max_memory_bytes(mut self, n: u64) -> Self {
+        self.budget.max_memory_bytes = n;
+        self
+    }
+
+    /// Options that weaken the sandbox.
+    pub fn dangerous(self) -> DangerousCapabilities {
+        DangerousCapabilities { inner: self }
+    }
+
+    /// Validate everything and freeze the grant.
+    pub fn build(self) -> Result<Capabilities, CapsError> {
+        let base = self.base_dir.clone().unwrap_or_else(|| PathBuf::from("."));
+        let mut warnings = Vec::new();
+        let mounts = build_mounts(&self.mounts, &base)?;
+
+        let mut rules = Vec::new();
+        for (i, text) in self.rules.iter().enumerate() {
+            let rule = EgressRule::parse(text).map_err(|e| {
+                CapsError::invalid(format!("net.allow[{i}]"), format!("{text:?}: {e}"), RULE_FORM)
+            })?;
+            rules.push(rule);
+        }
+        if self.allow_all {
+            warnings.push(
+                "net.dangerous_allow_all is on: the guest may fetch any http(s) URL, \
+                 so nothing stops it sending what it reads to any host"
+                    .to_string(),
+            );
+        }
+
+        let tool_form = "1 to 64 characters from a-z 0-9 _ - .";
+        let mut tools = BTreeSet::new();
+        for (i, t) in self.tools.iter().enumerate() {
+            if !valid_tool_name(t) {
+                return Err(CapsError::invalid(format!("tools.allow[{i}]"), format!("{t:?} is not a valid tool name"), tool_form));
+            }
+            tools.insert(t.clone());
+        }
+        let mut commands = BTreeMap::new();
+        for (name, argv, timeout) in &self.commands {
+            let key = format!("tools.command.{name}");
+            if !valid_tool_name(name) {
+                return Err(CapsError::invalid(key, format!("{name:?} is not a valid tool name"), tool_form));
+            }
+            if argv.is_empty() || argv[0].is_empty() {
+                return Err(CapsError::invalid(format!("{key}.argv"), "is empty", "[\"program\", \"arg\", ...]"));
+            }
+            if !tools.contains(name) {
+                warnings.push(format!("{key} is defined but `{name}` is not in tools.allow, so it can never be called"));
+            }
+            commands.insert(
+                name.clone(),
+                CommandTool {
+                    argv: argv.clone(),
+                    cwd: absolute(&base),
+                    timeout: *timeout,
+                },
+            );
+        }
+
+        let mut env = BTreeMap::new();
+        for (k, v) in &self.env {
+            let key = format!("env.{k}");
+            if k.is_empty() || k.contains(['=', '\0']) {
+                return Err(CapsError::invalid(key, "is not a valid variable name", "a non-empty name without `=` or NUL"));
+            }
+            if v.contains('\0') {
+                return Err(CapsError::invalid(key, "value contains NUL", "a string without NUL"));
+            }
+            env.insert(k.clone(), v.clone());
+        }
+
+        check_budget(&self.budget)?;
+        Ok(Capabilities {
+            mounts,
+            egress: Egress {
+                rules,
+                dangerous_allow_all: self.allow_all,
+            },
+            tools,
+            commands,
+            env,
+            budget: self.budget,
+            warnings,
+        })
+    }
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+fn build_mounts(raw: &[(PathBuf, String, Access)], base: &Path) -> Result<Vec<Mount>, CapsError> {
+    let mut mounts: Vec<Mount> = Vec::new();
+    let (mut ri, mut wi) = (0, 0);
+    for (host, guest, access) in raw {
+        let key = match access {
+            Access::ReadOnly => {
+                ri += 1;
+                format!("fs.read[{}]", ri - 1)
+            }
+            Access::ReadWrite => {
+                wi += 1;
+                format!("fs.write[{}]", wi - 1)
+            }
+        };
+        let guest_form = "an absolute guest path below /, without `..`, e.g. \"/work\"";
+        let g: GuestPath = check_path(guest)
+            .map_err(|d| CapsError::invalid(format!("{key}.guest"), format!("{guest:?}: {}", d.message), guest_form))?;
+        if g.as_str() == "/" {
+            return Err(CapsError::invalid(format!("{key}.guest"), "cannot mount at /", guest_form));
+        }
+        if let Some(other) = mounts.iter().find(|m| m.guest == g) {
+            return Err(CapsError::invalid(
+                format!("{key}.guest"),
+                format!("{g} is already mounted (host {})", other.host.display()),
+                "each guest path at most once",
+            ));
+        }
+        let joined = if host.is_absolute() { host.clone() } else { base.join(host) };
+        let host_form = "an existing host folder (relative paths resolve against the caps file's folder)";
+        let canon = std::fs::canonicalize(&joined).map_err(|e| {
+            CapsError::invalid(format!("{key}.host"), format!("{}: {e}", joined.display()), host_form)
+        })?;
+        if !canon.is_dir() {
+            return Err(CapsError::invalid(format!("{key}.host"), format!("{} is not a folder", canon.display()), host_form));
+        }
+        mounts.push(Mount {
+            host: canon,
+            guest: g,
+            access: *access,
+        });
+    }
+    // A read-only folder inside (or equal to) a writable one is writable
+    // through the writable mount (a symlink is enough), so the read-only
+    // grant would be a lie.
+    for ro in mounts.iter().filter(|m| m.access == Access::ReadOnly) {
+        if let Some(rw) = mounts
+            .iter()
+            .find(|m| m.access == Access::ReadWrite && ro.host.starts_with(&m.host))
+        {
+            return Err(CapsError::invalid(
+                "fs.read",
+                format!(
+                    "read mount {} (host {}) lies inside write mount {} (host {}), so the guest could write it",
+                    ro.guest,
+                    ro.host.display(),
+                    rw.guest,
+                    rw.host.display()
+                ),
+                "read-only host folders outside every write mount's host folder",
+            ));
+        }
+    }
+    Ok(mounts)
+}
+
+fn check_budget(b: &Budget) -> Result<(), CapsError> {
+    let over = |key: &str, v: u128, max: u128, unit: &str| {
+        if v > max {
+            Err(CapsError::invalid(
+                format!("budget.{key}"),
+                format!("{v} is absurdly large"),
+                format!("0 to {max}{unit}"),
+            ))
+        } else {
+            Ok(())
+        }
+    };
+    over("max_ops", b.max_ops.into(), budget::LIMIT_MAX_OPS.into(), "")?;
+    over("max_output_bytes", b.max_output_bytes.into(), budget::LIMIT_MAX_OUTPUT_BYTES.into(), " bytes")?;
+    over("max_wall_ms", b.max_wall.as_millis(), budget::LIMIT_MAX_WALL.as_millis(), " ms (one day)")?;
+    over("max_fuel", b.max_fuel.into(), budget::LIMIT_MAX_FUEL.into(), "")?;
+    over(
+        "max_memory_bytes",
+        b.max_memory_bytes.into(),
+        budget::LIMIT_MAX_MEMORY_BYTES.into(),
+        " bytes (a wasm32 memory cannot exceed 4 GiB)",
+    )?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

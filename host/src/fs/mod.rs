@@ -1,0 +1,9 @@
+//! The filesystem capability: mounts (its config), the path defense (its
+//! check) and cap-std effects (its host impl).
+
+mod mount;
+mod path;
+
+pub(crate) use mount::{FsError, MountTable};
+pub use mount::{Access, Entry, Mount, Stat};
+pub use path::{GuestPath, MAX_PATH_BYTES, canonical, check_path, has_traversal};

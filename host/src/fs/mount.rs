@@ -1,0 +1,253 @@
+//! Mounts: host folders shown to the guest at guest paths, opened once as
+//! cap-std `Dir` handles, and every filesystem effect performed through them.
+//!
+//! Going through a `Dir` (never ambient `std::fs`) is what keeps a symlink
+//! planted inside a mount from leading outside it: cap-std resolves every path
+//! beneath the handle and refuses an escape.
+
+use super::path::GuestPath;
+use cap_std::ambient_authority;
+use cap_std::fs::Dir;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// What a mount lets the guest do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Access {
+    /// Read, list and stat.
+    ReadOnly,
+    /// Everything `ReadOnly` allows, plus write, mkdir and remove.
+    ReadWrite,
+}
+
+impl Access {
+    /// `"read"` or `"write"`, as in the caps file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Access::ReadOnly => "read",
+            Access::ReadWrite => "write",
+        }
+    }
+}
+
+/// One granted folder: `host` (absolute, canonical) shown at `guest`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Mount {
+    /// The host folder, canonical.
+    pub host: PathBuf,
+    /// Where the guest sees it.
+    pub guest: GuestPath,
+    /// What the guest may do there.
+    pub access: Access,
+}
+
+impl Mount {
+    /// How audit events and `check --explain` name this mount.
+    pub fn rule(&self) -> String {
+        format!(
+            "{} mount {} (host {})",
+            self.access.as_str(),
+            self.guest,
+            self.host.display()
+        )
+    }
+}
+
+/// Why an effect on a mount did not happen.
+#[derive(Debug)]
+pub(crate) enum FsError {
+    /// cap-std refused a path that resolved outside the mount (a symlink).
+    Escape,
+    /// The operation is meaningless on a mount point itself.
+    MountPoint,
+    /// More bytes than the caller may still receive.
+    TooLarge,
+    /// The OS said no (not found, not empty, ...).
+    Io(io::Error),
+}
+
+impl From<io::Error> for FsError {
+    fn from(e: io::Error) -> Self {
+        if e.kind() == io::ErrorKind::PermissionDenied
+            && e.to_string() == "a path led outside of the filesystem"
+        {
+            FsError::Escape
+        } else {
+            FsError::Io(e)
+        }
+    }
+}
+
+/// A mount with its handle open.
+#[derive(Debug)]
+pub(crate) struct OpenMount {
+    pub(crate) mount: Mount,
+    dir: Dir,
+}
+
+/// A directory entry as listed to the caller.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Entry {
+    /// File name (lossy UTF-8).
+    pub name: String,
+    /// `file`, `dir`, `symlink` or `other`.
+    pub kind: String,
+}
+
+/// What `stat` reports.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Stat {
+    /// `file`, `dir`, `symlink` or `other`.
+    pub kind: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// Whether the guest could write it through this mount.
+    pub writable: bool,
+}
+
+fn kind_name(ft: cap_std::fs::FileType) -> &'static str {
+    if ft.is_dir() {
+        "dir"
+    } else if ft.is_file() {
+        "file"
+    } else if ft.is_symlink() {
+        "symlink"
+    } else {
+        "other"
+    }
+}
+
+// Temp names only need to be unique among concurrent writers in this process;
+// `create_new` makes a clash an error rather than a clobber.
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+impl OpenMount {
+    /// Open the host folder. This is the one place the gate uses ambient
+    /// authority, and only on a folder the caps file named.
+    pub(crate) fn open(mount: &Mount) -> io::Result<Self> {
+        let dir = Dir::open_ambient_dir(&mount.host, ambient_authority())?;
+        Ok(OpenMount {
+            mount: mount.clone(),
+            dir,
+        })
+    }
+
+    fn rel(rel: &str) -> &Path {
+        Path::new(if rel.is_empty() { "." } else { rel })
+    }
+
+    /// Read a whole file, refusing to return more than `limit` bytes.
+    pub(crate) fn read(&self, rel: &str, limit: u64) -> Result<Vec<u8>, FsError> {
+        let file = self.dir.open(Self::rel(rel))?;
+        if file.metadata()?.is_dir() {
+            return Err(FsError::Io(io::Error::new(
+                io::ErrorKind::IsADirectory,
+                "is a directory",
+            )));
+        }
+        let mut buf = Vec::new();
+        file.take(limit.saturating_add(1)).read_to_end(&mut buf)?;
+        if buf.len() as u64 > limit {
+            return Err(FsError::TooLarge);
+        }
+        Ok(buf)
+    }
+
+    /// Replace (or create) a file atomically: write a temp file beside it,
+    /// then rename over the target, so a failure never leaves a half file.
+    /// The parent folder must exist.
+    pub(crate) fn write(&self, rel: &str, content: &[u8]) -> Result<(), FsError> {
+        if rel.is_empty() {
+            return Err(FsError::MountPoint);
+        }
+        let target = Path::new(rel);
+        let parent = target.parent().unwrap_or(Path::new(""));
+        let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+        let tmp = parent.join(format!(".sbx-{}-{n}.tmp", std::process::id()));
+        let mut opts = cap_std::fs::OpenOptions::new();
+        opts.write(true).create_new(true);
+        let mut file = self.dir.open_with(&tmp, &opts)?;
+        let written = file.write_all(content).and_then(|()| file.flush());
+        drop(file);
+        let renamed = written.and_then(|()| self.dir.rename(&tmp, &self.dir, target));
+        if let Err(e) = renamed {
+            let _ = self.dir.remove_file(&tmp);
+            return Err(e.into());
+        }
+        Ok(())
+    }
+
+    /// Entries of a folder, sorted by name so output is deterministic.
+    pub(crate) fn list(&self, rel: &str) -> Result<Vec<Entry>, FsError> {
+        let mut out = Vec::new();
+        for entry in self.dir.read_dir(Self::rel(rel))? {
+            let entry = entry?;
+            out.push(Entry {
+                name: entry.file_name().to_string_lossy().into_owned(),
+                kind: kind_name(entry.file_type()?).to_string(),
+            });
+        }
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    /// Metadata, following symlinks only while they stay inside the mount.
+    pub(crate) fn stat(&self, rel: &str) -> Result<Stat, FsError> {
+        let md = self.dir.metadata(Self::rel(rel))?;
+        Ok(Stat {
+            kind: kind_name(md.file_type()).to_string(),
+            size: md.len(),
+            writable: self.mount.access == Access::ReadWrite && !md.permissions().readonly(),
+        })
+    }
+
+    /// Remove a file, a symlink (not its target) or an empty folder.
+    pub(crate) fn remove(&self, rel: &str) -> Result<(), FsError> {
+        if rel.is_empty() {
+            return Err(FsError::MountPoint);
+        }
+        let md = self.dir.symlink_metadata(rel)?;
+        if md.is_dir() {
+            self.dir.remove_dir(rel)?;
+        } else {
+            self.dir.remove_file(rel)?;
+        }
+        Ok(())
+    }
+
+    /// Create a folder and any missing parents.
+    pub(crate) fn mkdir(&self, rel: &str) -> Result<(), FsError> {
+        if rel.is_empty() {
+            return Ok(());
+        }
+        self.dir.create_dir_all(rel)?;
+        Ok(())
+    }
+}
+
+/// The open mounts of one sandbox, searched longest guest path first so the
+/// most specific mount decides (`/work/out` writable inside `/work` read-only).
+#[derive(Debug)]
+pub(crate) struct MountTable {
+    mounts: Vec<OpenMount>,
+}
+
+impl MountTable {
+    /// Open every mount; on failure, say which one.
+    pub(crate) fn open(mounts: &[Mount]) -> Result<Self, (Mount, io::Error)> {
+        let mut open = mounts
+            .iter()
+            .map(|m| OpenMount::open(m).map_err(|e| (m.clone(), e)))
+            .collect::<Result<Vec<_>, _>>()?;
+        open.sort_by_key(|m| std::cmp::Reverse(m.mount.guest.components().count()));
+        Ok(MountTable { mounts: open })
+    }
+
+    /// The most specific mount covering `path`, and the path below it.
+    pub(crate) fn find(&self, path: &GuestPath) -> Option<(&OpenMount, String)> {
+        self.mounts
+            .iter()
+            .find_map(|m| path.strip_base(&m.mount.guest).map(|rel| (m, rel)))
+    }
+}

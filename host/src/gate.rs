@@ -1,0 +1,467 @@
+//! The gate: every operation is charged, checked, performed and audited here,
+//! in that order. Nothing in this file may panic on any input, and no effect
+//! happens before the check allows it.
+
+use crate::budget::{Clock, MonotonicClock, Usage};
+use crate::caps::Capabilities;
+use crate::error::Error;
+use crate::fs::{Access, FsError, GuestPath, MountTable, check_path};
+use crate::net::{FetchLimits, FetchRequest, HttpNet, Net, NetError};
+use crate::op::{Content, ErrorKind, Op, OpError, Output, SandboxResult};
+use crate::report::{AuditEvent, DenialRecord, Limits, RunReport, Status};
+use crate::tools::{ToolError, ToolLimits, ToolRegistry};
+use crate::violation::{Denial, Violation};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Sets up a [`Sandbox`]. Defaults: [`HttpNet`] for fetches, an empty
+/// [`ToolRegistry`], and a [`MonotonicClock`].
+pub struct SandboxBuilder {
+    caps: Capabilities,
+    net: Arc<dyn Net>,
+    tools: ToolRegistry,
+    clock: Arc<dyn Clock>,
+}
+
+impl SandboxBuilder {
+    /// Perform allowed fetches with `net`.
+    pub fn net(mut self, net: impl Net + 'static) -> Self {
+        self.net = Arc::new(net);
+        self
+    }
+
+    /// Run allowed tool calls from `tools` (a tool must be both allowed by
+    /// the caps and registered here).
+    pub fn tools(mut self, tools: ToolRegistry) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// Read wall time from `clock`.
+    pub fn clock(mut self, clock: impl Clock + 'static) -> Self {
+        self.clock = Arc::new(clock);
+        self
+    }
+
+    /// Open the mounts and start the wall clock.
+    pub fn build(self) -> Result<Sandbox, Error> {
+        let mounts = MountTable::open(self.caps.mounts()).map_err(|(m, source)| Error::Mount {
+            guest: m.guest.to_string(),
+            host: m.host,
+            source,
+        })?;
+        let start = self.clock.now();
+        Ok(Sandbox {
+            caps: self.caps,
+            mounts,
+            net: self.net,
+            tools: self.tools,
+            clock: self.clock,
+            start,
+            elapsed: Duration::ZERO,
+            seq: 0,
+            ops: 0,
+            output_bytes: 0,
+            halted: None,
+            audit: Vec::new(),
+            denials: Vec::new(),
+        })
+    }
+}
+
+/// A capability-gated executor for one run.
+///
+/// Each [`Sandbox::run`] charges `max_ops` and `max_wall` (hard), checks the
+/// capability (soft), performs the effect through the mount handles, the
+/// [`Net`] or the [`ToolRegistry`], then charges `max_output_bytes` (hard).
+/// After a hard violation every later op is refused with `hard = true`.
+///
+/// # Examples
+///
+/// ```
+/// use sbx_wasm::{Capabilities, Op, Sandbox, Violation};
+///
+/// let data = tempfile::tempdir()?;
+/// std::fs::write(data.path().join("a.txt"), "hello")?;
+/// let caps = Capabilities::builder().read_mount(data.path(), "/work").build()?;
+/// let mut sandbox = Sandbox::new(caps)?;
+///
+/// assert!(sandbox.run(Op::read("/work/a.txt")).ok);
+/// let denied = sandbox.run(Op::read("/etc/passwd"));
+/// assert_eq!(denied.violation(), Some(Violation::FsReadDenied));
+/// assert!(!denied.hard());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Sandbox {
+    caps: Capabilities,
+    mounts: MountTable,
+    net: Arc<dyn Net>,
+    tools: ToolRegistry,
+    clock: Arc<dyn Clock>,
+    start: Duration,
+    elapsed: Duration,
+    seq: u64,
+    ops: u64,
+    output_bytes: u64,
+    halted: Option<Denial>,
+    audit: Vec<AuditEvent>,
+    denials: Vec<DenialRecord>,
+}
+
+enum Failure {
+    Denied(Denial),
+    Error(OpError),
+}
+
+impl Sandbox {
+    /// Start configuring a sandbox for `caps`.
+    pub fn builder(caps: Capabilities) -> SandboxBuilder {
+        SandboxBuilder {
+            caps,
+            net: Arc::new(HttpNet::new()),
+            tools: ToolRegistry::new(),
+            clock: Arc::new(MonotonicClock::new()),
+        }
+    }
+
+    /// A sandbox with the defaults of [`SandboxBuilder`].
+    pub fn new(caps: Capabilities) -> Result<Self, Error> {
+        Self::builder(caps).build()
+    }
+
+    /// The grant.
+    pub fn caps(&self) -> &Capabilities {
+        &self.caps
+    }
+
+    /// The hard violation that halted the run, if any.
+    pub fn halted(&self) -> Option<&Denial> {
+        self.halted.as_ref()
+    }
+
+    /// What the run has used so far.
+    pub fn usage(&self) -> Usage {
+        Usage {
+            ops: self.ops,
+            output_bytes: self.output_bytes,
+            fuel: None,
+            wall_ms: u64::try_from(self.elapsed.as_millis()).unwrap_or(u64::MAX),
+            memory_peak_bytes: None,
+        }
+    }
+
+    /// Every decision so far.
+    pub fn audit(&self) -> &[AuditEvent] {
+        &self.audit
+    }
+
+    /// The report of the run so far.
+    pub fn report(&self) -> RunReport {
+        RunReport {
+            status: if self.halted.is_some() {
+                Status::HardLimit
+            } else {
+                Status::Completed
+            },
+            exit_code: None,
+            violation: self.halted.as_ref().map(|d| d.violation),
+            usage: self.usage(),
+            limits: Limits::from(self.caps.budget()),
+            denials: self.denials.clone(),
+        }
+    }
+
+    /// Decide whether the grant allows `op`, without charging budgets or
+    /// performing anything. `Ok` names the rule that allows it. This is the
+    /// same check [`Sandbox::run`] applies.
+    pub fn check(&self, op: &Op) -> Result<String, Denial> {
+        match op {
+            Op::FsRead { path } | Op::FsList { path } | Op::FsStat { path } => {
+                self.resolve(path, Access::ReadOnly).map(|(_, rule, _)| rule)
+            }
+            Op::FsWrite { path, .. } | Op::FsRemove { path } | Op::FsMkdir { path } => {
+                self.resolve(path, Access::ReadWrite).map(|(_, rule, _)| rule)
+            }
+            Op::NetFetch { url, .. } => self.caps.egress().check(url).map(|(_, rule)| rule),
+            Op::ToolCall { name, .. } => {
+                if !self.caps.tools().contains(name) {
+                    Err(Denial::new(
+                        Violation::ToolDenied,
+                        format!("tool {name:?} is not on the allow-list"),
+                    ))
+                } else if self.tools.get(name).is_none() {
+                    Err(Denial::new(
+                        Violation::ToolDenied,
+                        format!("tool {name:?} is allowed but no implementation is registered"),
+                    ))
+                } else {
+                    Ok(format!("tool {name}"))
+                }
+            }
+            Op::Invalid { reason, .. } => Err(Denial::new(Violation::InvalidRequest, reason.clone())),
+        }
+    }
+
+    /// Validate a path and find the mount that decides it. Returns the mount
+    /// index, the rule text and the path below the mount.
+    fn resolve(&self, raw: &str, access: Access) -> Result<(GuestPath, String, String), Denial> {
+        let path = check_path(raw)?;
+        let (violation, verb) = match access {
+            Access::ReadOnly => (Violation::FsReadDenied, "read"),
+            Access::ReadWrite => (Violation::FsWriteDenied, "write"),
+        };
+        let Some((mount, rel)) = self.mounts.find(&path) else {
+            return Err(Denial::new(
+                violation,
+                format!("{path} is outside every mount the guest may {verb}"),
+            ));
+        };
+        if access == Access::ReadWrite && mount.mount.access != Access::ReadWrite {
+            return Err(Denial::new(
+                violation,
+                format!("{path} is in read-only mount {}", mount.mount.guest),
+            ));
+        }
+        Ok((mount.mount.guest.clone(), mount.mount.rule(), rel))
+    }
+
+    /// Run one operation through the gate. Never panics; a denial is a value.
+    pub fn run(&mut self, op: Op) -> SandboxResult {
+        self.seq += 1;
+        if let Some(h) = &self.halted {
+            let d = Denial {
+                violation: h.violation,
+                hard: true,
+                message: format!("the run was halted by {}; no further operations", h.violation),
+            };
+            return self.finish(&op, None, Err(Failure::Denied(d)));
+        }
+        self.ops += 1;
+        self.elapsed = self.clock.now().saturating_sub(self.start);
+        let budget = *self.caps.budget();
+        if self.ops > budget.max_ops {
+            let d = Denial::new(Violation::MaxOps, format!("operation {} exceeds max_ops = {}", self.ops, budget.max_ops));
+            return self.trip(&op, d);
+        }
+        if self.elapsed > budget.max_wall {
+            let d = Denial::new(
+                Violation::MaxWall,
+                format!("{} ms elapsed, over max_wall_ms = {}", self.elapsed.as_millis(), budget.max_wall.as_millis()),
+            );
+            return self.trip(&op, d);
+        }
+        let rule = match self.check(&op) {
+            Ok(rule) => rule,
+            Err(d) => return self.finish(&op, None, Err(Failure::Denied(d))),
+        };
+        let outcome = self.perform(&op);
+        let outcome = match outcome {
+            Ok(out) => {
+                let bytes = out.charged_bytes();
+                if bytes > self.output_left() {
+                    Err(Failure::Denied(self.output_denial(bytes)))
+                } else {
+                    self.output_bytes += bytes;
+                    Ok(out)
+                }
+            }
+            Err(f) => Err(f),
+        };
+        match outcome {
+            Err(Failure::Denied(d)) if d.hard => self.trip(&op, d),
+            other => self.finish(&op, Some(rule), other),
+        }
+    }
+
+    fn output_left(&self) -> u64 {
+        self.caps.budget().max_output_bytes.saturating_sub(self.output_bytes)
+    }
+
+    fn wall_left(&self) -> Duration {
+        self.caps.budget().max_wall.saturating_sub(self.elapsed)
+    }
+
+    fn output_denial(&self, wanted: u64) -> Denial {
+        let more = if wanted == u64::MAX {
+            "more than".to_string()
+        } else {
+            format!("{wanted} bytes,")
+        };
+        Denial::new(
+            Violation::MaxOutputBytes,
+            format!(
+                "the result is {more} over the {} bytes left of max_output_bytes = {}",
+                self.output_left(),
+                self.caps.budget().max_output_bytes
+            ),
+        )
+    }
+
+    fn fs_failure(&self, e: FsError, access: Access, path: &str) -> Failure {
+        match e {
+            FsError::Escape => Failure::Denied(Denial::new(
+                match access {
+                    Access::ReadOnly => Violation::FsReadDenied,
+                    Access::ReadWrite => Violation::FsWriteDenied,
+                },
+                format!("{path} leads outside its mount through a symbolic link"),
+            )),
+            FsError::TooLarge => Failure::Denied(self.output_denial(u64::MAX)),
+            FsError::MountPoint => Failure::Error(OpError::new(
+                ErrorKind::MountPoint,
+                format!("{path} is a mount point; it cannot be written or removed"),
+            )),
+            FsError::Io(e) => Failure::Error(OpError::from_io(&e)),
+        }
+    }
+
+    fn perform(&self, op: &Op) -> Result<Output, Failure> {
+        match op {
+            Op::FsRead { path }
+            | Op::FsList { path }
+            | Op::FsStat { path }
+            | Op::FsWrite { path, .. }
+            | Op::FsRemove { path }
+            | Op::FsMkdir { path } => self.perform_fs(op, path),
+            Op::NetFetch {
+                method,
+                url,
+                headers,
+                body,
+            } => {
+                let wall_left = self.wall_left();
+                let req = FetchRequest {
+                    method: method.clone(),
+                    url: url.clone(),
+                    headers: headers.clone(),
+                    body: body.clone(),
+                };
+                let limits = FetchLimits {
+                    timeout: wall_left,
+                    max_body_bytes: self.output_left(),
+                };
+                let net = Arc::clone(&self.net);
+                match catch_unwind(AssertUnwindSafe(|| net.fetch(&req, limits))) {
+                    Ok(Ok(resp)) => Ok(Output::response(resp)),
+                    Ok(Err(NetError::Timeout)) => Err(Failure::Denied(Denial::new(
+                        Violation::MaxWall,
+                        format!("fetch ran past the {} ms left of the wall budget", wall_left.as_millis()),
+                    ))),
+                    Ok(Err(NetError::BodyTooLarge)) => Err(Failure::Denied(self.output_denial(u64::MAX))),
+                    Ok(Err(e)) => Err(Failure::Error(OpError::new(ErrorKind::Network, e.to_string()))),
+                    Err(_) => Err(Failure::Error(OpError::new(ErrorKind::Network, "the network layer panicked"))),
+                }
+            }
+            Op::ToolCall { name, input } => {
+                let Some(tool) = self.tools.get(name).cloned() else {
+                    return Err(Failure::Denied(Denial::new(Violation::ToolDenied, format!("tool {name:?} is not registered"))));
+                };
+                let limits = ToolLimits {
+                    timeout: self.wall_left(),
+                    max_output_bytes: self.output_left(),
+                };
+                match catch_unwind(AssertUnwindSafe(|| tool.call(input, limits))) {
+                    Ok(Ok(output)) => Ok(Output::ToolOutput { output }),
+                    Ok(Err(ToolError::Timeout)) => Err(Failure::Denied(Denial::new(
+                        Violation::MaxWall,
+                        format!("tool {name:?} ran past the {} ms left of the wall budget", limits.timeout.as_millis()),
+                    ))),
+                    Ok(Err(e)) => Err(Failure::Error(OpError::new(ErrorKind::ToolFailed, format!("tool {name:?} failed: {e}")))),
+                    Err(_) => Err(Failure::Error(OpError::new(ErrorKind::ToolFailed, format!("tool {name:?} panicked")))),
+                }
+            }
+            Op::Invalid { reason, .. } => Err(Failure::Denied(Denial::new(Violation::InvalidRequest, reason.clone()))),
+        }
+    }
+
+    fn perform_fs(&self, op: &Op, raw: &str) -> Result<Output, Failure> {
+        let access = match op {
+            Op::FsWrite { .. } | Op::FsRemove { .. } | Op::FsMkdir { .. } => Access::ReadWrite,
+            _ => Access::ReadOnly,
+        };
+        // Already checked; resolve again to get the handle (cheap, pure).
+        let path = check_path(raw).map_err(Failure::Denied)?;
+        let Some((mount, rel)) = self.mounts.find(&path) else {
+            return Err(Failure::Denied(Denial::new(Violation::FsReadDenied, format!("{path} is outside every mount"))));
+        };
+        let fail = |e| self.fs_failure(e, access, path.as_str());
+        match op {
+            Op::FsRead { .. } => mount
+                .read(&rel, self.output_left())
+                .map(|b| Output::Data { content: Content(b) })
+                .map_err(fail),
+            Op::FsWrite { content, .. } => mount
+                .write(&rel, content)
+                .map(|()| Output::Written { bytes: content.len() as u64 })
+                .map_err(fail),
+            Op::FsList { .. } => mount.list(&rel).map(|entries| Output::Entries { entries }).map_err(fail),
+            Op::FsStat { .. } => mount.stat(&rel).map(|stat| Output::Stat { stat }).map_err(fail),
+            Op::FsRemove { .. } => mount.remove(&rel).map(|()| Output::Removed).map_err(fail),
+            Op::FsMkdir { .. } => mount.mkdir(&rel).map(|()| Output::Created).map_err(fail),
+            _ => Err(Failure::Error(OpError::new(ErrorKind::Io, "not a filesystem op"))),
+        }
+    }
+
+    fn trip(&mut self, op: &Op, d: Denial) -> SandboxResult {
+        self.halted = Some(d.clone());
+        self.finish(op, None, Err(Failure::Denied(d)))
+    }
+
+    fn finish(&mut self, op: &Op, rule: Option<String>, outcome: Result<Output, Failure>) -> SandboxResult {
+        let mut result = SandboxResult {
+            seq: self.seq,
+            op: op.kind().to_string(),
+            target: op.target().to_string(),
+            ok: false,
+            rule: None,
+            output: None,
+            denial: None,
+            error: None,
+        };
+        let mut event = AuditEvent {
+            seq: self.seq,
+            op: result.op.clone(),
+            target: result.target.clone(),
+            decision: "denied".into(),
+            violation: None,
+            hard: false,
+            rule: None,
+            bytes: 0,
+            detail: None,
+            elapsed_ms: u64::try_from(self.elapsed.as_millis()).unwrap_or(u64::MAX),
+        };
+        match outcome {
+            Ok(out) => {
+                event.decision = "allowed".into();
+                event.rule = rule.clone();
+                event.bytes = out.charged_bytes();
+                result.ok = true;
+                result.rule = rule;
+                result.output = Some(out);
+            }
+            Err(Failure::Error(e)) => {
+                event.decision = "allowed".into();
+                event.rule = rule.clone();
+                event.detail = Some(e.message.clone());
+                result.rule = rule;
+                result.error = Some(e);
+            }
+            Err(Failure::Denied(d)) => {
+                event.violation = Some(d.violation);
+                event.hard = d.hard;
+                event.detail = Some(d.message.clone());
+                self.denials.push(DenialRecord {
+                    seq: self.seq,
+                    op: result.op.clone(),
+                    target: result.target.clone(),
+                    violation: d.violation,
+                    hard: d.hard,
+                });
+                result.denial = Some(d);
+            }
+        }
+        self.audit.push(event);
+        result
+    }
+}

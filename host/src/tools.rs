@@ -1,0 +1,184 @@
+//! The tool capability: the allow-list (its config), the registry lookup (its
+//! check) and the [`Tool`] trait with a subprocess implementation (its host
+//! impl).
+//!
+//! A tool runs with the host's authority, not the guest's: it is code the
+//! operator chose to trust. The grant decides *which* tools an agent may
+//! call, never what a tool may do.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Bounds the gate puts on one tool call, from what is left of the budgets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ToolLimits {
+    /// Time left in the wall budget. Tools should return before it; the
+    /// subprocess tool is killed at it.
+    pub timeout: Duration,
+    /// Output bytes the caller may still receive; longer output halts the
+    /// run with `max_output_bytes`.
+    pub max_output_bytes: u64,
+}
+
+/// Why a tool did not produce output. Not a violation: the tool was allowed
+/// and ran, and failed.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolError {
+    /// The tool ran past its time limit and was stopped.
+    #[error("timed out")]
+    Timeout,
+    /// The tool reported a failure.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// A named capability the agent may call with a string input (JSON by
+/// convention) and that returns a string output.
+pub trait Tool: Send + Sync {
+    /// Run once.
+    fn call(&self, input: &str, limits: ToolLimits) -> Result<String, ToolError>;
+}
+
+impl<F> Tool for F
+where
+    F: Fn(&str) -> Result<String, ToolError> + Send + Sync,
+{
+    fn call(&self, input: &str, _limits: ToolLimits) -> Result<String, ToolError> {
+        self(input)
+    }
+}
+
+/// How the CLI runs a tool named in the caps file: a program that reads the
+/// input on stdin and writes the output on stdout.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CommandTool {
+    /// Program and arguments. The program is looked up in `PATH`.
+    pub argv: Vec<String>,
+    /// Working folder (the caps file's folder when loaded from a file).
+    pub cwd: PathBuf,
+    /// Own time limit, if shorter than what is left of the wall budget.
+    pub timeout: Option<Duration>,
+}
+
+impl Tool for CommandTool {
+    fn call(&self, input: &str, limits: ToolLimits) -> Result<String, ToolError> {
+        let timeout = self.timeout.map_or(limits.timeout, |t| t.min(limits.timeout));
+        let (program, args) = self
+            .argv
+            .split_first()
+            .ok_or_else(|| ToolError::Failed("empty argv".into()))?;
+        let mut child = Command::new(program)
+            .args(args)
+            .current_dir(&self.cwd)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| ToolError::Failed(format!("cannot start {program:?}: {e}")))?;
+        // Feed stdin and drain stdout/stderr on threads so a chatty tool
+        // cannot deadlock against a full pipe while we watch the clock.
+        let mut stdin = child.stdin.take().expect("piped");
+        let input = input.as_bytes().to_vec();
+        let feeder = std::thread::spawn(move || {
+            let _ = stdin.write_all(&input);
+        });
+        let cap = limits.max_output_bytes.saturating_add(1);
+        let out = child.stdout.take().expect("piped");
+        let reader = std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = out.take(cap).read_to_end(&mut buf);
+            buf
+        });
+        let err = child.stderr.take().expect("piped");
+        let err_reader = std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = err.take(4096).read_to_end(&mut buf);
+            buf
+        });
+        let start = Instant::now();
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if start.elapsed() >= timeout => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(ToolError::Timeout);
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(2)),
+                Err(e) => return Err(ToolError::Failed(format!("wait failed: {e}"))),
+            }
+        };
+        let _ = feeder.join();
+        let stdout = reader.join().unwrap_or_default();
+        let stderr = err_reader.join().unwrap_or_default();
+        if !status.success() {
+            return Err(ToolError::Failed(format!(
+                "{program:?} exited with {status}: {}",
+                String::from_utf8_lossy(&stderr).trim()
+            )));
+        }
+        String::from_utf8(stdout).map_err(|_| ToolError::Failed("output is not UTF-8".into()))
+    }
+}
+
+/// Tools the host can run, by name. Being registered is not being allowed:
+/// the gate checks the caps' allow-list first.
+#[derive(Clone, Default)]
+pub struct ToolRegistry {
+    tools: BTreeMap<String, Arc<dyn Tool>>,
+}
+
+impl fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.tools.keys()).finish()
+    }
+}
+
+impl ToolRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Register (or replace) a tool.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use sbx_wasm::tools::{ToolError, ToolRegistry};
+    ///
+    /// let mut tools = ToolRegistry::new();
+    /// tools.register("upper", |input: &str| Ok::<_, ToolError>(input.to_uppercase()));
+    /// assert!(tools.get("upper").is_some());
+    /// ```
+    pub fn register(&mut self, name: impl Into<String>, tool: impl Tool + 'static) -> &mut Self {
+        self.tools.insert(name.into(), Arc::new(tool));
+        self
+    }
+
+    /// The tool registered under `name`.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.get(name)
+    }
+
+    /// Registered names, sorted.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.tools.keys().map(String::as_str)
+    }
+}
+
+/// Whether `name` is an acceptable tool name: 1 to 64 of `a-z 0-9 _ - .`.
+pub fn valid_tool_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"_-.".contains(&b))
+}

@@ -1,0 +1,145 @@
+//! The stable names of every refusal, and whether each one halts the run.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Why an operation was refused.
+///
+/// The `snake_case` names are a contract (reports, audit logs and the wasm
+/// `denial` record carry them); they never change meaning. New variants may be
+/// added, so match with a wildcard arm.
+///
+/// A *soft* violation refuses one operation and the run goes on; a *hard* one
+/// trips the breaker: the run halts and every later operation is refused.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Violation {
+    /// The path had a `..` component (soft).
+    PathTraversal,
+    /// The path is outside every mount that may be read (soft).
+    FsReadDenied,
+    /// The path is outside every writable mount (soft).
+    FsWriteDenied,
+    /// The URL matches no egress rule (soft).
+    EgressDenied,
+    /// The tool is not on the allow-list, or not registered (soft).
+    ToolDenied,
+    /// The request itself is malformed: bad JSON, NUL in a path, a relative
+    /// path, an over-long path, an unknown op (soft).
+    InvalidRequest,
+    /// The operation budget is spent (hard).
+    MaxOps,
+    /// The output budget is spent (hard).
+    MaxOutputBytes,
+    /// The wall-time budget is spent (hard).
+    MaxWall,
+    /// The fuel budget is spent (hard; wasm front door only).
+    MaxFuel,
+    /// The memory budget is spent (hard; wasm front door only).
+    MaxMemory,
+    /// The guest overflowed its stack (hard; wasm front door only).
+    StackOverflow,
+}
+
+impl Violation {
+    /// Every violation, soft ones first.
+    pub const ALL: [Violation; 12] = [
+        Violation::PathTraversal,
+        Violation::FsReadDenied,
+        Violation::FsWriteDenied,
+        Violation::EgressDenied,
+        Violation::ToolDenied,
+        Violation::InvalidRequest,
+        Violation::MaxOps,
+        Violation::MaxOutputBytes,
+        Violation::MaxWall,
+        Violation::MaxFuel,
+        Violation::MaxMemory,
+        Violation::StackOverflow,
+    ];
+
+    /// The stable `snake_case` name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Violation::PathTraversal => "path_traversal",
+            Violation::FsReadDenied => "fs_read_denied",
+            Violation::FsWriteDenied => "fs_write_denied",
+            Violation::EgressDenied => "egress_denied",
+            Violation::ToolDenied => "tool_denied",
+            Violation::InvalidRequest => "invalid_request",
+            Violation::MaxOps => "max_ops",
+            Violation::MaxOutputBytes => "max_output_bytes",
+            Violation::MaxWall => "max_wall",
+            Violation::MaxFuel => "max_fuel",
+            Violation::MaxMemory => "max_memory",
+            Violation::StackOverflow => "stack_overflow",
+        }
+    }
+
+    /// Whether this violation halts the run (a budget), rather than refusing
+    /// one operation (a capability).
+    pub fn is_hard(self) -> bool {
+        matches!(
+            self,
+            Violation::MaxOps
+                | Violation::MaxOutputBytes
+                | Violation::MaxWall
+                | Violation::MaxFuel
+                | Violation::MaxMemory
+                | Violation::StackOverflow
+        )
+    }
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A refusal: which rule was broken, whether it halts the run, and a message
+/// for people.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Denial {
+    /// The stable name of what was broken.
+    pub violation: Violation,
+    /// `true` when the run is halted (always `violation.is_hard()`).
+    pub hard: bool,
+    /// What happened, for people; not a contract.
+    pub message: String,
+}
+
+impl Denial {
+    pub(crate) fn new(violation: Violation, message: impl Into<String>) -> Self {
+        Denial {
+            violation,
+            hard: violation.is_hard(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Denial {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = if self.hard { "hard" } else { "soft" };
+        write!(f, "{} ({kind}): {}", self.violation, self.message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_match_serde_and_hardness_matches_design() {
+        for v in Violation::ALL {
+            let json = serde_json::to_string(&v).unwrap();
+            assert_eq!(json, format!("\"{}\"", v.as_str()));
+        }
+        let hard: Vec<_> = Violation::ALL.iter().filter(|v| v.is_hard()).collect();
+        assert_eq!(hard.len(), 6);
+        assert!(!Violation::EgressDenied.is_hard());
+        assert!(Violation::MaxWall.is_hard());
+    }
+}
