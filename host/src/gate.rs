@@ -177,12 +177,12 @@ impl Sandbox {
     /// same check [`Sandbox::run`] applies.
     pub fn check(&self, op: &Op) -> Result<String, Denial> {
         match op {
-            Op::FsRead { path } | Op::FsList { path } | Op::FsStat { path } => {
-                self.resolve(path, Access::ReadOnly).map(|(_, rule, _)| rule)
-            }
-            Op::FsWrite { path, .. } | Op::FsRemove { path } | Op::FsMkdir { path } => {
-                self.resolve(path, Access::ReadWrite).map(|(_, rule, _)| rule)
-            }
+            Op::FsRead { path } | Op::FsList { path } | Op::FsStat { path } => self
+                .resolve(path, Access::ReadOnly)
+                .map(|(_, rule, _)| rule),
+            Op::FsWrite { path, .. } | Op::FsRemove { path } | Op::FsMkdir { path } => self
+                .resolve(path, Access::ReadWrite)
+                .map(|(_, rule, _)| rule),
             Op::NetFetch { url, .. } => self.caps.egress().check(url).map(|(_, rule)| rule),
             Op::ToolCall { name, .. } => {
                 if !self.caps.tools().contains(name) {
@@ -199,7 +199,9 @@ impl Sandbox {
                     Ok(format!("tool {name}"))
                 }
             }
-            Op::Invalid { reason, .. } => Err(Denial::new(Violation::InvalidRequest, reason.clone())),
+            Op::Invalid { reason, .. } => {
+                Err(Denial::new(Violation::InvalidRequest, reason.clone()))
+            }
         }
     }
 
@@ -233,7 +235,10 @@ impl Sandbox {
             let d = Denial {
                 violation: h.violation,
                 hard: true,
-                message: format!("the run was halted by {}; no further operations", h.violation),
+                message: format!(
+                    "the run was halted by {}; no further operations",
+                    h.violation
+                ),
             };
             return self.finish(&op, None, Err(Failure::Denied(d)));
         }
@@ -241,13 +246,23 @@ impl Sandbox {
         self.elapsed = self.clock.now().saturating_sub(self.start);
         let budget = *self.caps.budget();
         if self.ops > budget.max_ops {
-            let d = Denial::new(Violation::MaxOps, format!("operation {} exceeds max_ops = {}", self.ops, budget.max_ops));
+            let d = Denial::new(
+                Violation::MaxOps,
+                format!(
+                    "operation {} exceeds max_ops = {}",
+                    self.ops, budget.max_ops
+                ),
+            );
             return self.trip(&op, d);
         }
         if self.elapsed > budget.max_wall {
             let d = Denial::new(
                 Violation::MaxWall,
-                format!("{} ms elapsed, over max_wall_ms = {}", self.elapsed.as_millis(), budget.max_wall.as_millis()),
+                format!(
+                    "{} ms elapsed, over max_wall_ms = {}",
+                    self.elapsed.as_millis(),
+                    budget.max_wall.as_millis()
+                ),
             );
             return self.trip(&op, d);
         }
@@ -275,7 +290,10 @@ impl Sandbox {
     }
 
     fn output_left(&self) -> u64 {
-        self.caps.budget().max_output_bytes.saturating_sub(self.output_bytes)
+        self.caps
+            .budget()
+            .max_output_bytes
+            .saturating_sub(self.output_bytes)
     }
 
     fn wall_left(&self) -> Duration {
@@ -346,16 +364,30 @@ impl Sandbox {
                     Ok(Ok(resp)) => Ok(Output::response(resp)),
                     Ok(Err(NetError::Timeout)) => Err(Failure::Denied(Denial::new(
                         Violation::MaxWall,
-                        format!("fetch ran past the {} ms left of the wall budget", wall_left.as_millis()),
+                        format!(
+                            "fetch ran past the {} ms left of the wall budget",
+                            wall_left.as_millis()
+                        ),
                     ))),
-                    Ok(Err(NetError::BodyTooLarge)) => Err(Failure::Denied(self.output_denial(u64::MAX))),
-                    Ok(Err(e)) => Err(Failure::Error(OpError::new(ErrorKind::Network, e.to_string()))),
-                    Err(_) => Err(Failure::Error(OpError::new(ErrorKind::Network, "the network layer panicked"))),
+                    Ok(Err(NetError::BodyTooLarge)) => {
+                        Err(Failure::Denied(self.output_denial(u64::MAX)))
+                    }
+                    Ok(Err(e)) => Err(Failure::Error(OpError::new(
+                        ErrorKind::Network,
+                        e.to_string(),
+                    ))),
+                    Err(_) => Err(Failure::Error(OpError::new(
+                        ErrorKind::Network,
+                        "the network layer panicked",
+                    ))),
                 }
             }
             Op::ToolCall { name, input } => {
                 let Some(tool) = self.tools.get(name).cloned() else {
-                    return Err(Failure::Denied(Denial::new(Violation::ToolDenied, format!("tool {name:?} is not registered"))));
+                    return Err(Failure::Denied(Denial::new(
+                        Violation::ToolDenied,
+                        format!("tool {name:?} is not registered"),
+                    )));
                 };
                 let limits = ToolLimits {
                     timeout: self.wall_left(),
@@ -365,13 +397,25 @@ impl Sandbox {
                     Ok(Ok(output)) => Ok(Output::ToolOutput { output }),
                     Ok(Err(ToolError::Timeout)) => Err(Failure::Denied(Denial::new(
                         Violation::MaxWall,
-                        format!("tool {name:?} ran past the {} ms left of the wall budget", limits.timeout.as_millis()),
+                        format!(
+                            "tool {name:?} ran past the {} ms left of the wall budget",
+                            limits.timeout.as_millis()
+                        ),
                     ))),
-                    Ok(Err(e)) => Err(Failure::Error(OpError::new(ErrorKind::ToolFailed, format!("tool {name:?} failed: {e}")))),
-                    Err(_) => Err(Failure::Error(OpError::new(ErrorKind::ToolFailed, format!("tool {name:?} panicked")))),
+                    Ok(Err(e)) => Err(Failure::Error(OpError::new(
+                        ErrorKind::ToolFailed,
+                        format!("tool {name:?} failed: {e}"),
+                    ))),
+                    Err(_) => Err(Failure::Error(OpError::new(
+                        ErrorKind::ToolFailed,
+                        format!("tool {name:?} panicked"),
+                    ))),
                 }
             }
-            Op::Invalid { reason, .. } => Err(Failure::Denied(Denial::new(Violation::InvalidRequest, reason.clone()))),
+            Op::Invalid { reason, .. } => Err(Failure::Denied(Denial::new(
+                Violation::InvalidRequest,
+                reason.clone(),
+            ))),
         }
     }
 
@@ -383,23 +427,39 @@ impl Sandbox {
         // Already checked; resolve again to get the handle (cheap, pure).
         let path = check_path(raw).map_err(Failure::Denied)?;
         let Some((mount, rel)) = self.mounts.find(&path) else {
-            return Err(Failure::Denied(Denial::new(Violation::FsReadDenied, format!("{path} is outside every mount"))));
+            return Err(Failure::Denied(Denial::new(
+                Violation::FsReadDenied,
+                format!("{path} is outside every mount"),
+            )));
         };
         let fail = |e| self.fs_failure(e, access, path.as_str());
         match op {
             Op::FsRead { .. } => mount
                 .read(&rel, self.output_left())
-                .map(|b| Output::Data { content: Content(b) })
+                .map(|b| Output::Data {
+                    content: Content(b),
+                })
                 .map_err(fail),
             Op::FsWrite { content, .. } => mount
                 .write(&rel, content)
-                .map(|()| Output::Written { bytes: content.len() as u64 })
+                .map(|()| Output::Written {
+                    bytes: content.len() as u64,
+                })
                 .map_err(fail),
-            Op::FsList { .. } => mount.list(&rel).map(|entries| Output::Entries { entries }).map_err(fail),
-            Op::FsStat { .. } => mount.stat(&rel).map(|stat| Output::Stat { stat }).map_err(fail),
+            Op::FsList { .. } => mount
+                .list(&rel)
+                .map(|entries| Output::Entries { entries })
+                .map_err(fail),
+            Op::FsStat { .. } => mount
+                .stat(&rel)
+                .map(|stat| Output::Stat { stat })
+                .map_err(fail),
             Op::FsRemove { .. } => mount.remove(&rel).map(|()| Output::Removed).map_err(fail),
             Op::FsMkdir { .. } => mount.mkdir(&rel).map(|()| Output::Created).map_err(fail),
-            _ => Err(Failure::Error(OpError::new(ErrorKind::Io, "not a filesystem op"))),
+            _ => Err(Failure::Error(OpError::new(
+                ErrorKind::Io,
+                "not a filesystem op",
+            ))),
         }
     }
 
@@ -408,7 +468,12 @@ impl Sandbox {
         self.finish(op, None, Err(Failure::Denied(d)))
     }
 
-    fn finish(&mut self, op: &Op, rule: Option<String>, outcome: Result<Output, Failure>) -> SandboxResult {
+    fn finish(
+        &mut self,
+        op: &Op,
+        rule: Option<String>,
+        outcome: Result<Output, Failure>,
+    ) -> SandboxResult {
         let mut result = SandboxResult {
             seq: self.seq,
             op: op.kind().to_string(),

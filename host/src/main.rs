@@ -1,1 +1,12 @@
-fn main(){}
+//! The `sbx-wasm` command line: parse, call the library, print.
+
+#![forbid(unsafe_code)]
+
+mod cli;
+
+use clap::Parser;
+
+fn main() {
+    let args = cli::Cli::parse();
+    std::process::exit(cli::run(args));
+}

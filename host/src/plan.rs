@@ -167,7 +167,10 @@ mod tests {
             .to_string(),
         )
         .unwrap();
-        assert!(ops.iter().all(|o| !matches!(o, Op::Invalid { .. })), "{ops:?}");
+        assert!(
+            ops.iter().all(|o| !matches!(o, Op::Invalid { .. })),
+            "{ops:?}"
+        );
         assert_eq!(ops[2], Op::write("/a", vec![0u8, 1]));
         assert_eq!(ops[8], Op::tool("t", r#"{"k":1}"#));
         assert!(matches!(&ops[7], Op::NetFetch { method, .. } if method == "POST"));

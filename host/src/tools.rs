@@ -68,7 +68,9 @@ pub struct CommandTool {
 
 impl Tool for CommandTool {
     fn call(&self, input: &str, limits: ToolLimits) -> Result<String, ToolError> {
-        let timeout = self.timeout.map_or(limits.timeout, |t| t.min(limits.timeout));
+        let timeout = self
+            .timeout
+            .map_or(limits.timeout, |t| t.min(limits.timeout));
         let (program, args) = self
             .argv
             .split_first()

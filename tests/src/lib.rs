@@ -1,1 +1,253 @@
+//! Test support: real temp folders with a snapshot to prove "nothing changed",
+//! and a real HTTP server on 127.0.0.1 that counts the connections it accepts
+//! (a denied fetch must leave the count unchanged).
 
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// What a path holds, as seen from the host.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Node {
+    /// A folder.
+    Dir,
+    /// A file and its bytes.
+    File(Vec<u8>),
+    /// A symlink and its target.
+    Link(PathBuf),
+}
+
+/// Every path below `root` (symlinks not followed), with contents: two equal
+/// snapshots mean the tree is byte-for-byte the same.
+pub fn snapshot(root: &Path) -> BTreeMap<PathBuf, Node> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Node>) {
+        let mut entries: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        entries.sort();
+        for p in entries {
+            let rel = p.strip_prefix(root).unwrap().to_path_buf();
+            let md = std::fs::symlink_metadata(&p).unwrap();
+            if md.file_type().is_symlink() {
+                out.insert(rel, Node::Link(std::fs::read_link(&p).unwrap()));
+            } else if md.is_dir() {
+                out.insert(rel, Node::Dir);
+                walk(root, &p, out);
+            } else {
+                out.insert(rel, Node::File(std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(root, root, &mut out);
+    out
+}
+
+/// The seed's world on real folders:
+///
+/// ```text
+/// root/
+///   work/data.txt          read mount  -> /work
+///   work/out/              write mount -> /work/out
+///   workshop/secret.txt    sibling-prefix folder, never mounted
+///   etc/passwd             canary outside every mount
+/// ```
+pub struct World {
+    /// Keeps the temp folder alive.
+    pub dir: tempfile::TempDir,
+}
+
+/// Content of `/work/data.txt`.
+pub const DATA: &str = "revenue,42\ncost,17\n";
+/// Content of every canary outside the mounts.
+pub const CANARY: &str = "CANARY-secret-never-leaves";
+
+impl World {
+    /// Build the tree.
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        std::fs::create_dir_all(r.join("work/out")).unwrap();
+        std::fs::create_dir_all(r.join("workshop")).unwrap();
+        std::fs::create_dir_all(r.join("etc")).unwrap();
+        std::fs::write(r.join("work/data.txt"), DATA).unwrap();
+        std::fs::write(r.join("workshop/secret.txt"), CANARY).unwrap();
+        std::fs::write(r.join("etc/passwd"), CANARY).unwrap();
+        World { dir }
+    }
+
+    /// The root folder.
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// A path below the root.
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    /// Snapshot of the whole tree.
+    pub fn snapshot(&self) -> BTreeMap<PathBuf, Node> {
+        snapshot(self.root())
+    }
+
+    /// The seed's grant: read `/work`, write `/work/out`, the given egress
+    /// rules, tool `summarize`, and `max_ops`.
+    pub fn caps_builder(&self) -> sbx_wasm::CapabilitiesBuilder {
+        sbx_wasm::Capabilities::builder()
+            .read_mount(self.path("work"), "/work")
+            .write_mount(self.path("work/out"), "/work/out")
+            .allow_tool("summarize")
+    }
+}
+
+impl Default for World {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// How the test server answers a path.
+#[derive(Clone, Copy, Debug)]
+enum Route {
+    Ok(&'static str),
+    Big(usize),
+    Stall,
+    Redirect(&'static str),
+    NotFound,
+}
+
+fn route(path: &str) -> Route {
+    match path {
+        "/status" => Route::Ok("ok"),
+        "/big" => Route::Big(64 * 1024),
+        "/stall" => Route::Stall,
+        "/redirect" => Route::Redirect("http://evil.example/steal"),
+        p if p.starts_with("/echo") => Route::Ok("echo"),
+        _ => Route::NotFound,
+    }
+}
+
+/// A real HTTP/1.1 server on 127.0.0.1 with an ephemeral port. It counts
+/// every accepted connection and records request lines.
+pub struct LoopbackServer {
+    /// The port it listens on.
+    pub port: u16,
+    connections: Arc<AtomicUsize>,
+    requests: Arc<Mutex<Vec<String>>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl LoopbackServer {
+    /// Start serving.
+    pub fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let connections = Arc::new(AtomicUsize::new(0));
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (c, r, s) = (connections.clone(), requests.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if s.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(stream) = stream else { continue };
+                c.fetch_add(1, Ordering::SeqCst);
+                let r = r.clone();
+                let s = s.clone();
+                std::thread::spawn(move || serve(stream, &r, &s));
+            }
+        });
+        LoopbackServer {
+            port,
+            connections,
+            requests,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn origin(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Connections accepted so far.
+    pub fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
+    }
+
+    /// Request lines received so far.
+    pub fn requests(&self) -> Vec<String> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+fn serve(stream: TcpStream, log: &Mutex<Vec<String>>, stop: &AtomicBool) {
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut line = String::new();
+    if reader.read_line(&mut line).is_err() || line.is_empty() {
+        return;
+    }
+    let mut content_length = 0usize;
+    loop {
+        let mut h = String::new();
+        if reader.read_line(&mut h).is_err() || h == "\r\n" || h.is_empty() {
+            break;
+        }
+        if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+            content_length = v.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut body = vec![0; content_length.min(1 << 20)];
+    let _ = reader.read_exact(&mut body);
+    log.lock().unwrap().push(line.trim_end().to_string());
+    let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
+    let mut stream = stream;
+    let reply = |stream: &mut TcpStream, status: &str, extra: &str, body: &[u8]| {
+        let head = format!(
+            "HTTP/1.1 {status}\r\ncontent-length: {}\r\nconnection: close\r\n{extra}\r\n",
+            body.len()
+        );
+        let _ = stream.write_all(head.as_bytes());
+        let _ = stream.write_all(body);
+    };
+    match route(&path) {
+        Route::Ok(text) => reply(&mut stream, "200 OK", "", text.as_bytes()),
+        Route::Big(n) => reply(&mut stream, "200 OK", "", &vec![b'x'; n]),
+        Route::Redirect(to) => reply(
+            &mut stream,
+            "302 Found",
+            &format!("location: {to}\r\n"),
+            b"",
+        ),
+        Route::NotFound => reply(&mut stream, "404 Not Found", "", b"not found"),
+        Route::Stall => {
+            for _ in 0..100 {
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+}
+
+impl Drop for LoopbackServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}

@@ -45,7 +45,13 @@ impl Capabilities {
         })?;
         let base = path
             .parent()
-            .map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p })
+            .map(|p| {
+                if p.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    p
+                }
+            })
             .unwrap_or(Path::new("."));
         Self::from_toml(&text, base, Some(path))
     }
@@ -84,8 +90,9 @@ impl Capabilities {
             b = b.allow_tool(t);
         }
         for (name, cmd) in file.tools.command {
-            let timeout = non_negative(&format!("tools.command.{name}.timeout_ms"), cmd.timeout_ms)?
-                .map(Duration::from_millis);
+            let timeout =
+                non_negative(&format!("tools.command.{name}.timeout_ms"), cmd.timeout_ms)?
+                    .map(Duration::from_millis);
             b.commands.push((name, cmd.argv, timeout));
         }
         for (k, v) in file.env {
@@ -159,7 +166,12 @@ impl Capabilities {
                 Access::ReadWrite => file.fs.write.push(entry(m)),
             }
         }
-        file.net.allow = self.egress.rules().iter().map(|r| r.as_str().to_string()).collect();
+        file.net.allow = self
+            .egress
+            .rules()
+            .iter()
+            .map(|r| r.as_str().to_string())
+            .collect();
         file.net.dangerous_allow_all = self.egress.allows_all();
         file.tools.allow = self.tools.iter().cloned().collect();
         for (name, c) in &self.commands {
@@ -271,13 +283,15 @@ impl CapabilitiesBuilder {
 
     /// Show host folder `host` read-only at guest path `guest`.
     pub fn read_mount(mut self, host: impl Into<PathBuf>, guest: impl Into<String>) -> Self {
-        self.mounts.push((host.into(), guest.into(), Access::ReadOnly));
+        self.mounts
+            .push((host.into(), guest.into(), Access::ReadOnly));
         self
     }
 
     /// Show host folder `host` read-write at guest path `guest`.
     pub fn write_mount(mut self, host: impl Into<PathBuf>, guest: impl Into<String>) -> Self {
-        self.mounts.push((host.into(), guest.into(), Access::ReadWrite));
+        self.mounts
+            .push((host.into(), guest.into(), Access::ReadWrite));
         self
     }
 
@@ -349,7 +363,11 @@ impl CapabilitiesBuilder {
         let mut rules = Vec::new();
         for (i, text) in self.rules.iter().enumerate() {
             let rule = EgressRule::parse(text).map_err(|e| {
-                CapsError::invalid(format!("net.allow[{i}]"), format!("{text:?}: {e}"), RULE_FORM)
+                CapsError::invalid(
+                    format!("net.allow[{i}]"),
+                    format!("{text:?}: {e}"),
+                    RULE_FORM,
+                )
             })?;
             rules.push(rule);
         }
@@ -365,7 +383,11 @@ impl CapabilitiesBuilder {
         let mut tools = BTreeSet::new();
         for (i, t) in self.tools.iter().enumerate() {
             if !valid_tool_name(t) {
-                return Err(CapsError::invalid(format!("tools.allow[{i}]"), format!("{t:?} is not a valid tool name"), tool_form));
+                return Err(CapsError::invalid(
+                    format!("tools.allow[{i}]"),
+                    format!("{t:?} is not a valid tool name"),
+                    tool_form,
+                ));
             }
             tools.insert(t.clone());
         }
@@ -373,13 +395,23 @@ impl CapabilitiesBuilder {
         for (name, argv, timeout) in &self.commands {
             let key = format!("tools.command.{name}");
             if !valid_tool_name(name) {
-                return Err(CapsError::invalid(key, format!("{name:?} is not a valid tool name"), tool_form));
+                return Err(CapsError::invalid(
+                    key,
+                    format!("{name:?} is not a valid tool name"),
+                    tool_form,
+                ));
             }
             if argv.is_empty() || argv[0].is_empty() {
-                return Err(CapsError::invalid(format!("{key}.argv"), "is empty", "[\"program\", \"arg\", ...]"));
+                return Err(CapsError::invalid(
+                    format!("{key}.argv"),
+                    "is empty",
+                    "[\"program\", \"arg\", ...]",
+                ));
             }
             if !tools.contains(name) {
-                warnings.push(format!("{key} is defined but `{name}` is not in tools.allow, so it can never be called"));
+                warnings.push(format!(
+                    "{key} is defined but `{name}` is not in tools.allow, so it can never be called"
+                ));
             }
             commands.insert(
                 name.clone(),
@@ -395,10 +427,18 @@ impl CapabilitiesBuilder {
         for (k, v) in &self.env {
             let key = format!("env.{k}");
             if k.is_empty() || k.contains(['=', '\0']) {
-                return Err(CapsError::invalid(key, "is not a valid variable name", "a non-empty name without `=` or NUL"));
+                return Err(CapsError::invalid(
+                    key,
+                    "is not a valid variable name",
+                    "a non-empty name without `=` or NUL",
+                ));
             }
             if v.contains('\0') {
-                return Err(CapsError::invalid(key, "value contains NUL", "a string without NUL"));
+                return Err(CapsError::invalid(
+                    key,
+                    "value contains NUL",
+                    "a string without NUL",
+                ));
             }
             env.insert(k.clone(), v.clone());
         }
@@ -438,10 +478,19 @@ fn build_mounts(raw: &[(PathBuf, String, Access)], base: &Path) -> Result<Vec<Mo
             }
         };
         let guest_form = "an absolute guest path below /, without `..`, e.g. \"/work\"";
-        let g: GuestPath = check_path(guest)
-            .map_err(|d| CapsError::invalid(format!("{key}.guest"), format!("{guest:?}: {}", d.message), guest_form))?;
+        let g: GuestPath = check_path(guest).map_err(|d| {
+            CapsError::invalid(
+                format!("{key}.guest"),
+                format!("{guest:?}: {}", d.message),
+                guest_form,
+            )
+        })?;
         if g.as_str() == "/" {
-            return Err(CapsError::invalid(format!("{key}.guest"), "cannot mount at /", guest_form));
+            return Err(CapsError::invalid(
+                format!("{key}.guest"),
+                "cannot mount at /",
+                guest_form,
+            ));
         }
         if let Some(other) = mounts.iter().find(|m| m.guest == g) {
             return Err(CapsError::invalid(
@@ -450,13 +499,26 @@ fn build_mounts(raw: &[(PathBuf, String, Access)], base: &Path) -> Result<Vec<Mo
                 "each guest path at most once",
             ));
         }
-        let joined = if host.is_absolute() { host.clone() } else { base.join(host) };
-        let host_form = "an existing host folder (relative paths resolve against the caps file's folder)";
+        let joined = if host.is_absolute() {
+            host.clone()
+        } else {
+            base.join(host)
+        };
+        let host_form =
+            "an existing host folder (relative paths resolve against the caps file's folder)";
         let canon = std::fs::canonicalize(&joined).map_err(|e| {
-            CapsError::invalid(format!("{key}.host"), format!("{}: {e}", joined.display()), host_form)
+            CapsError::invalid(
+                format!("{key}.host"),
+                format!("{}: {e}", joined.display()),
+                host_form,
+            )
         })?;
         if !canon.is_dir() {
-            return Err(CapsError::invalid(format!("{key}.host"), format!("{} is not a folder", canon.display()), host_form));
+            return Err(CapsError::invalid(
+                format!("{key}.host"),
+                format!("{} is not a folder", canon.display()),
+                host_form,
+            ));
         }
         mounts.push(Mount {
             host: canon,
@@ -500,10 +562,30 @@ fn check_budget(b: &Budget) -> Result<(), CapsError> {
             Ok(())
         }
     };
-    over("max_ops", b.max_ops.into(), budget::LIMIT_MAX_OPS.into(), "")?;
-    over("max_output_bytes", b.max_output_bytes.into(), budget::LIMIT_MAX_OUTPUT_BYTES.into(), " bytes")?;
-    over("max_wall_ms", b.max_wall.as_millis(), budget::LIMIT_MAX_WALL.as_millis(), " ms (one day)")?;
-    over("max_fuel", b.max_fuel.into(), budget::LIMIT_MAX_FUEL.into(), "")?;
+    over(
+        "max_ops",
+        b.max_ops.into(),
+        budget::LIMIT_MAX_OPS.into(),
+        "",
+    )?;
+    over(
+        "max_output_bytes",
+        b.max_output_bytes.into(),
+        budget::LIMIT_MAX_OUTPUT_BYTES.into(),
+        " bytes",
+    )?;
+    over(
+        "max_wall_ms",
+        b.max_wall.as_millis(),
+        budget::LIMIT_MAX_WALL.as_millis(),
+        " ms (one day)",
+    )?;
+    over(
+        "max_fuel",
+        b.max_fuel.into(),
+        budget::LIMIT_MAX_FUEL.into(),
+        "",
+    )?;
     over(
         "max_memory_bytes",
         b.max_memory_bytes.into(),

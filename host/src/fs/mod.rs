@@ -4,6 +4,6 @@
 mod mount;
 mod path;
 
-pub(crate) use mount::{FsError, MountTable};
 pub use mount::{Access, Entry, Mount, Stat};
+pub(crate) use mount::{FsError, MountTable};
 pub use path::{GuestPath, MAX_PATH_BYTES, canonical, check_path, has_traversal};

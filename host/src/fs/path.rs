@@ -120,10 +120,23 @@ mod tests {
 
     #[test]
     fn traversal_found_in_every_position_and_with_backslashes() {
-        for p in ["..", "/..", "/work/..", "/work/../etc", "/a/b/../../c", "/work\\..\\etc"] {
+        for p in [
+            "..",
+            "/..",
+            "/work/..",
+            "/work/../etc",
+            "/a/b/../../c",
+            "/work\\..\\etc",
+        ] {
             assert!(has_traversal(p), "{p}");
         }
-        for p in ["/work/..a", "/work/a..", "/work/...", "/work/.", "/work/a.b"] {
+        for p in [
+            "/work/..a",
+            "/work/a..",
+            "/work/...",
+            "/work/.",
+            "/work/a.b",
+        ] {
             assert!(!has_traversal(p), "{p}");
         }
     }
@@ -153,7 +166,11 @@ mod tests {
     fn malformed_paths_are_invalid_requests() {
         let long = format!("/{}", "a".repeat(MAX_PATH_BYTES));
         for p in ["", "work/a", "./a", "/work/a\0b", long.as_str()] {
-            assert_eq!(check_path(p).unwrap_err().violation, Violation::InvalidRequest, "{p:?}");
+            assert_eq!(
+                check_path(p).unwrap_err().violation,
+                Violation::InvalidRequest,
+                "{p:?}"
+            );
         }
     }
 }

@@ -45,7 +45,10 @@ impl Egress {
         if Scheme::parse_url(&url).is_none() {
             return Err(Denial::new(
                 Violation::EgressDenied,
-                format!("scheme {:?} is never allowed (only http and https)", url.scheme()),
+                format!(
+                    "scheme {:?} is never allowed (only http and https)",
+                    url.scheme()
+                ),
             ));
         }
         if self.dangerous_allow_all {
@@ -55,10 +58,7 @@ impl Egress {
             Some(rule) => Ok((url, rule.as_str().to_string())),
             None => Err(Denial::new(
                 Violation::EgressDenied,
-                format!(
-                    "{} is not covered by any egress rule",
-                    url_origin(&url)
-                ),
+                format!("{} is not covered by any egress rule", url_origin(&url)),
             )),
         }
     }

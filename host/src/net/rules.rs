@@ -144,7 +144,9 @@ impl EgressRule {
             return err("missing host");
         }
         if rest.contains(['@', '?', '#', '\\']) {
-            return err("a rule names scheme, host and port only (no user, path, query or fragment)");
+            return err(
+                "a rule names scheme, host and port only (no user, path, query or fragment)",
+            );
         }
         let (host, port) = if let Some(inner) = rest.strip_prefix('[') {
             let Some((h, after)) = inner.split_once(']') else {
@@ -193,7 +195,9 @@ impl EgressRule {
             if let Ok(url) = Url::parse(&format!("{}://{host}/", scheme.as_str()))
                 && matches!(url.host(), Some(Host::Ipv4(_)))
             {
-                return err(format!("{host:?} is an IPv4 address in disguise; write it plainly"));
+                return err(format!(
+                    "{host:?} is an IPv4 address in disguise; write it plainly"
+                ));
             }
             HostPattern::Name(name)
         };
@@ -278,14 +282,38 @@ mod tests {
 
     #[test]
     fn exact_name_with_default_and_explicit_ports() {
-        assert!(allows("https://api.example.com", "https://api.example.com/x?y#z"));
-        assert!(allows("https://api.example.com", "https://API.Example.COM./x"));
-        assert!(allows("https://api.example.com", "https://api.example.com:443/"));
-        assert!(!allows("https://api.example.com", "https://api.example.com:8443/"));
-        assert!(!allows("https://api.example.com", "http://api.example.com/"));
-        assert!(allows("http://api.example.com:8080", "http://api.example.com:8080/"));
-        assert!(!allows("http://api.example.com:8080", "http://api.example.com/"));
-        assert!(allows("http://api.example.com:*", "http://api.example.com:9/"));
+        assert!(allows(
+            "https://api.example.com",
+            "https://api.example.com/x?y#z"
+        ));
+        assert!(allows(
+            "https://api.example.com",
+            "https://API.Example.COM./x"
+        ));
+        assert!(allows(
+            "https://api.example.com",
+            "https://api.example.com:443/"
+        ));
+        assert!(!allows(
+            "https://api.example.com",
+            "https://api.example.com:8443/"
+        ));
+        assert!(!allows(
+            "https://api.example.com",
+            "http://api.example.com/"
+        ));
+        assert!(allows(
+            "http://api.example.com:8080",
+            "http://api.example.com:8080/"
+        ));
+        assert!(!allows(
+            "http://api.example.com:8080",
+            "http://api.example.com/"
+        ));
+        assert!(allows(
+            "http://api.example.com:*",
+            "http://api.example.com:9/"
+        ));
     }
 
     #[test]
@@ -315,7 +343,10 @@ mod tests {
         assert!(allows("http://127.0.0.1:8080", "http://127.0.0.1:8080/"));
         assert!(allows("http://127.0.0.1:8080", "http://0x7f.1:8080/"));
         assert!(allows("http://127.0.0.1:8080", "http://2130706433:8080/"));
-        assert!(allows("http://127.0.0.1:8080", "http://[::ffff:127.0.0.1]:8080/"));
+        assert!(allows(
+            "http://127.0.0.1:8080",
+            "http://[::ffff:127.0.0.1]:8080/"
+        ));
         assert!(!allows("http://127.0.0.1:8080", "http://127.0.0.2:8080/"));
         assert!(allows("http://10.0.0.0/8", "http://10.1.2.3/"));
         assert!(!allows("http://10.0.0.0/8", "http://11.0.0.1/"));
@@ -327,8 +358,14 @@ mod tests {
 
     #[test]
     fn idn_rules_and_urls_meet_in_punycode() {
-        assert!(allows("https://bücher.example", "https://xn--bcher-kva.example/"));
-        assert!(allows("https://xn--bcher-kva.example", "https://BÜCHER.example/"));
+        assert!(allows(
+            "https://bücher.example",
+            "https://xn--bcher-kva.example/"
+        ));
+        assert!(allows(
+            "https://xn--bcher-kva.example",
+            "https://BÜCHER.example/"
+        ));
     }
 
     #[test]

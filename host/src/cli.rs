@@ -1,0 +1,328 @@
+//! Subcommands. Each returns the process exit code; see [`EXIT_CODES`].
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+use sbx_wasm::op::Output;
+use sbx_wasm::tools::ToolRegistry;
+use sbx_wasm::{
+    AgentRun, Capabilities, MonotonicClock, Op, Sandbox, SandboxResult, SandboxedAgent,
+    StoppedReason, TickClock,
+};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Success: the plan completed, the caps file is valid, the op is allowed.
+pub const EXIT_OK: i32 = 0;
+/// `check --explain`: the op would be denied.
+pub const EXIT_DENIED: i32 = 1;
+/// Bad usage, caps file or plan file.
+pub const EXIT_USAGE: i32 = 2;
+/// `exec`: a budget halted the run.
+pub const EXIT_HARD_LIMIT: i32 = 3;
+/// A bug or an unexpected host failure (EX_SOFTWARE).
+pub const EXIT_INTERNAL: i32 = 70;
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0   success: the plan completed (soft denials included), the caps file is valid,
+      or the explained op would be allowed
+  1   check --explain: the op would be denied
+  2   usage error: bad arguments, caps file or plan file
+  3   exec: a budget (max_ops, max_output_bytes, max_wall) halted the run
+  70  internal error";
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "sbx-wasm",
+    version,
+    about = "Run untrusted, model-proposed actions under a capability grant",
+    after_help = EXIT_CODES
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a JSON plan (a list of model-proposed ops) through the gate.
+    #[command(after_help = EXIT_CODES)]
+    Exec {
+        /// The caps file (TOML) that grants what the plan may touch.
+        #[arg(long, value_name = "FILE")]
+        caps: PathBuf,
+        /// The plan: a JSON list of ops; `-` reads standard input.
+        #[arg(value_name = "PLAN")]
+        plan: PathBuf,
+        /// Print the whole run (results and report) as JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Also write the run report (JSON) to FILE.
+        #[arg(long, value_name = "FILE")]
+        report: Option<PathBuf>,
+        /// Also write the audit log (JSON lines, one per decision) to FILE.
+        #[arg(long, value_name = "FILE")]
+        audit: Option<PathBuf>,
+        /// Use a virtual clock (1 ms per reading) so runs are reproducible.
+        #[arg(long)]
+        deterministic: bool,
+    },
+    /// Validate a caps file and print the effective grant, or explain one op.
+    #[command(after_help = EXIT_CODES)]
+    Check {
+        /// The caps file (TOML).
+        #[arg(long, value_name = "FILE")]
+        caps: PathBuf,
+        /// Say whether an op would be allowed, and by which rule:
+        /// 'read PATH', 'write PATH', 'list PATH', 'stat PATH', 'remove PATH',
+        /// 'mkdir PATH', 'fetch URL' or 'tool NAME'.
+        #[arg(long, value_name = "OP")]
+        explain: Option<String>,
+    },
+}
+
+/// Run the parsed command; returns the exit code.
+pub fn run(cli: Cli) -> i32 {
+    let result = match cli.command {
+        Command::Exec {
+            caps,
+            plan,
+            json,
+            report,
+            audit,
+            deterministic,
+        } => exec(
+            &caps,
+            &plan,
+            json,
+            report.as_deref(),
+            audit.as_deref(),
+            deterministic,
+        ),
+        Command::Check { caps, explain } => check(&caps, explain.as_deref()),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("sbx-wasm: error: {e:#}");
+            if e.downcast_ref::<Internal>().is_some() {
+                EXIT_INTERNAL
+            } else {
+                EXIT_USAGE
+            }
+        }
+    }
+}
+
+/// Marks an error that is the host's fault, not the user's input.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct Internal(String);
+
+fn load_caps(path: &Path) -> Result<Capabilities> {
+    let caps = Capabilities::from_file(path)?;
+    for w in caps.warnings() {
+        eprintln!("sbx-wasm: warning: {w}");
+    }
+    Ok(caps)
+}
+
+fn registry(caps: &Capabilities) -> ToolRegistry {
+    let mut tools = ToolRegistry::new();
+    for (name, cmd) in caps.tool_commands() {
+        tools.register(name.clone(), cmd.clone());
+    }
+    tools
+}
+
+fn sandbox(caps: Capabilities, deterministic: bool) -> Result<Sandbox> {
+    let tools = registry(&caps);
+    let b = Sandbox::builder(caps).tools(tools);
+    let b = if deterministic {
+        b.clock(TickClock::new(Duration::from_millis(1)))
+    } else {
+        b.clock(MonotonicClock::new())
+    };
+    Ok(b.build()?)
+}
+
+fn write_json_file(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+}
+
+fn exec(
+    caps_path: &Path,
+    plan_path: &Path,
+    json: bool,
+    report: Option<&Path>,
+    audit: Option<&Path>,
+    deterministic: bool,
+) -> Result<i32> {
+    let caps = load_caps(caps_path)?;
+    let text = if plan_path == Path::new("-") {
+        std::io::read_to_string(std::io::stdin()).context("cannot read the plan from stdin")?
+    } else {
+        std::fs::read_to_string(plan_path)
+            .with_context(|| format!("cannot read plan {}", plan_path.display()))?
+    };
+    let ops = sbx_wasm::plan::parse_plan(&text)
+        .with_context(|| format!("plan {}", plan_path.display()))?;
+    let mut agent = SandboxedAgent::new(sandbox(caps, deterministic)?);
+    let run = agent.run_all(ops);
+
+    if let Some(path) = report {
+        let text =
+            serde_json::to_string_pretty(&run.report).map_err(|e| Internal(e.to_string()))?;
+        write_json_file(path, &(text + "\n"))?;
+    }
+    if let Some(path) = audit {
+        let mut lines = String::new();
+        for ev in agent.sandbox().audit() {
+            lines += &serde_json::to_string(ev).map_err(|e| Internal(e.to_string()))?;
+            lines.push('\n');
+        }
+        write_json_file(path, &lines)?;
+    }
+    let mut out = std::io::stdout().lock();
+    if json {
+        let text = serde_json::to_string_pretty(&run).map_err(|e| Internal(e.to_string()))?;
+        writeln!(out, "{text}")?;
+    } else {
+        print_run(&mut out, &run)?;
+    }
+    Ok(match run.stopped_reason {
+        StoppedReason::HardLimit => EXIT_HARD_LIMIT,
+        _ => EXIT_OK,
+    })
+}
+
+fn describe_output(o: &Output) -> String {
+    match o {
+        Output::Data { content } => format!("{} bytes", content.0.len()),
+        Output::Written { bytes } => format!("wrote {bytes} bytes"),
+        Output::Entries { entries } => format!("{} entries", entries.len()),
+        Output::Stat { stat } => format!("{}, {} bytes", stat.kind, stat.size),
+        Output::Removed => "removed".into(),
+        Output::Created => "created".into(),
+        Output::Response { status, body, .. } => format!("HTTP {status}, {} bytes", body.0.len()),
+        Output::ToolOutput { output } => format!("{} bytes of output", output.len()),
+        _ => "done".into(),
+    }
+}
+
+fn short(s: &str, max: usize) -> String {
+    let s: String = s
+        .chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect();
+    if s.chars().count() <= max {
+        s
+    } else {
+        let head: String = s.chars().take(max.saturating_sub(1)).collect();
+        format!("{head}…")
+    }
+}
+
+fn print_result(out: &mut impl Write, r: &SandboxResult) -> std::io::Result<()> {
+    let head = format!("{:>3}  {:<9}  {:<40}", r.seq, r.op, short(&r.target, 40));
+    if let Some(d) = &r.denial {
+        let kind = if d.hard { "HARD" } else { "soft" };
+        writeln!(
+            out,
+            "{head}  DENIED   {} ({kind}): {}",
+            d.violation, d.message
+        )
+    } else if let Some(e) = &r.error {
+        let rule = r.rule.as_deref().unwrap_or("");
+        writeln!(out, "{head}  allowed  by {rule}; failed: {}", e.message)
+    } else {
+        let rule = r.rule.as_deref().unwrap_or("");
+        let what = r.output.as_ref().map(describe_output).unwrap_or_default();
+        writeln!(out, "{head}  allowed  by {rule}; {what}")
+    }
+}
+
+fn print_run(out: &mut impl Write, run: &AgentRun) -> std::io::Result<()> {
+    for r in &run.results {
+        print_result(out, r)?;
+    }
+    let rep = &run.report;
+    let soft = rep.denials.iter().filter(|d| !d.hard).count();
+    let usage = format!(
+        "ops {}/{}, output {}/{} bytes, wall {}/{} ms",
+        rep.usage.ops,
+        rep.limits.ops,
+        rep.usage.output_bytes,
+        rep.limits.output_bytes,
+        rep.usage.wall_ms,
+        rep.limits.wall_ms
+    );
+    match rep.violation {
+        Some(v) => writeln!(
+            out,
+            "halted: hard_limit ({v}); {soft} soft denials; {usage}"
+        ),
+        None => writeln!(out, "completed; {soft} soft denials; {usage}"),
+    }
+}
+
+/// Parse `check --explain` text into an op.
+fn explain_op(text: &str) -> Result<Op> {
+    let text = text.trim();
+    let (verb, arg) = text.split_once(char::is_whitespace).unwrap_or((text, ""));
+    let arg = arg.trim();
+    if arg.is_empty() {
+        bail!(
+            "--explain needs an argument: 'read PATH', 'write PATH', 'list PATH', 'stat PATH', 'remove PATH', 'mkdir PATH', 'fetch URL' or 'tool NAME'"
+        );
+    }
+    Ok(match verb {
+        "read" | "fs_read" => Op::read(arg),
+        "write" | "fs_write" => Op::write(arg, Vec::new()),
+        "list" | "fs_list" => Op::list(arg),
+        "stat" | "fs_stat" => Op::stat(arg),
+        "remove" | "fs_remove" => Op::remove(arg),
+        "mkdir" | "fs_mkdir" => Op::mkdir(arg),
+        "fetch" | "net_fetch" => Op::fetch(arg),
+        "tool" | "tool_call" => Op::tool(arg, ""),
+        other => bail!(
+            "--explain: unknown op {other:?}; use read, write, list, stat, remove, mkdir, fetch or tool"
+        ),
+    })
+}
+
+fn check(caps_path: &Path, explain: Option<&str>) -> Result<i32> {
+    let caps = load_caps(caps_path)?;
+    let Some(text) = explain else {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "# {} is valid. Effective grant:", caps_path.display())?;
+        write!(out, "{}", caps.to_toml())?;
+        return Ok(EXIT_OK);
+    };
+    let op = explain_op(text)?;
+    let sandbox = sandbox(caps, false)?;
+    let mut out = std::io::stdout().lock();
+    if let Op::NetFetch { url, .. } = &op
+        && let Ok(u) = url::Url::parse(url)
+    {
+        writeln!(
+            out,
+            "parsed: scheme {} host {} port {}",
+            u.scheme(),
+            u.host_str().unwrap_or("(none)"),
+            u.port_or_known_default()
+                .map_or("(none)".into(), |p| p.to_string())
+        )?;
+    }
+    match sandbox.check(&op) {
+        Ok(rule) => {
+            writeln!(out, "{} {}: allowed by {rule}", op.kind(), op.target())?;
+            Ok(EXIT_OK)
+        }
+        Err(d) => {
+            writeln!(out, "{} {}: denied: {d}", op.kind(), op.target())?;
+            Ok(EXIT_DENIED)
+        }
+    }
+}
