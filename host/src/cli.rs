@@ -197,16 +197,24 @@ fn exec(
     })
 }
 
+fn preview(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let escaped: String = text.escape_debug().collect();
+    format!("\"{}\"", short(&escaped, 32))
+}
+
 fn describe_output(o: &Output) -> String {
     match o {
-        Output::Data { content } => format!("{} bytes", content.0.len()),
+        Output::Data { content } => format!("{} bytes {}", content.0.len(), preview(&content.0)),
         Output::Written { bytes } => format!("wrote {bytes} bytes"),
         Output::Entries { entries } => format!("{} entries", entries.len()),
         Output::Stat { stat } => format!("{}, {} bytes", stat.kind, stat.size),
         Output::Removed => "removed".into(),
         Output::Created => "created".into(),
-        Output::Response { status, body, .. } => format!("HTTP {status}, {} bytes", body.0.len()),
-        Output::ToolOutput { output } => format!("{} bytes of output", output.len()),
+        Output::Response { status, body, .. } => {
+            format!("HTTP {status}, {} bytes {}", body.0.len(), preview(&body.0))
+        }
+        Output::ToolOutput { output } => format!("output {}", preview(output.as_bytes())),
         _ => "done".into(),
     }
 }

@@ -51,6 +51,12 @@ pub mod report;
 pub mod tools;
 pub mod violation;
 
+// The README's Rust examples compile as doctests, so the docs cannot drift
+// from the code.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;
+
 pub use agent::{AgentRun, SandboxedAgent, StoppedReason};
 pub use budget::{Budget, Clock, MonotonicClock, TickClock, Usage};
 pub use caps::{Capabilities, CapabilitiesBuilder};

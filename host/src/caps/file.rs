@@ -58,6 +58,8 @@ pub(crate) struct ToolsSection {
 pub(crate) struct CommandEntry {
     pub argv: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<i64>,
 }
 

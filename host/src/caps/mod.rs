@@ -93,7 +93,8 @@ impl Capabilities {
             let timeout =
                 non_negative(&format!("tools.command.{name}.timeout_ms"), cmd.timeout_ms)?
                     .map(Duration::from_millis);
-            b.commands.push((name, cmd.argv, timeout));
+            let cwd = cmd.cwd.map(|c| base.join(c));
+            b.commands.push((name, cmd.argv, cwd, timeout));
         }
         for (k, v) in file.env {
             b = b.env(k, v);
@@ -179,6 +180,7 @@ impl Capabilities {
                 name.clone(),
                 CommandEntry {
                     argv: c.argv.clone(),
+                    cwd: Some(c.cwd.display().to_string()),
                     timeout_ms: c.timeout.map(|t| t.as_millis() as i64),
                 },
             );
@@ -252,10 +254,13 @@ pub struct CapabilitiesBuilder {
     rules: Vec<String>,
     allow_all: bool,
     tools: Vec<String>,
-    commands: Vec<(String, Vec<String>, Option<Duration>)>,
+    commands: Vec<RawCommand>,
     env: Vec<(String, String)>,
     budget: Budget,
 }
+
+/// A tool command as given, before validation: name, argv, cwd, timeout.
+type RawCommand = (String, Vec<String>, Option<PathBuf>, Option<Duration>);
 
 /// The door to options that weaken the sandbox. Every use is reported in
 /// [`Capabilities::warnings`].
@@ -307,9 +312,10 @@ impl CapabilitiesBuilder {
         self
     }
 
-    /// Run tool `name` as the program `argv` (for the CLI's registry).
+    /// Run tool `name` as the program `argv` (for the CLI's registry), in
+    /// the base folder.
     pub fn tool_command(mut self, name: impl Into<String>, argv: Vec<String>) -> Self {
-        self.commands.push((name.into(), argv, None));
+        self.commands.push((name.into(), argv, None, None));
         self
     }
 
@@ -392,7 +398,7 @@ impl CapabilitiesBuilder {
             tools.insert(t.clone());
         }
         let mut commands = BTreeMap::new();
-        for (name, argv, timeout) in &self.commands {
+        for (name, argv, cwd, timeout) in &self.commands {
             let key = format!("tools.command.{name}");
             if !valid_tool_name(name) {
                 return Err(CapsError::invalid(
@@ -417,7 +423,7 @@ impl CapabilitiesBuilder {
                 name.clone(),
                 CommandTool {
                     argv: argv.clone(),
-                    cwd: absolute(&base),
+                    cwd: absolute(cwd.as_deref().unwrap_or(&base)),
                     timeout: *timeout,
                 },
             );
