@@ -359,3 +359,47 @@ fn a_stalling_server_ends_as_max_wall() {
     );
     assert_eq!(server.connections(), 1);
 }
+
+#[test]
+fn tool_output_and_listings_count_against_the_output_budget() {
+    let w = World::new();
+    for i in 0..20 {
+        std::fs::write(w.path(&format!("work/file-{i:02}.txt")), "x").unwrap();
+    }
+    let caps = w
+        .caps_builder()
+        .allow_tool("flood")
+        .max_output_bytes(100)
+        .build()
+        .unwrap();
+    let mut tools = ToolRegistry::new();
+    tools.register("flood", |_: &str| Ok::<_, ToolError>("y".repeat(80)));
+    let mut sb = Sandbox::builder(caps.clone())
+        .tools(tools.clone())
+        .build()
+        .unwrap();
+    assert!(sb.run(Op::tool("flood", "")).ok, "80 of 100 bytes fit");
+    let r = sb.run(Op::tool("flood", ""));
+    assert_eq!(r.violation(), Some(Violation::MaxOutputBytes), "{r:?}");
+    assert!(r.hard() && r.output.is_none());
+    // 20 names of 11 bytes plus separators overflow 100 bytes.
+    let mut sb = Sandbox::builder(caps).tools(tools).build().unwrap();
+    let r = sb.run(Op::list("/work"));
+    assert_eq!(r.violation(), Some(Violation::MaxOutputBytes), "{r:?}");
+    assert_eq!(sb.usage().output_bytes, 0);
+}
+
+#[test]
+fn tls_to_a_plain_http_server_is_a_structured_network_error() {
+    let w = World::new();
+    let server = LoopbackServer::start();
+    let url = format!("https://127.0.0.1:{}", server.port);
+    let mut sb = plain_with(w.caps_builder().allow_egress(&url).build().unwrap());
+    let r = sb.run(Op::fetch(format!("{url}/status")));
+    assert_eq!(
+        r.error.as_ref().map(|e| e.kind),
+        Some(ErrorKind::Network),
+        "{r:?}"
+    );
+    assert!(sb.halted().is_none());
+}

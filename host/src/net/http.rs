@@ -6,7 +6,7 @@
 use super::{FetchLimits, FetchRequest, FetchResponse, Net, NetError};
 use std::io::Read;
 
-/// HTTP over ureq. Plain `http` only in this build; see the README.
+/// HTTP and HTTPS over ureq (rustls, bundled Mozilla roots).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct HttpNet;
 
