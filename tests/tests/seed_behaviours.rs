@@ -37,6 +37,13 @@ fn sandbox(world: &World, caps: Capabilities) -> Sandbox {
         .unwrap()
 }
 
+/// The seed's world with its default grant.
+fn seed() -> (World, Sandbox) {
+    let w = World::new();
+    let sb = sandbox(&w, w.caps_builder().build().unwrap());
+    (w, sb)
+}
+
 fn text(r: &SandboxResult) -> String {
     match &r.output {
         Some(Output::Data { content }) => String::from_utf8(content.0.clone()).unwrap(),
@@ -118,8 +125,7 @@ fn canonical_collapses_dot_and_duplicate_separators() {
 // 5
 #[test]
 fn work_does_not_authorize_workshop() {
-    let w = World::new();
-    let mut sb = sandbox(&w, w.caps_builder().build().unwrap());
+    let (_w, mut sb) = seed();
     assert!(sb.run(Op::read("/work/data.txt")).ok);
     assert_denied(
         &sb.run(Op::read("/workshop/secret.txt")),
@@ -141,8 +147,7 @@ fn work_does_not_authorize_workshop() {
 // 6
 #[test]
 fn read_inside_allowlist_is_allowed() {
-    let w = World::new();
-    let mut sb = sandbox(&w, w.caps_builder().build().unwrap());
+    let (_w, mut sb) = seed();
     let r = sb.run(Op::read("/work/data.txt"));
     assert!(r.ok && r.violation().is_none(), "{r:?}");
     assert_eq!(text(&r), DATA);
@@ -152,8 +157,7 @@ fn read_inside_allowlist_is_allowed() {
 // 7
 #[test]
 fn read_outside_allowlist_is_denied() {
-    let w = World::new();
-    let mut sb = sandbox(&w, w.caps_builder().build().unwrap());
+    let (_w, mut sb) = seed();
     assert_denied(
         &sb.run(Op::read("/etc/passwd")),
         Violation::FsReadDenied,
@@ -165,8 +169,7 @@ fn read_outside_allowlist_is_denied() {
 // 8
 #[test]
 fn dotdot_read_is_path_traversal() {
-    let w = World::new();
-    let mut sb = sandbox(&w, w.caps_builder().build().unwrap());
+    let (_w, mut sb) = seed();
     assert_denied(
         &sb.run(Op::read("/work/../etc/passwd")),
         Violation::PathTraversal,
@@ -183,8 +186,7 @@ fn dotdot_read_is_path_traversal() {
 // 9
 #[test]
 fn write_inside_write_allowlist_lands() {
-    let w = World::new();
-    let mut sb = sandbox(&w, w.caps_builder().build().unwrap());
+    let (w, mut sb) = seed();
     let r = sb.run(Op::write("/work/out/report.txt", "all good"));
     assert!(r.ok, "{r:?}");
     assert_eq!(
@@ -196,8 +198,7 @@ fn write_inside_write_allowlist_lands() {
 // 10
 #[test]
 fn write_outside_allowlist_is_denied_and_tree_unchanged() {
-    let w = World::new();
-    let mut sb = sandbox(&w, w.caps_builder().build().unwrap());
+    let (w, mut sb) = seed();
     let before = w.snapshot();
     assert_denied(
         &sb.run(Op::write("/system/boot.cfg", "pwned")),
@@ -217,8 +218,7 @@ fn write_outside_allowlist_is_denied_and_tree_unchanged() {
 // 11
 #[test]
 fn write_to_read_only_mount_is_denied() {
-    let w = World::new();
-    let mut sb = sandbox(&w, w.caps_builder().build().unwrap());
+    let (w, mut sb) = seed();
     let before = w.snapshot();
     assert_denied(
         &sb.run(Op::write("/work/data.txt", "tampered")),
@@ -242,8 +242,7 @@ fn write_to_read_only_mount_is_denied() {
 // 12
 #[test]
 fn dotdot_write_is_path_traversal_and_tree_unchanged() {
-    let w = World::new();
-    let mut sb = sandbox(&w, w.caps_builder().build().unwrap());
+    let (w, mut sb) = seed();
     let before = w.snapshot();
     assert_denied(
         &sb.run(Op::write("/work/out/../../workshop/pwned.txt", "x")),
@@ -413,8 +412,7 @@ fn max_wall_is_a_hard_halt() {
 // 20
 #[test]
 fn capability_denial_is_soft_and_run_continues() {
-    let w = World::new();
-    let mut sb = sandbox(&w, w.caps_builder().build().unwrap());
+    let (_w, mut sb) = seed();
     for op in [
         Op::read("/etc/passwd"),
         Op::read("/work/../etc/passwd"),
@@ -455,8 +453,7 @@ fn after_hard_halt_every_op_is_refused() {
 // 22
 #[test]
 fn denials_never_panic_and_are_structured() {
-    let w = World::new();
-    let mut sb = sandbox(&w, w.caps_builder().build().unwrap());
+    let (_w, mut sb) = seed();
     let ops = vec![
         Op::read(""),
         Op::read("relative/path"),

@@ -557,47 +557,47 @@ fn build_mounts(raw: &[(PathBuf, String, Access)], base: &Path) -> Result<Vec<Mo
 }
 
 fn check_budget(b: &Budget) -> Result<(), CapsError> {
-    let over = |key: &str, v: u128, max: u128, unit: &str| {
-        if v > max {
-            Err(CapsError::invalid(
+    let checks: [(&str, u128, u128, &str); 5] = [
+        (
+            "max_ops",
+            b.max_ops.into(),
+            budget::LIMIT_MAX_OPS.into(),
+            "",
+        ),
+        (
+            "max_output_bytes",
+            b.max_output_bytes.into(),
+            budget::LIMIT_MAX_OUTPUT_BYTES.into(),
+            " bytes",
+        ),
+        (
+            "max_wall_ms",
+            b.max_wall.as_millis(),
+            budget::LIMIT_MAX_WALL.as_millis(),
+            " ms (one day)",
+        ),
+        (
+            "max_fuel",
+            b.max_fuel.into(),
+            budget::LIMIT_MAX_FUEL.into(),
+            "",
+        ),
+        (
+            "max_memory_bytes",
+            b.max_memory_bytes.into(),
+            budget::LIMIT_MAX_MEMORY_BYTES.into(),
+            " bytes (a wasm32 memory cannot exceed 4 GiB)",
+        ),
+    ];
+    for (key, value, max, unit) in checks {
+        if value > max {
+            return Err(CapsError::invalid(
                 format!("budget.{key}"),
-                format!("{v} is absurdly large"),
+                format!("{value} is absurdly large"),
                 format!("0 to {max}{unit}"),
-            ))
-        } else {
-            Ok(())
+            ));
         }
-    };
-    over(
-        "max_ops",
-        b.max_ops.into(),
-        budget::LIMIT_MAX_OPS.into(),
-        "",
-    )?;
-    over(
-        "max_output_bytes",
-        b.max_output_bytes.into(),
-        budget::LIMIT_MAX_OUTPUT_BYTES.into(),
-        " bytes",
-    )?;
-    over(
-        "max_wall_ms",
-        b.max_wall.as_millis(),
-        budget::LIMIT_MAX_WALL.as_millis(),
-        " ms (one day)",
-    )?;
-    over(
-        "max_fuel",
-        b.max_fuel.into(),
-        budget::LIMIT_MAX_FUEL.into(),
-        "",
-    )?;
-    over(
-        "max_memory_bytes",
-        b.max_memory_bytes.into(),
-        budget::LIMIT_MAX_MEMORY_BYTES.into(),
-        " bytes (a wasm32 memory cannot exceed 4 GiB)",
-    )?;
+    }
     Ok(())
 }
 
