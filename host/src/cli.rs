@@ -2,6 +2,7 @@
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
+use sbx_wasm::net::{Egress, Refusal, Resolve, StaticResolver, SystemResolver};
 use sbx_wasm::op::Output;
 use sbx_wasm::tools::ToolRegistry;
 use sbx_wasm::{
@@ -79,6 +80,10 @@ enum Command {
         /// 'mkdir PATH', 'fetch URL' or 'tool NAME'.
         #[arg(long, value_name = "OP")]
         explain: Option<String>,
+        /// With `--explain 'fetch URL'`: resolve the host (once, as a run
+        /// would) and give the verdict on each address.
+        #[arg(long, requires = "explain")]
+        resolve: bool,
     },
 }
 
@@ -100,7 +105,11 @@ pub fn run(cli: Cli) -> i32 {
             audit.as_deref(),
             deterministic,
         ),
-        Command::Check { caps, explain } => check(&caps, explain.as_deref()),
+        Command::Check {
+            caps,
+            explain,
+            resolve,
+        } => check(&caps, explain.as_deref(), resolve),
     };
     match result {
         Ok(code) => code,
@@ -300,7 +309,7 @@ fn explain_op(text: &str) -> Result<Op> {
     })
 }
 
-fn check(caps_path: &Path, explain: Option<&str>) -> Result<i32> {
+fn check(caps_path: &Path, explain: Option<&str>, resolve: bool) -> Result<i32> {
     let caps = load_caps(caps_path)?;
     let Some(text) = explain else {
         let mut out = std::io::stdout().lock();
@@ -316,12 +325,16 @@ fn check(caps_path: &Path, explain: Option<&str>) -> Result<i32> {
     {
         writeln!(
             out,
-            "parsed: scheme {} host {} port {}",
+            "parsed: {} (scheme {} host {} port {})",
+            u,
             u.scheme(),
             u.host_str().unwrap_or("(none)"),
             u.port_or_known_default()
                 .map_or("(none)".into(), |p| p.to_string())
         )?;
+        if resolve {
+            return explain_resolved(&mut out, sandbox.caps().egress(), &op, url);
+        }
     }
     match sandbox.check(&op) {
         Ok(rule) => {
@@ -330,6 +343,65 @@ fn check(caps_path: &Path, explain: Option<&str>) -> Result<i32> {
         }
         Err(d) => {
             writeln!(out, "{} {}: denied: {d}", op.kind(), op.target())?;
+            Ok(EXIT_DENIED)
+        }
+    }
+}
+
+/// The whole egress decision as a run makes it, with each address shown.
+fn explain_resolved(out: &mut impl Write, egress: &Egress, op: &Op, url: &str) -> Result<i32> {
+    let timeout = Duration::from_secs(5);
+    match egress.check(url) {
+        Ok((_, rule)) => writeln!(out, "rule: {rule}")?,
+        Err(d) => {
+            writeln!(out, "{} {}: denied: {d}", op.kind(), op.target())?;
+            return Ok(EXIT_DENIED);
+        }
+    }
+    let parsed = url::Url::parse(url)?;
+    let ips = match parsed.host() {
+        Some(url::Host::Domain(d)) => match SystemResolver.lookup(d, timeout) {
+            Ok(ips) => ips,
+            Err(e) => {
+                writeln!(out, "{} {}: cannot resolve: {e}", op.kind(), op.target())?;
+                return Ok(EXIT_DENIED);
+            }
+        },
+        Some(url::Host::Ipv4(ip)) => vec![ip.into()],
+        Some(url::Host::Ipv6(ip)) => vec![ip.into()],
+        None => vec![],
+    };
+    for ip in &ips {
+        match egress.address_verdict(&parsed, *ip) {
+            Ok(why) => writeln!(out, "address {ip}: ok ({why})")?,
+            Err(why) => writeln!(out, "address {ip}: refused ({why})")?,
+        }
+    }
+    // Decide on the answers shown above: one lookup, as a run makes.
+    let fixed = StaticResolver::new().with(parsed.host_str().unwrap_or(""), ips.iter().copied());
+    match egress.decide(url, &fixed, timeout) {
+        Ok(d) => {
+            writeln!(
+                out,
+                "{} {}: allowed by {}; would dial {}",
+                op.kind(),
+                op.target(),
+                d.rule,
+                d.addrs[0]
+            )?;
+            Ok(EXIT_OK)
+        }
+        Err(Refusal::Denied(d)) => {
+            writeln!(out, "{} {}: denied: {d}", op.kind(), op.target())?;
+            Ok(EXIT_DENIED)
+        }
+        Err(other) => {
+            writeln!(
+                out,
+                "{} {}: cannot decide: {other:?}",
+                op.kind(),
+                op.target()
+            )?;
             Ok(EXIT_DENIED)
         }
     }

@@ -6,7 +6,10 @@ use crate::budget::{Clock, MonotonicClock, Usage};
 use crate::caps::Capabilities;
 use crate::error::Error;
 use crate::fs::{Access, FsError, GuestPath, MountTable, check_path};
-use crate::net::{FetchLimits, FetchRequest, HttpNet, Net, NetError};
+use crate::net::{
+    FetchFailure, FetchRequest, FetchTrace, HttpNet, Net, Resolve, SystemResolver, check_request,
+    gated_fetch,
+};
 use crate::op::{Content, ErrorKind, Op, OpError, Output, SandboxResult};
 use crate::report::{AuditEvent, DenialRecord, Limits, RunReport, Status};
 use crate::tools::{ToolError, ToolLimits, ToolRegistry};
@@ -15,11 +18,13 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Sets up a [`Sandbox`]. Defaults: [`HttpNet`] for fetches, an empty
-/// [`ToolRegistry`], and a [`MonotonicClock`].
+/// Sets up a [`Sandbox`]. Defaults: [`HttpNet`] for fetches, the
+/// [`SystemResolver`] for names, an empty [`ToolRegistry`], and a
+/// [`MonotonicClock`].
 pub struct SandboxBuilder {
     caps: Capabilities,
     net: Arc<dyn Net>,
+    resolver: Arc<dyn Resolve>,
     tools: ToolRegistry,
     clock: Arc<dyn Clock>,
 }
@@ -28,6 +33,13 @@ impl SandboxBuilder {
     /// Perform allowed fetches with `net`.
     pub fn net(mut self, net: impl Net + 'static) -> Self {
         self.net = Arc::new(net);
+        self
+    }
+
+    /// Resolve host names with `resolver` (each fetch resolves once, and the
+    /// connection goes to a checked address).
+    pub fn resolver(mut self, resolver: impl Resolve + 'static) -> Self {
+        self.resolver = Arc::new(resolver);
         self
     }
 
@@ -56,6 +68,7 @@ impl SandboxBuilder {
             caps: self.caps,
             mounts,
             net: self.net,
+            resolver: self.resolver,
             tools: self.tools,
             clock: self.clock,
             start,
@@ -97,6 +110,7 @@ pub struct Sandbox {
     caps: Capabilities,
     mounts: MountTable,
     net: Arc<dyn Net>,
+    resolver: Arc<dyn Resolve>,
     tools: ToolRegistry,
     clock: Arc<dyn Clock>,
     start: Duration,
@@ -120,6 +134,7 @@ impl Sandbox {
         SandboxBuilder {
             caps,
             net: Arc::new(HttpNet::new()),
+            resolver: Arc::new(SystemResolver),
             tools: ToolRegistry::new(),
             clock: Arc::new(MonotonicClock::new()),
         }
@@ -270,7 +285,8 @@ impl Sandbox {
             Ok(rule) => rule,
             Err(d) => return self.finish(&op, None, Err(Failure::Denied(d))),
         };
-        let outcome = self.perform(&op);
+        let (outcome, trace) = self.perform(&op);
+        let rule = trace.rule.clone().unwrap_or(rule);
         let outcome = match outcome {
             Ok(out) => {
                 let bytes = out.charged_bytes();
@@ -284,8 +300,11 @@ impl Sandbox {
             Err(f) => Err(f),
         };
         match outcome {
-            Err(Failure::Denied(d)) if d.hard => self.trip(&op, d),
-            other => self.finish(&op, Some(rule), other),
+            Err(Failure::Denied(d)) if d.hard => {
+                self.halted = Some(d.clone());
+                self.finish_traced(&op, Some(rule), Err(Failure::Denied(d)), &trace)
+            }
+            other => self.finish_traced(&op, Some(rule), other, &trace),
         }
     }
 
@@ -334,7 +353,64 @@ impl Sandbox {
         }
     }
 
-    fn perform(&self, op: &Op) -> Result<Output, Failure> {
+    fn perform(&self, op: &Op) -> (Result<Output, Failure>, FetchTrace) {
+        if let Op::NetFetch {
+            method,
+            url,
+            headers,
+            body,
+        } = op
+        {
+            return self.perform_fetch(method, url, headers, body);
+        }
+        (self.perform_local(op), FetchTrace::default())
+    }
+
+    fn perform_fetch(
+        &self,
+        method: &str,
+        url: &str,
+        headers: &[(String, String)],
+        body: &[u8],
+    ) -> (Result<Output, Failure>, FetchTrace) {
+        if let Err(d) = check_request(method, headers, body) {
+            return (Err(Failure::Denied(d)), FetchTrace::default());
+        }
+        let wall_left = self.wall_left();
+        let req = FetchRequest {
+            method: method.to_string(),
+            url: url.to_string(),
+            headers: headers.to_vec(),
+            body: body.to_vec(),
+        };
+        let (egress, resolver, net) = (self.caps.egress(), &*self.resolver, &*self.net);
+        let run = || gated_fetch(egress, resolver, net, req, wall_left, self.output_left());
+        let (result, trace) = match catch_unwind(AssertUnwindSafe(run)) {
+            Ok(r) => r,
+            Err(_) => (
+                Err(FetchFailure::Failed("the network layer panicked".into())),
+                FetchTrace::default(),
+            ),
+        };
+        let outcome = match result {
+            Ok(resp) => Ok(Output::response(resp)),
+            Err(FetchFailure::Denied(d)) => Err(Failure::Denied(d)),
+            Err(FetchFailure::Timeout) => Err(Failure::Denied(Denial::new(
+                Violation::MaxWall,
+                format!(
+                    "fetch ran past the {} ms left of the wall budget",
+                    wall_left.as_millis()
+                ),
+            ))),
+            Err(FetchFailure::BodyTooLarge) => Err(Failure::Denied(self.output_denial(u64::MAX))),
+            Err(FetchFailure::Failed(e)) => {
+                Err(Failure::Error(OpError::new(ErrorKind::Network, e)))
+            }
+        };
+        (outcome, trace)
+    }
+
+    fn perform_local(&self, op: &Op) -> Result<Output, Failure> {
         match op {
             Op::FsRead { path }
             | Op::FsList { path }
@@ -342,46 +418,10 @@ impl Sandbox {
             | Op::FsWrite { path, .. }
             | Op::FsRemove { path }
             | Op::FsMkdir { path } => self.perform_fs(op, path),
-            Op::NetFetch {
-                method,
-                url,
-                headers,
-                body,
-            } => {
-                let wall_left = self.wall_left();
-                let req = FetchRequest {
-                    method: method.clone(),
-                    url: url.clone(),
-                    headers: headers.clone(),
-                    body: body.clone(),
-                };
-                let limits = FetchLimits {
-                    timeout: wall_left,
-                    max_body_bytes: self.output_left(),
-                };
-                let net = Arc::clone(&self.net);
-                match catch_unwind(AssertUnwindSafe(|| net.fetch(&req, limits))) {
-                    Ok(Ok(resp)) => Ok(Output::response(resp)),
-                    Ok(Err(NetError::Timeout)) => Err(Failure::Denied(Denial::new(
-                        Violation::MaxWall,
-                        format!(
-                            "fetch ran past the {} ms left of the wall budget",
-                            wall_left.as_millis()
-                        ),
-                    ))),
-                    Ok(Err(NetError::BodyTooLarge)) => {
-                        Err(Failure::Denied(self.output_denial(u64::MAX)))
-                    }
-                    Ok(Err(e)) => Err(Failure::Error(OpError::new(
-                        ErrorKind::Network,
-                        e.to_string(),
-                    ))),
-                    Err(_) => Err(Failure::Error(OpError::new(
-                        ErrorKind::Network,
-                        "the network layer panicked",
-                    ))),
-                }
-            }
+            Op::NetFetch { .. } => Err(Failure::Error(OpError::new(
+                ErrorKind::Network,
+                "not a local op",
+            ))),
             Op::ToolCall { name, input } => {
                 let Some(tool) = self.tools.get(name).cloned() else {
                     return Err(Failure::Denied(Denial::new(
@@ -474,6 +514,16 @@ impl Sandbox {
         rule: Option<String>,
         outcome: Result<Output, Failure>,
     ) -> SandboxResult {
+        self.finish_traced(op, rule, outcome, &FetchTrace::default())
+    }
+
+    fn finish_traced(
+        &mut self,
+        op: &Op,
+        rule: Option<String>,
+        outcome: Result<Output, Failure>,
+        trace: &FetchTrace,
+    ) -> SandboxResult {
         let mut result = SandboxResult {
             seq: self.seq,
             op: op.kind().to_string(),
@@ -493,6 +543,9 @@ impl Sandbox {
             hard: false,
             rule: None,
             bytes: 0,
+            address: trace.address.map(|a| a.to_string()),
+            status: trace.status,
+            redirects: (trace.redirects > 0).then_some(trace.redirects),
             detail: None,
             elapsed_ms: u64::try_from(self.elapsed.as_millis()).unwrap_or(u64::MAX),
         };

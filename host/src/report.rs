@@ -23,6 +23,15 @@ pub struct AuditEvent {
     pub rule: Option<String>,
     /// Bytes returned to the caller.
     pub bytes: u64,
+    /// For fetches: the address actually dialled (last hop).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
+    /// For fetches: the HTTP status received (last hop).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// For fetches: redirects followed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redirects: Option<u32>,
     /// Why an allowed effect failed, or the denial message.
     pub detail: Option<String>,
     /// Milliseconds since the run started, on the injected clock.

@@ -119,6 +119,7 @@ enum Route {
     Ok(&'static str),
     Big(usize),
     Stall,
+    Drip,
     Redirect(&'static str),
     NotFound,
 }
@@ -129,6 +130,9 @@ fn route(path: &str) -> Route {
         "/big" => Route::Big(64 * 1024),
         "/stall" => Route::Stall,
         "/redirect" => Route::Redirect("http://evil.example/steal"),
+        "/redirect-same" => Route::Redirect("/status"),
+        "/redirect-loop" => Route::Redirect("/redirect-loop"),
+        "/drip" => Route::Drip,
         p if p.starts_with("/echo") => Route::Ok("echo"),
         _ => Route::NotFound,
     }
@@ -231,6 +235,15 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<String>>, stop: &AtomicBool) {
             b"",
         ),
         Route::NotFound => reply(&mut stream, "404 Not Found", "", b"not found"),
+        Route::Drip => {
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n");
+            for _ in 0..100 {
+                if stop.load(Ordering::SeqCst) || stream.write_all(b"x").is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
         Route::Stall => {
             for _ in 0..100 {
                 if stop.load(Ordering::SeqCst) {

@@ -40,6 +40,8 @@ pub(crate) struct MountEntry {
 pub(crate) struct NetSection {
     #[serde(default)]
     pub allow: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_redirects: Option<i64>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub dangerous_allow_all: bool,
 }

@@ -7,7 +7,7 @@ mod file;
 use crate::budget::{self, Budget};
 use crate::error::CapsError;
 use crate::fs::{Access, GuestPath, Mount, check_path};
-use crate::net::{Egress, EgressRule, RULE_FORM};
+use crate::net::{Egress, EgressRule, LIMIT_MAX_REDIRECTS, RULE_FORM};
 use crate::tools::{CommandTool, valid_tool_name};
 use file::{BudgetSection, CapsFile, CommandEntry, MountEntry};
 use std::collections::{BTreeMap, BTreeSet};
@@ -82,6 +82,9 @@ impl Capabilities {
         }
         for rule in file.net.allow {
             b = b.allow_egress(rule);
+        }
+        if let Some(n) = non_negative("net.max_redirects", file.net.max_redirects)? {
+            b = b.max_redirects(u32::try_from(n).unwrap_or(u32::MAX));
         }
         if file.net.dangerous_allow_all {
             b = b.dangerous().allow_all_egress();
@@ -173,6 +176,7 @@ impl Capabilities {
             .iter()
             .map(|r| r.as_str().to_string())
             .collect();
+        file.net.max_redirects = Some(i64::from(self.egress.max_redirects()));
         file.net.dangerous_allow_all = self.egress.allows_all();
         file.tools.allow = self.tools.iter().cloned().collect();
         for (name, c) in &self.commands {
@@ -216,6 +220,7 @@ fn non_negative(key: &str, v: Option<i64>) -> Result<Option<u64>, CapsError> {
 /// |---|---|
 /// | read mounts, write mounts | none |
 /// | egress rules | none (every fetch is `egress_denied`) |
+/// | redirects followed per fetch | 0 (a 3xx response is returned as it is) |
 /// | allow-all egress | off; only through [`CapabilitiesBuilder::dangerous`] |
 /// | tools | none (every call is `tool_denied`) |
 /// | env | none |
@@ -252,6 +257,7 @@ pub struct CapabilitiesBuilder {
     base_dir: Option<PathBuf>,
     mounts: Vec<(PathBuf, String, Access)>,
     rules: Vec<String>,
+    max_redirects: u32,
     allow_all: bool,
     tools: Vec<String>,
     commands: Vec<RawCommand>,
@@ -303,6 +309,13 @@ impl CapabilitiesBuilder {
     /// Allow fetches matching `rule` (see [`RULE_FORM`]).
     pub fn allow_egress(mut self, rule: impl Into<String>) -> Self {
         self.rules.push(rule.into());
+        self
+    }
+
+    /// Follow up to `n` redirects per fetch (default 0, at most
+    /// [`LIMIT_MAX_REDIRECTS`]); every hop passes the whole egress decision.
+    pub fn max_redirects(mut self, n: u32) -> Self {
+        self.max_redirects = n;
         self
     }
 
@@ -376,6 +389,13 @@ impl CapabilitiesBuilder {
                 )
             })?;
             rules.push(rule);
+        }
+        if self.max_redirects > LIMIT_MAX_REDIRECTS {
+            return Err(CapsError::invalid(
+                "net.max_redirects",
+                format!("{} is too many", self.max_redirects),
+                format!("0 to {LIMIT_MAX_REDIRECTS}"),
+            ));
         }
         if self.allow_all {
             warnings.push(
@@ -455,6 +475,7 @@ impl CapabilitiesBuilder {
             egress: Egress {
                 rules,
                 dangerous_allow_all: self.allow_all,
+                max_redirects: self.max_redirects,
             },
             tools,
             commands,

@@ -1,10 +1,15 @@
-//! The real HTTP client behind [`Net`]: ureq, configured so that nothing
-//! ambient leaks in (no proxy from the environment) and nothing happens that
-//! the gate did not decide (no redirect is followed: a redirect is returned to
-//! the caller as a response, and a new fetch passes the gate again).
+//! The real HTTP client behind [`Net`]: ureq with rustls, configured so that
+//! nothing ambient leaks in (no proxy from the environment) and nothing
+//! happens that the gate did not decide: the connection goes to the checked
+//! address (a resolver that answers only that), and no redirect is followed.
 
-use super::{FetchLimits, FetchRequest, FetchResponse, Net, NetError};
+use super::{FetchLimits, FetchRequest, FetchResponse, MAX_RESPONSE_HEADER_BYTES, Net, NetError};
 use std::io::Read;
+use std::net::SocketAddr;
+use ureq::config::Config;
+use ureq::http::Uri;
+use ureq::unversioned::resolver::{ResolvedSocketAddrs, Resolver};
+use ureq::unversioned::transport::{DefaultConnector, NextTimeout};
 
 /// HTTP and HTTPS over ureq (rustls, bundled Mozilla roots).
 #[derive(Debug, Default, Clone, Copy)]
@@ -17,28 +22,77 @@ impl HttpNet {
     }
 }
 
+/// Answers every lookup with the one address the gate checked, and only for
+/// the host the gate checked.
+#[derive(Debug)]
+struct PinnedResolver {
+    host: String,
+    addr: SocketAddr,
+}
+
+impl Resolver for PinnedResolver {
+    fn resolve(
+        &self,
+        uri: &Uri,
+        _: &Config,
+        _: NextTimeout,
+    ) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        let host = uri
+            .host()
+            .unwrap_or_default()
+            .trim_start_matches('[')
+            .trim_end_matches(']');
+        if !host.eq_ignore_ascii_case(self.host.trim_start_matches('[').trim_end_matches(']')) {
+            return Err(ureq::Error::HostNotFound);
+        }
+        let mut out = self.empty();
+        out.push(self.addr);
+        Ok(out)
+    }
+}
+
 fn classify(e: ureq::Error) -> NetError {
+    use std::io::ErrorKind as K;
     match e {
         ureq::Error::Timeout(_) => NetError::Timeout,
-        ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => NetError::Timeout,
         ureq::Error::BodyExceedsLimit(_) => NetError::BodyTooLarge,
+        ureq::Error::Io(io) => match io.kind() {
+            K::TimedOut => NetError::Timeout,
+            K::ConnectionRefused
+            | K::HostUnreachable
+            | K::NetworkUnreachable
+            | K::AddrNotAvailable => NetError::Connect(io.to_string()),
+            _ => NetError::Failed(format!("io: {io}")),
+        },
         other => NetError::Failed(other.to_string()),
     }
 }
 
 impl Net for HttpNet {
-    fn fetch(&self, req: &FetchRequest, limits: FetchLimits) -> Result<FetchResponse, NetError> {
-        let agent: ureq::Agent = ureq::Agent::config_builder()
+    fn fetch(
+        &self,
+        req: &FetchRequest,
+        addr: SocketAddr,
+        limits: FetchLimits,
+    ) -> Result<FetchResponse, NetError> {
+        let url =
+            url::Url::parse(&req.url).map_err(|e| NetError::Failed(format!("bad URL: {e}")))?;
+        let config = Config::builder()
             .proxy(None)
             .max_redirects(0)
             .http_status_as_error(false)
             .timeout_global(Some(limits.timeout))
+            .max_response_header_size(MAX_RESPONSE_HEADER_BYTES)
             .user_agent("sbx-wasm")
-            .build()
-            .into();
+            .build();
+        let resolver = PinnedResolver {
+            host: url.host_str().unwrap_or_default().to_string(),
+            addr,
+        };
+        let agent = ureq::Agent::with_parts(config, DefaultConnector::new(), resolver);
         let mut builder = ureq::http::Request::builder()
             .method(req.method.as_str())
-            .uri(req.url.as_str());
+            .uri(url.as_str());
         for (k, v) in &req.headers {
             builder = builder.header(k.as_str(), v.as_str());
         }
@@ -65,6 +119,9 @@ impl Net for HttpNet {
             .read_to_end(&mut body)
             .map_err(|e| match e.kind() {
                 std::io::ErrorKind::TimedOut => NetError::Timeout,
+                _ if e.to_string().contains("timeout") || e.to_string().contains("Timeout") => {
+                    NetError::Timeout
+                }
                 _ => NetError::Failed(e.to_string()),
             })?;
         if body.len() as u64 > limits.max_body_bytes {

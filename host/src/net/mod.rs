@@ -1,22 +1,63 @@
 //! The network capability: egress rules (its config and check) and the `Net`
 //! seam that performs an allowed fetch (its host impl, [`HttpNet`]).
 
+mod address;
+mod fetch;
 mod http;
+mod request;
+mod resolve;
 mod rules;
 
+pub use address::special_range;
+pub(crate) use fetch::{FetchFailure, FetchTrace, gated_fetch};
 pub use http::HttpNet;
+pub use request::{
+    MAX_HEADER_BYTES, MAX_REQUEST_BODY_BYTES, MAX_REQUEST_HEADERS, MAX_RESPONSE_HEADER_BYTES,
+    check_request, forbidden_header,
+};
+pub use resolve::{Resolve, StaticResolver, SystemResolver};
 pub use rules::{EgressRule, HostPattern, PortPattern, RULE_FORM, RuleError, Scheme};
 
 use crate::violation::{Denial, Violation};
+use rules::canonical_ip;
 use serde::{Deserialize, Serialize};
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
-use url::Url;
+use url::{Host, Url};
 
-/// The egress grant: allow rules, and the loudly named allow-all switch.
+/// Most redirects a caps file may allow following.
+pub const LIMIT_MAX_REDIRECTS: u32 = 10;
+
+/// The egress grant: allow rules, the redirect limit, and the loudly named
+/// allow-all switch.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Egress {
     pub(crate) rules: Vec<EgressRule>,
     pub(crate) dangerous_allow_all: bool,
+    pub(crate) max_redirects: u32,
+}
+
+/// An allowed fetch: the parsed URL, the rule that allows it and the checked
+/// addresses to dial (nothing else may be dialled).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Decision {
+    /// The URL as parsed (WHATWG serialization).
+    pub url: Url,
+    /// The rule that allows it.
+    pub rule: String,
+    /// Every address the host resolved to, all checked, with the port.
+    pub addrs: Vec<SocketAddr>,
+}
+
+/// Why [`Egress::decide`] did not produce a [`Decision`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// The grant does not allow it.
+    Denied(Denial),
+    /// The name could not be resolved (not a violation).
+    Lookup(String),
+    /// The lookup ran past its time limit.
+    LookupTimeout,
 }
 
 /// The rule name recorded when the allow-all switch let a fetch through.
@@ -31,6 +72,78 @@ impl Egress {
     /// Whether every http(s) URL is allowed.
     pub fn allows_all(&self) -> bool {
         self.dangerous_allow_all
+    }
+
+    /// How many redirects a fetch may follow (default 0: a 3xx response is
+    /// returned as it is). Every hop passes the whole decision again.
+    pub fn max_redirects(&self) -> u32 {
+        self.max_redirects
+    }
+
+    /// Whether `ip` may be dialled for `url`: a public address may; a
+    /// special-purpose one (loopback, private, link-local, metadata, ...)
+    /// only when an IP or CIDR rule for the same scheme and port names it.
+    /// `Ok` says why.
+    pub fn address_verdict(&self, url: &Url, ip: IpAddr) -> Result<String, String> {
+        let ip = canonical_ip(ip);
+        let Some(range) = special_range(ip) else {
+            return Ok("public address".into());
+        };
+        let mut probe = url.clone();
+        let literal = match ip {
+            IpAddr::V4(v4) => Host::<String>::Ipv4(v4),
+            IpAddr::V6(v6) => Host::Ipv6(v6),
+        };
+        let _ = probe.set_host(Some(&literal.to_string()));
+        match self.rules.iter().find(|r| {
+            matches!(r.host(), HostPattern::Ip(_) | HostPattern::Cidr(_)) && r.matches(&probe)
+        }) {
+            Some(rule) => Ok(format!("{range} address named by rule {rule}")),
+            None => Err(format!("resolves to {range} address {ip}")),
+        }
+    }
+
+    /// The whole egress decision, in order: parse the URL, match a rule
+    /// (scheme, host, port), resolve the host once, and refuse if any
+    /// address is special-purpose and not named by a rule. The decision
+    /// lists the checked addresses; the connection must go to one of them.
+    pub fn decide(
+        &self,
+        raw: &str,
+        resolver: &dyn Resolve,
+        timeout: Duration,
+    ) -> Result<Decision, Refusal> {
+        let (url, rule) = self.check(raw).map_err(Refusal::Denied)?;
+        let port = url.port_or_known_default().unwrap_or(0);
+        let ips = match url.host() {
+            Some(Host::Ipv4(v4)) => vec![IpAddr::V4(v4)],
+            Some(Host::Ipv6(v6)) => vec![IpAddr::V6(v6)],
+            Some(Host::Domain(d)) => match resolver.lookup(d, timeout) {
+                Ok(ips) if !ips.is_empty() => ips,
+                Ok(_) => return Err(Refusal::Lookup(format!("{d}: no addresses"))),
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+                    return Err(Refusal::LookupTimeout);
+                }
+                Err(e) => return Err(Refusal::Lookup(format!("cannot resolve {d}: {e}"))),
+            },
+            None => {
+                return Err(Refusal::Denied(Denial::new(
+                    Violation::InvalidRequest,
+                    "URL has no host",
+                )));
+            }
+        };
+        let mut addrs = Vec::with_capacity(ips.len());
+        for ip in ips {
+            if let Err(why) = self.address_verdict(&url, ip) {
+                return Err(Refusal::Denied(Denial::new(
+                    Violation::EgressDenied,
+                    format!("{} {why}", url.host_str().unwrap_or("")),
+                )));
+            }
+            addrs.push(SocketAddr::new(canonical_ip(ip), port));
+        }
+        Ok(Decision { url, rule, addrs })
     }
 
     /// Decide a fetch of `raw`: the parsed URL and the rule that allows it, or
@@ -123,6 +236,10 @@ pub struct FetchLimits {
 #[non_exhaustive]
 #[derive(Debug, thiserror::Error)]
 pub enum NetError {
+    /// No connection could be made to the address (the next checked
+    /// address may be tried).
+    #[error("cannot connect: {0}")]
+    Connect(String),
     /// The time limit ran out.
     #[error("timed out")]
     Timeout,
@@ -137,6 +254,13 @@ pub enum NetError {
 /// Performs fetches the gate has allowed. The gate never calls it for a
 /// denied one: that ordering is the anti-exfiltration guarantee.
 pub trait Net: Send + Sync {
-    /// Perform one request within `limits`.
-    fn fetch(&self, req: &FetchRequest, limits: FetchLimits) -> Result<FetchResponse, NetError>;
+    /// Perform one request within `limits`, connecting to `addr` and nowhere
+    /// else (the address the decision checked; never look the name up
+    /// again). Follow no redirects.
+    fn fetch(
+        &self,
+        req: &FetchRequest,
+        addr: SocketAddr,
+        limits: FetchLimits,
+    ) -> Result<FetchResponse, NetError>;
 }
