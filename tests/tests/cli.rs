@@ -297,3 +297,53 @@ fn readme_caps_example_is_a_valid_caps_file() {
     );
     assert_eq!(caps.egress().rules().len(), 3);
 }
+
+#[test]
+fn explain_resolve_shows_each_address_and_the_dial() {
+    let ex = Example::new();
+    let p = ex.server.port;
+    std::fs::write(
+        ex.path("names.toml"),
+        format!("[net]\nallow = [\"http://localhost:{p}\", \"http://127.0.0.1:{p}\", \"http://api.local:{p}\"]\n"),
+    )
+    .unwrap();
+    let run = |op: &str| {
+        let out = ex.sbx(&[
+            "check",
+            "--caps",
+            "names.toml",
+            "--explain",
+            op,
+            "--resolve",
+        ]);
+        (out.status.code().unwrap(), stdout(&out) + &stderr(&out))
+    };
+    let (code, text) = run(&format!("fetch http://0x7f.1:{p}/status"));
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains(&format!("parsed: http://127.0.0.1:{p}/status")),
+        "{text}"
+    );
+    assert!(
+        text.contains("address 127.0.0.1: ok (loopback address named by rule"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("would dial 127.0.0.1:{p}")),
+        "{text}"
+    );
+    // localhost resolves (from /etc/hosts) to loopback, which the IP rule
+    // names; an IPv6 ::1 answer, if the host file has one, is not named.
+    let (code, text) = run(&format!("fetch http://localhost:{p}/"));
+    assert!(text.contains("address 127.0.0.1: ok"), "{text}");
+    if text.contains("address ::1") {
+        assert_eq!(code, 1, "{text}");
+        assert!(text.contains("resolves to loopback address ::1"), "{text}");
+    } else {
+        assert_eq!(code, 0, "{text}");
+    }
+    let (code, text) = run("fetch http://evil.com/");
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("egress_denied"), "{text}");
+    assert_eq!(ex.server.connections(), 0);
+}

@@ -177,7 +177,7 @@ struct Rebinding {
 impl Resolve for Rebinding {
     fn lookup(&self, _host: &str, _t: Duration) -> io::Result<Vec<IpAddr>> {
         let n = self.calls.fetch_add(1, Ordering::SeqCst);
-        Ok(vec![if n % 2 == 0 {
+        Ok(vec![if n.is_multiple_of(2) {
             ip("127.0.0.1")
         } else {
             ip("10.0.0.5")
