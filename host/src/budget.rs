@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::fmt::Debug;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// Default for [`Budget::max_ops`]: 10,000 operations.
@@ -78,6 +78,68 @@ pub struct Usage {
     pub wall_ms: u64,
     /// Peak guest memory (wasm front door only; `None` for plans).
     pub memory_peak_bytes: Option<u64>,
+}
+
+/// The `max_output_bytes` meter, shared by everything that returns bytes to
+/// the caller: the gate (file contents, bodies, tool output) and, in the wasm
+/// host, the guest's stdout and stderr.
+#[derive(Debug)]
+pub struct OutputMeter {
+    max: u64,
+    used: AtomicU64,
+    breached: AtomicBool,
+}
+
+impl OutputMeter {
+    /// A meter allowing `max` bytes.
+    pub fn new(max: u64) -> Self {
+        OutputMeter {
+            max,
+            used: AtomicU64::new(0),
+            breached: AtomicBool::new(false),
+        }
+    }
+
+    /// Bytes charged so far.
+    pub fn used(&self) -> u64 {
+        self.used.load(Ordering::SeqCst)
+    }
+
+    /// Bytes that may still be charged.
+    pub fn left(&self) -> u64 {
+        self.max.saturating_sub(self.used())
+    }
+
+    /// The budget.
+    pub fn max(&self) -> u64 {
+        self.max
+    }
+
+    /// Whether something was refused for lack of budget.
+    pub fn breached(&self) -> bool {
+        self.breached.load(Ordering::SeqCst)
+    }
+
+    /// Charge `n` bytes if they fit; otherwise charge nothing, record the
+    /// breach and return `false`.
+    pub fn try_charge(&self, n: u64) -> bool {
+        let fit = self
+            .used
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |used| {
+                used.checked_add(n).filter(|total| *total <= self.max)
+            })
+            .is_ok();
+        if !fit {
+            self.breached.store(true, Ordering::SeqCst);
+        }
+        fit
+    }
+
+    /// Record a breach without charging (a result that was too long to
+    /// measure exactly).
+    pub fn mark_breached(&self) {
+        self.breached.store(true, Ordering::SeqCst);
+    }
 }
 
 /// A source of monotonic time for the wall meter.

@@ -23,6 +23,12 @@ pub const EXIT_USAGE: i32 = 2;
 pub const EXIT_HARD_LIMIT: i32 = 3;
 /// A bug or an unexpected host failure (EX_SOFTWARE).
 pub const EXIT_INTERNAL: i32 = 70;
+/// `run`: the guest trapped (not a limit).
+pub const EXIT_RUN_TRAP: i32 = 123;
+/// `run`: a budget halted the guest.
+pub const EXIT_RUN_HARD_LIMIT: i32 = 124;
+/// `run`: sbx-wasm could not start the guest (caps file, component, setup).
+pub const EXIT_RUN_SETUP: i32 = 125;
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -31,7 +37,11 @@ Exit codes:
   1   check --explain: the op would be denied
   2   usage error: bad arguments, caps file or plan file
   3   exec: a budget (max_ops, max_output_bytes, max_wall) halted the run
-  70  internal error";
+  70  internal error
+run passes the guest's own exit code through, except:
+  123 run: the guest trapped (not a limit; the report has the message)
+  124 run: a budget (ops, output, wall, fuel, memory, stack) halted the guest
+  125 run: the guest could not be started (caps file, component, setup)";
 
 #[derive(Parser, Debug)]
 #[command(
@@ -47,6 +57,38 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Run a wasm component (wasm32-wasip2 command) under the grant.
+    #[command(after_help = EXIT_CODES)]
+    Run {
+        /// The caps file (TOML) that grants what the guest may touch.
+        #[arg(long, value_name = "FILE")]
+        caps: PathBuf,
+        /// The component.
+        #[arg(value_name = "AGENT.wasm")]
+        component: PathBuf,
+        /// Arguments for the guest (after `--`).
+        #[arg(last = true, value_name = "ARGS")]
+        args: Vec<String>,
+        /// Write the run report (JSON) to FILE, also after a halt or a trap.
+        #[arg(long, value_name = "FILE")]
+        report: Option<PathBuf>,
+        /// Write the audit log (JSON lines, one per gated decision) to FILE.
+        #[arg(long, value_name = "FILE")]
+        audit: Option<PathBuf>,
+        /// Virtual clocks and seeded randomness: identical output, report
+        /// and audit log for identical component, caps and input.
+        #[arg(long)]
+        deterministic: bool,
+        /// Seed for --deterministic randomness.
+        #[arg(long, default_value_t = 0, requires = "deterministic")]
+        seed: u64,
+        /// Give the guest an empty stdin instead of this process's stdin.
+        #[arg(long)]
+        no_stdin: bool,
+        /// Print the one-line summary even when stderr is not a terminal.
+        #[arg(long)]
+        summary: bool,
+    },
     /// Run a JSON plan (a list of model-proposed ops) through the gate.
     #[command(after_help = EXIT_CODES)]
     Exec {
@@ -90,6 +132,29 @@ enum Command {
 /// Run the parsed command; returns the exit code.
 pub fn run(cli: Cli) -> i32 {
     let result = match cli.command {
+        Command::Run {
+            caps,
+            component,
+            args,
+            report,
+            audit,
+            deterministic,
+            seed,
+            no_stdin,
+            summary,
+        } => {
+            return crate::run_cmd::run(crate::run_cmd::RunArgs {
+                caps,
+                component,
+                args,
+                report,
+                audit,
+                deterministic,
+                seed,
+                no_stdin,
+                summary,
+            });
+        }
         Command::Exec {
             caps,
             plan,
@@ -129,7 +194,7 @@ pub fn run(cli: Cli) -> i32 {
 #[error("{0}")]
 struct Internal(String);
 
-fn load_caps(path: &Path) -> Result<Capabilities> {
+pub(crate) fn load_caps(path: &Path) -> Result<Capabilities> {
     let caps = Capabilities::from_file(path)?;
     for w in caps.warnings() {
         eprintln!("sbx-wasm: warning: {w}");
@@ -137,7 +202,7 @@ fn load_caps(path: &Path) -> Result<Capabilities> {
     Ok(caps)
 }
 
-fn registry(caps: &Capabilities) -> ToolRegistry {
+pub(crate) fn registry(caps: &Capabilities) -> ToolRegistry {
     let mut tools = ToolRegistry::new();
     for (name, cmd) in caps.tool_commands() {
         tools.register(name.clone(), cmd.clone());
@@ -156,7 +221,7 @@ fn sandbox(caps: Capabilities, deterministic: bool) -> Result<Sandbox> {
     Ok(b.build()?)
 }
 
-fn write_json_file(path: &Path, text: &str) -> Result<()> {
+pub(crate) fn write_json_file(path: &Path, text: &str) -> Result<()> {
     std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
 }
 

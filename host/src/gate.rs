@@ -2,7 +2,7 @@
 //! in that order. Nothing in this file may panic on any input, and no effect
 //! happens before the check allows it.
 
-use crate::budget::{Clock, MonotonicClock, Usage};
+use crate::budget::{Clock, MonotonicClock, OutputMeter, Usage};
 use crate::caps::Capabilities;
 use crate::error::Error;
 use crate::fs::{Access, FsError, GuestPath, MountTable, check_path};
@@ -27,9 +27,18 @@ pub struct SandboxBuilder {
     resolver: Arc<dyn Resolve>,
     tools: ToolRegistry,
     clock: Arc<dyn Clock>,
+    output: Option<Arc<OutputMeter>>,
 }
 
 impl SandboxBuilder {
+    /// Share `meter` as the `max_output_bytes` meter (the wasm host shares it
+    /// with the guest's stdout and stderr). Default: a meter of its own with
+    /// the caps' budget.
+    pub fn output_meter(mut self, meter: Arc<OutputMeter>) -> Self {
+        self.output = Some(meter);
+        self
+    }
+
     /// Perform allowed fetches with `net`.
     pub fn net(mut self, net: impl Net + 'static) -> Self {
         self.net = Arc::new(net);
@@ -56,6 +65,24 @@ impl SandboxBuilder {
         self
     }
 
+    /// Read wall time from a clock shared with other meters.
+    pub fn clock_shared(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Perform allowed fetches with a shared `net`.
+    pub fn net_shared(mut self, net: Arc<dyn Net>) -> Self {
+        self.net = net;
+        self
+    }
+
+    /// Resolve names with a shared `resolver`.
+    pub fn resolver_shared(mut self, resolver: Arc<dyn Resolve>) -> Self {
+        self.resolver = resolver;
+        self
+    }
+
     /// Open the mounts and start the wall clock.
     pub fn build(self) -> Result<Sandbox, Error> {
         let mounts = MountTable::open(self.caps.mounts()).map_err(|(m, source)| Error::Mount {
@@ -64,7 +91,11 @@ impl SandboxBuilder {
             source,
         })?;
         let start = self.clock.now();
+        let output = self
+            .output
+            .unwrap_or_else(|| Arc::new(OutputMeter::new(self.caps.budget().max_output_bytes)));
         Ok(Sandbox {
+            output,
             caps: self.caps,
             mounts,
             net: self.net,
@@ -75,7 +106,6 @@ impl SandboxBuilder {
             elapsed: Duration::ZERO,
             seq: 0,
             ops: 0,
-            output_bytes: 0,
             halted: None,
             audit: Vec::new(),
             denials: Vec::new(),
@@ -117,7 +147,7 @@ pub struct Sandbox {
     elapsed: Duration,
     seq: u64,
     ops: u64,
-    output_bytes: u64,
+    output: Arc<OutputMeter>,
     halted: Option<Denial>,
     audit: Vec<AuditEvent>,
     denials: Vec<DenialRecord>,
@@ -137,6 +167,7 @@ impl Sandbox {
             resolver: Arc::new(SystemResolver),
             tools: ToolRegistry::new(),
             clock: Arc::new(MonotonicClock::new()),
+            output: None,
         }
     }
 
@@ -159,7 +190,7 @@ impl Sandbox {
     pub fn usage(&self) -> Usage {
         Usage {
             ops: self.ops,
-            output_bytes: self.output_bytes,
+            output_bytes: self.output.used(),
             fuel: None,
             wall_ms: u64::try_from(self.elapsed.as_millis()).unwrap_or(u64::MAX),
             memory_peak_bytes: None,
@@ -290,11 +321,10 @@ impl Sandbox {
         let outcome = match outcome {
             Ok(out) => {
                 let bytes = out.charged_bytes();
-                if bytes > self.output_left() {
-                    Err(Failure::Denied(self.output_denial(bytes)))
-                } else {
-                    self.output_bytes += bytes;
+                if self.output.try_charge(bytes) {
                     Ok(out)
+                } else {
+                    Err(Failure::Denied(self.output_denial(bytes)))
                 }
             }
             Err(f) => Err(f),
@@ -309,10 +339,7 @@ impl Sandbox {
     }
 
     fn output_left(&self) -> u64 {
-        self.caps
-            .budget()
-            .max_output_bytes
-            .saturating_sub(self.output_bytes)
+        self.output.left()
     }
 
     fn wall_left(&self) -> Duration {
@@ -320,6 +347,7 @@ impl Sandbox {
     }
 
     fn output_denial(&self, wanted: u64) -> Denial {
+        self.output.mark_breached();
         let more = if wanted == u64::MAX {
             "more than".to_string()
         } else {

