@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# The seed's worked example, end to end: build sbx-wasm, serve the "internal
-# API" on 127.0.0.1:18080, and run the eight model-proposed ops of plan.json
-# through the gate. Extra arguments go to `sbx-wasm exec` (e.g. --json).
+# The seed's worked example, end to end: build sbx-wasm and the wasm guests,
+# serve the "internal API" on 127.0.0.1:18080, run the eight model-proposed
+# ops of plan.json through the gate, then run the same actions as a wasm
+# agent (guest-examples/agents/src/bin/seed.rs) under the same caps file.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 port=18080
 
+rustup target add wasm32-wasip2 >/dev/null 2>&1 || true
 cargo build --quiet --manifest-path "$root/Cargo.toml" -p sbx-wasm
+cargo build --quiet --release --target wasm32-wasip2 --manifest-path "$root/guest-examples/Cargo.toml"
 
 if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
   echo "run.sh: port $port is already in use; stop whatever listens there and retry" >&2
@@ -21,10 +24,16 @@ for _ in $(seq 100); do
   sleep 0.05
 done
 
+echo "== the plan, through sbx-wasm exec"
 status=0
-"$root/target/debug/sbx-wasm" exec --caps "$here/caps.toml" "$here/plan.json" "$@" || status=$?
-if [ "$status" -eq 3 ]; then
-  echo "(exit code 3: the run was halted by a hard limit, as the seed expects for op 8)"
-  exit 0
+"$root/target/debug/sbx-wasm" exec --caps "$here/caps.toml" "$here/plan.json" || status=$?
+if [ "$status" -ne 3 ]; then
+  echo "run.sh: expected exit code 3 (halted by max_ops at op 8), got $status" >&2
+  exit 1
 fi
-exit "$status"
+echo "(exit code 3: the run was halted by a hard limit, as the seed expects for op 8)"
+
+echo
+echo "== the same actions as a wasm agent, through sbx-wasm run"
+"$root/target/debug/sbx-wasm" run --summary --caps "$here/caps.toml" \
+  "$root/guest-examples/target/wasm32-wasip2/release/seed.wasm" -- "http://127.0.0.1:$port/status"
