@@ -35,5 +35,11 @@ echo "(exit code 3: the run was halted by a hard limit, as the seed expects for 
 
 echo
 echo "== the same actions as a wasm agent, through sbx-wasm run"
-"$root/target/debug/sbx-wasm" run --summary --caps "$here/caps.toml" \
-  "$root/guest-examples/target/wasm32-wasip2/release/seed.wasm" -- "http://127.0.0.1:$port/status"
+status=0
+"$root/target/debug/sbx-wasm" run --summary --caps "$here/caps.toml" --audit "$root/target/seed-wasm-audit.jsonl" \
+  "$root/guest-examples/target/wasm32-wasip2/release/seed.wasm" -- "http://127.0.0.1:$port/status" || status=$?
+if [ "$status" -ne 124 ]; then
+  echo "run.sh: expected exit code 124 (halted by max_ops at op 8), got $status" >&2
+  exit 1
+fi
+echo "(exit code 124: the guest was halted by a hard limit; every decision is in target/seed-wasm-audit.jsonl)"

@@ -274,8 +274,23 @@ impl Sandbox {
         Ok((mount.mount.guest.clone(), mount.mount.rule(), rel))
     }
 
+    /// Charge, check and audit a filesystem op whose effect someone else
+    /// performs (the wasm host lets WASI perform it through its preopens).
+    /// `Ok` names the rule; `Err` is the denial (hard ones halt the run).
+    pub fn admit(&mut self, op: Op) -> Result<String, Denial> {
+        let r = self.run_with(op, false);
+        match r.denial {
+            Some(d) => Err(d),
+            None => Ok(r.rule.unwrap_or_default()),
+        }
+    }
+
     /// Run one operation through the gate. Never panics; a denial is a value.
     pub fn run(&mut self, op: Op) -> SandboxResult {
+        self.run_with(op, true)
+    }
+
+    fn run_with(&mut self, op: Op, perform: bool) -> SandboxResult {
         self.seq += 1;
         if let Some(h) = &self.halted {
             let d = Denial {
@@ -316,6 +331,9 @@ impl Sandbox {
             Ok(rule) => rule,
             Err(d) => return self.finish(&op, None, Err(Failure::Denied(d))),
         };
+        if !perform {
+            return self.finish(&op, Some(rule), Ok(Output::Admitted));
+        }
         let (outcome, trace) = self.perform(&op);
         let rule = trace.rule.clone().unwrap_or(rule);
         let outcome = match outcome {

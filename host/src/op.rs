@@ -226,6 +226,8 @@ pub enum Output {
         /// The output.
         output: String,
     },
+    /// Allowed; the effect is performed elsewhere (WASI in the wasm host).
+    Admitted,
 }
 
 impl Output {
@@ -245,7 +247,11 @@ impl Output {
             Output::Entries { entries } => entries.iter().map(|e| e.name.len() as u64 + 1).sum(),
             Output::Response { body, .. } => body.0.len() as u64,
             Output::ToolOutput { output } => output.len() as u64,
-            Output::Written { .. } | Output::Stat { .. } | Output::Removed | Output::Created => 0,
+            Output::Written { .. }
+            | Output::Stat { .. }
+            | Output::Removed
+            | Output::Created
+            | Output::Admitted => 0,
         }
     }
 }

@@ -163,10 +163,55 @@ fn seed_agent_sees_each_decision() {
             .unwrap()
             .contains("margin")
     );
-    let denied: Vec<_> = c.run.report.denials.iter().map(|d| d.violation).collect();
-    assert_eq!(denied, [Violation::EgressDenied, Violation::ToolDenied]);
+    // The host saw and decided every action, file ones included.
+    let decided: Vec<(&str, &str, Option<Violation>)> = c
+        .run
+        .audit
+        .iter()
+        .map(|e| (e.op.as_str(), e.target.as_str(), e.violation))
+        .collect();
+    let url = format!("{}/status", s.origin());
+    assert_eq!(
+        decided,
+        [
+            ("fs_read", "/work/data.txt", None),
+            ("fs_read", "/etc/passwd", Some(Violation::FsReadDenied)),
+            (
+                "fs_read",
+                "/work/../etc/shadow",
+                Some(Violation::PathTraversal)
+            ),
+            ("fs_write", "/work/out/report.txt", None),
+            (
+                "fs_write",
+                "/system/backdoor.sh",
+                Some(Violation::FsWriteDenied)
+            ),
+            ("net_fetch", url.as_str(), None),
+            (
+                "net_fetch",
+                "http://evil.com/steal?data=secrets",
+                Some(Violation::EgressDenied)
+            ),
+            ("tool_call", "word_count", None),
+            ("tool_call", "shell", Some(Violation::ToolDenied)),
+        ]
+    );
+    assert_eq!(c.run.audit[5].status, Some(200));
+    assert_eq!(c.run.report.usage.ops, 9);
+}
+
+#[test]
+fn file_operations_count_against_max_ops_and_a_halt_stops_the_effect() {
+    let t = Tree::new();
+    let caps = t.caps().max_ops(3).build().unwrap();
+    let c = run_guest("seed", caps, &["http://127.0.0.1:9/"], b"", false);
+    assert_halted(&c, Violation::MaxOps);
+    // Op 4 is the write of /work/out/report.txt: refused before WASI ran it.
     assert_eq!(c.run.audit.len(), 4);
-    assert_eq!(c.run.audit[0].status, Some(200));
+    assert_eq!(c.run.audit[3].target, "/work/out/report.txt");
+    assert!(!t.path("out/report.txt").exists());
+    assert_eq!(c.stdout.lines().count(), 3, "{}", c.stdout);
 }
 
 #[test]
@@ -435,7 +480,7 @@ fn cli_run_streams_output_writes_report_and_audit_and_passes_exit_codes() {
     assert_eq!(stdout.lines().count(), 9, "{stdout}");
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(
-        stderr.contains("sbx-wasm: completed; 2 denials; ops 4/"),
+        stderr.contains("sbx-wasm: completed; 5 denials; ops 9/"),
         "{stderr}"
     );
     let report: serde_json::Value =
@@ -447,7 +492,7 @@ fn cli_run_streams_output_writes_report_and_audit_and_passes_exit_codes() {
             .unwrap()
             .lines()
             .count(),
-        4
+        9
     );
 
     // A hard halt still writes the report; the exit code says so.

@@ -10,6 +10,7 @@
 //! fuel and sees no epoch), `max_output_bytes` to metered stdout/stderr
 //! sharing the gate's meter.
 
+mod fs_gate;
 mod imports;
 mod limits;
 mod output;
@@ -27,7 +28,7 @@ use crate::violation::Violation;
 use limits::MemoryLimiter;
 use output::MeteredOutput;
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -60,6 +61,8 @@ pub(crate) struct HostState {
     table: ResourceTable,
     gate: Sandbox,
     limiter: MemoryLimiter,
+    /// Guest path of each directory descriptor (resource rep), for fs_gate.
+    fs_paths: std::collections::HashMap<u32, String>,
 }
 
 impl WasiView for HostState {
@@ -111,12 +114,31 @@ pub struct WasmHost {
     engine: Engine,
     linker: Linker<HostState>,
     ticker: Arc<AtomicBool>,
+    empty_root: PathBuf,
 }
 
 impl Drop for WasmHost {
     fn drop(&mut self) {
         self.ticker.store(false, Ordering::SeqCst);
+        let _ = std::fs::remove_dir(&self.empty_root);
     }
+}
+
+/// An empty folder for the root preopen, which grants nothing: it only makes
+/// paths outside every mount reach the host, to be refused and audited.
+fn make_empty_root() -> std::io::Result<PathBuf> {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let dir = std::env::temp_dir().join(format!(
+        "sbx-wasm-root-{}-{}-{nanos}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir(&dir)?;
+    Ok(dir)
 }
 
 impl WasmHost {
@@ -131,6 +153,7 @@ impl WasmHost {
         let engine = Engine::new(&config)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        fs_gate::add_to_linker(&mut linker)?;
         imports::Agent::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
         // The epoch advances on its own thread; each store's callback decides
         // what a tick means for it.
@@ -145,10 +168,13 @@ impl WasmHost {
                 }
             }
         });
+        let empty_root = make_empty_root()
+            .map_err(|e| wasmtime::format_err!("cannot create the empty root folder: {e}"))?;
         Ok(WasmHost {
             engine,
             linker,
             ticker,
+            empty_root,
         })
     }
 
@@ -236,6 +262,12 @@ impl WasmHost {
         let gate = gate.build()?;
 
         let mut wasi = WasiCtxBuilder::new();
+        wasi.preopened_dir(&self.empty_root, "/", FsPerms::ReadOnly)
+            .map_err(|e| {
+                LoadError::Setup(crate::Error::Plan(format!(
+                    "cannot preopen the empty root: {e:#}"
+                )))
+            })?;
         for m in caps.mounts() {
             let perms = match m.access {
                 Access::ReadOnly => FsPerms::ReadOnly,
@@ -271,6 +303,7 @@ impl WasmHost {
             table: ResourceTable::new(),
             gate,
             limiter: MemoryLimiter::new(budget.max_memory_bytes),
+            fs_paths: std::collections::HashMap::new(),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
