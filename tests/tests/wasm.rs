@@ -495,6 +495,35 @@ fn cli_run_streams_output_writes_report_and_audit_and_passes_exit_codes() {
         9
     );
 
+    // Two deterministic runs write identical report and audit bytes.
+    let mut runs = Vec::new();
+    for i in 0..2 {
+        let (r, a) = (format!("d{i}.json"), format!("d{i}.jsonl"));
+        let out = sbx(
+            t.dir.path(),
+            &[
+                "run",
+                "--deterministic",
+                "--caps",
+                "caps.toml",
+                seed.to_str().unwrap(),
+                "--report",
+                &r,
+                "--audit",
+                &a,
+                "--",
+                &url,
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0));
+        runs.push((
+            out.stdout,
+            std::fs::read(t.path(&r)).unwrap(),
+            std::fs::read(t.path(&a)).unwrap(),
+        ));
+    }
+    assert_eq!(runs[0], runs[1]);
+
     // A hard halt still writes the report; the exit code says so.
     write_caps(t.dir.path(), "[budget]\nmax_fuel = 10000000\n");
     let out = sbx(

@@ -110,6 +110,42 @@ pub enum LoadError {
 
 /// Compiles and runs components; build once, reuse for many runs (the engine
 /// and linker are shared).
+///
+/// # Examples
+///
+/// ```no_run
+/// use sbx_wasm::Capabilities;
+/// use sbx_wasm::tools::{ToolError, ToolRegistry};
+/// use sbx_wasm::wasm::{RunOptions, WasmHost};
+/// use std::sync::{Arc, Mutex};
+///
+/// let host = WasmHost::new().map_err(|e| format!("{e:#}"))?;
+/// let caps = Capabilities::from_file("caps.toml")?;
+/// let component = host.load("agent.wasm".as_ref())?;
+///
+/// let mut tools = ToolRegistry::new();
+/// tools.register("upper", |s: &str| Ok::<_, ToolError>(s.to_uppercase()));
+/// let stdout = Arc::new(Mutex::new(Vec::new()));
+/// let mut opts = RunOptions::new(caps);
+/// opts.args = vec!["--task".into(), "summarize".into()];
+/// opts.tools = tools;
+/// opts.stdout = stdout.clone();
+/// let run = host.run(&component, opts)?;
+/// println!("{:?} {:?}", run.report.status, run.report.violation);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// A file that is not a component is refused with a message that says what
+/// it is:
+///
+/// ```
+/// use sbx_wasm::wasm::WasmHost;
+///
+/// let host = WasmHost::new().map_err(|e| format!("{e:#}"))?;
+/// let err = host.load_bytes(b"\0asm\x01\0\0\0", "core.wasm").unwrap_err();
+/// assert!(err.to_string().contains("core WebAssembly module"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct WasmHost {
     engine: Engine,
     linker: Linker<HostState>,
@@ -241,10 +277,10 @@ impl WasmHost {
     ) -> Result<WasmRun, LoadError> {
         let caps = opts.caps;
         let budget = *caps.budget();
-        let clock: Arc<dyn Clock> = if opts.deterministic {
-            Arc::new(TickClock::new(Duration::from_millis(1)))
-        } else {
-            Arc::new(MonotonicClock::new())
+        let clock: Arc<dyn Clock> = match (opts.clock, opts.deterministic) {
+            (Some(c), _) => c,
+            (None, true) => Arc::new(TickClock::new(Duration::from_millis(1))),
+            (None, false) => Arc::new(MonotonicClock::new()),
         };
         let meter = Arc::new(OutputMeter::new(budget.max_output_bytes));
         let gate = Sandbox::builder(caps.clone())
@@ -459,6 +495,10 @@ pub struct RunOptions {
     pub net: Option<Arc<dyn Net>>,
     /// The resolver for fetches (default [`crate::net::SystemResolver`]).
     pub resolver: Option<Arc<dyn Resolve>>,
+    /// The clock of the gate's wall meter and the report's `wall_ms` for
+    /// gated ops (default: [`MonotonicClock`], or a 1 ms [`TickClock`] when
+    /// `deterministic`). The hard wall deadline always runs on real time.
+    pub clock: Option<Arc<dyn Clock>>,
     /// Virtual clocks and seeded randomness: the same component, caps and
     /// input give the same output, report and audit log.
     pub deterministic: bool,
@@ -467,8 +507,10 @@ pub struct RunOptions {
 }
 
 impl RunOptions {
-    /// Options with empty stdin, no args, output to the host's stdout and
-    /// stderr, no tools, the real network and resolver, real clocks.
+    /// Defaults: `argv[0]` `agent`, no args, empty stdin, output to this
+    /// process's stdout and stderr, no tools, the real network
+    /// ([`crate::net::HttpNet`]) and resolver ([`crate::net::SystemResolver`]),
+    /// real clocks and randomness, seed 0.
     pub fn new(caps: Capabilities) -> Self {
         RunOptions {
             caps,
@@ -480,6 +522,7 @@ impl RunOptions {
             tools: ToolRegistry::new(),
             net: None,
             resolver: None,
+            clock: None,
             deterministic: false,
             seed: 0,
         }
