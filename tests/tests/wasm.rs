@@ -404,6 +404,28 @@ fn probe_finds_every_escape_closed_and_only_what_was_granted() {
 }
 
 #[test]
+fn a_panicking_guest_ends_as_trapped_with_the_message() {
+    let t = Tree::new();
+    let c = run_guest("panics", t.caps().build().unwrap(), &[], b"", false);
+    assert_eq!(c.run.report.status, Status::Trapped, "{:?}", c.run);
+    assert_eq!(c.run.report.violation, None);
+    let msg = c.run.trap.as_deref().unwrap();
+    assert!(msg.contains("unreachable"), "{msg}");
+    assert!(c.stderr.contains("index out of bounds"), "{}", c.stderr);
+    let out = sbx(
+        t.dir.path(),
+        &[
+            "run",
+            "--caps",
+            &write_caps(t.dir.path(), "").display().to_string(),
+            guest("panics").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(123));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("guest trapped"));
+}
+
+#[test]
 fn deterministic_runs_are_byte_identical() {
     let t = Tree::new();
     let s = LoopbackServer::start();
