@@ -4,6 +4,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 use sbx_wasm::net::{Egress, Refusal, Resolve, StaticResolver, SystemResolver};
 use sbx_wasm::op::Output;
+use sbx_wasm::report::{AuditEvent, RunReport};
 use sbx_wasm::tools::ToolRegistry;
 use sbx_wasm::{
     AgentRun, Capabilities, MonotonicClock, Op, Sandbox, SandboxResult, SandboxedAgent,
@@ -55,6 +56,37 @@ pub struct Cli {
     command: Command,
 }
 
+/// Where `run` and `exec` write their records.
+#[derive(clap::Args, Debug)]
+pub(crate) struct OutputFiles {
+    /// Write the run report (JSON) to FILE, also after a halt or a trap.
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
+    /// Write the audit log (JSON lines, one per gated decision, allowed ones
+    /// included) to FILE.
+    #[arg(long, value_name = "FILE")]
+    audit: Option<PathBuf>,
+}
+
+impl OutputFiles {
+    /// Write whichever files were asked for.
+    pub(crate) fn write(&self, report: &RunReport, audit: &[AuditEvent]) -> Result<()> {
+        if let Some(path) = &self.report {
+            let text = serde_json::to_string_pretty(report).map_err(|e| Internal(e.to_string()))?;
+            write_json_file(path, &(text + "\n"))?;
+        }
+        if let Some(path) = &self.audit {
+            let mut lines = String::new();
+            for ev in audit {
+                lines += &serde_json::to_string(ev).map_err(|e| Internal(e.to_string()))?;
+                lines.push('\n');
+            }
+            write_json_file(path, &lines)?;
+        }
+        Ok(())
+    }
+}
+
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run a wasm component (wasm32-wasip2 command) under the grant.
@@ -69,12 +101,8 @@ enum Command {
         /// Arguments for the guest (after `--`).
         #[arg(last = true, value_name = "ARGS")]
         args: Vec<String>,
-        /// Write the run report (JSON) to FILE, also after a halt or a trap.
-        #[arg(long, value_name = "FILE")]
-        report: Option<PathBuf>,
-        /// Write the audit log (JSON lines, one per gated decision) to FILE.
-        #[arg(long, value_name = "FILE")]
-        audit: Option<PathBuf>,
+        #[command(flatten)]
+        files: OutputFiles,
         /// Virtual clocks and seeded randomness: identical output, report
         /// and audit log for identical component, caps and input.
         #[arg(long)]
@@ -101,12 +129,8 @@ enum Command {
         /// Print the whole run (results and report) as JSON instead of a table.
         #[arg(long)]
         json: bool,
-        /// Also write the run report (JSON) to FILE.
-        #[arg(long, value_name = "FILE")]
-        report: Option<PathBuf>,
-        /// Also write the audit log (JSON lines, one per decision) to FILE.
-        #[arg(long, value_name = "FILE")]
-        audit: Option<PathBuf>,
+        #[command(flatten)]
+        files: OutputFiles,
         /// Use a virtual clock (1 ms per reading) so runs are reproducible.
         #[arg(long)]
         deterministic: bool,
@@ -136,8 +160,7 @@ pub fn run(cli: Cli) -> i32 {
             caps,
             component,
             args,
-            report,
-            audit,
+            files,
             deterministic,
             seed,
             no_stdin,
@@ -147,8 +170,7 @@ pub fn run(cli: Cli) -> i32 {
                 caps,
                 component,
                 args,
-                report,
-                audit,
+                files,
                 deterministic,
                 seed,
                 no_stdin,
@@ -159,17 +181,9 @@ pub fn run(cli: Cli) -> i32 {
             caps,
             plan,
             json,
-            report,
-            audit,
+            files,
             deterministic,
-        } => exec(
-            &caps,
-            &plan,
-            json,
-            report.as_deref(),
-            audit.as_deref(),
-            deterministic,
-        ),
+        } => exec(&caps, &plan, json, &files, deterministic),
         Command::Check {
             caps,
             explain,
@@ -229,8 +243,7 @@ fn exec(
     caps_path: &Path,
     plan_path: &Path,
     json: bool,
-    report: Option<&Path>,
-    audit: Option<&Path>,
+    files: &OutputFiles,
     deterministic: bool,
 ) -> Result<i32> {
     let caps = load_caps(caps_path)?;
@@ -245,19 +258,7 @@ fn exec(
     let mut agent = SandboxedAgent::new(sandbox(caps, deterministic)?);
     let run = agent.run_all(ops);
 
-    if let Some(path) = report {
-        let text =
-            serde_json::to_string_pretty(&run.report).map_err(|e| Internal(e.to_string()))?;
-        write_json_file(path, &(text + "\n"))?;
-    }
-    if let Some(path) = audit {
-        let mut lines = String::new();
-        for ev in agent.sandbox().audit() {
-            lines += &serde_json::to_string(ev).map_err(|e| Internal(e.to_string()))?;
-            lines.push('\n');
-        }
-        write_json_file(path, &lines)?;
-    }
+    files.write(&run.report, agent.sandbox().audit())?;
     let mut out = std::io::stdout().lock();
     if json {
         let text = serde_json::to_string_pretty(&run).map_err(|e| Internal(e.to_string()))?;

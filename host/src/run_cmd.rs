@@ -2,7 +2,7 @@
 //! and audit log (also after a halt or a trap), print a one-line summary.
 
 use crate::cli::{
-    EXIT_RUN_HARD_LIMIT, EXIT_RUN_SETUP, EXIT_RUN_TRAP, load_caps, registry, write_json_file,
+    EXIT_RUN_HARD_LIMIT, EXIT_RUN_SETUP, EXIT_RUN_TRAP, OutputFiles, load_caps, registry,
 };
 use anyhow::{Context, Result};
 use sbx_wasm::report::{RunReport, Status};
@@ -14,8 +14,7 @@ pub(crate) struct RunArgs {
     pub caps: PathBuf,
     pub component: PathBuf,
     pub args: Vec<String>,
-    pub report: Option<PathBuf>,
-    pub audit: Option<PathBuf>,
+    pub files: OutputFiles,
     pub deterministic: bool,
     pub seed: u64,
     pub no_stdin: bool,
@@ -59,18 +58,7 @@ fn run_inner(a: &RunArgs) -> Result<i32> {
     opts.deterministic = a.deterministic;
     opts.seed = a.seed;
     let run = host.run(&component, opts)?;
-    if let Some(path) = &a.report {
-        let text = serde_json::to_string_pretty(&run.report)?;
-        write_json_file(path, &(text + "\n"))?;
-    }
-    if let Some(path) = &a.audit {
-        let mut lines = String::new();
-        for ev in &run.audit {
-            lines += &serde_json::to_string(ev)?;
-            lines.push('\n');
-        }
-        write_json_file(path, &lines)?;
-    }
+    a.files.write(&run.report, &run.audit)?;
     if let Some(msg) = &run.trap {
         eprintln!("sbx-wasm: guest trapped: {msg}");
     }
