@@ -88,6 +88,16 @@ impl OutputFiles {
 }
 
 #[derive(Subcommand, Debug)]
+enum CacheAction {
+    /// List cached artifacts.
+    Ls,
+    /// Remove every cached artifact.
+    Clear,
+    /// Print the cache folder.
+    Dir,
+}
+
+#[derive(Subcommand, Debug)]
 enum Command {
     /// Run a wasm component (wasm32-wasip2 command) under the grant.
     #[command(after_help = EXIT_CODES)]
@@ -116,6 +126,24 @@ enum Command {
         /// Print the one-line summary even when stderr is not a terminal.
         #[arg(long)]
         summary: bool,
+        /// Compile the component in memory; neither read nor write the
+        /// artifact cache.
+        #[arg(long)]
+        no_cache: bool,
+    },
+    /// Compile a component into the artifact cache, so `run` starts without
+    /// compiling.
+    #[command(after_help = EXIT_CODES)]
+    Compile {
+        /// The component.
+        #[arg(value_name = "AGENT.wasm")]
+        component: PathBuf,
+    },
+    /// Inspect or empty the artifact cache ($SBX_WASM_CACHE_DIR, else
+    /// $XDG_CACHE_HOME/sbx-wasm, else ~/.cache/sbx-wasm).
+    Cache {
+        #[command(subcommand)]
+        action: CacheAction,
     },
     /// Run a JSON plan (a list of model-proposed ops) through the gate.
     #[command(after_help = EXIT_CODES)]
@@ -165,8 +193,10 @@ pub fn run(cli: Cli) -> i32 {
             seed,
             no_stdin,
             summary,
+            no_cache,
         } => {
             return crate::run_cmd::run(crate::run_cmd::RunArgs {
+                no_cache,
                 caps,
                 component,
                 args,
@@ -189,6 +219,12 @@ pub fn run(cli: Cli) -> i32 {
             explain,
             resolve,
         } => check(&caps, explain.as_deref(), resolve),
+        Command::Compile { component } => crate::run_cmd::compile(&component),
+        Command::Cache { action } => crate::run_cmd::cache(match action {
+            CacheAction::Ls => "ls",
+            CacheAction::Clear => "clear",
+            CacheAction::Dir => "dir",
+        }),
     };
     match result {
         Ok(code) => code,

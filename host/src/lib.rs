@@ -35,7 +35,8 @@
 //! assert!(!out.path().join("report.txt").exists());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
-#![forbid(unsafe_code)]
+// One audited exception: loading a cached compiled artifact (wasm::cache).
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod agent;

@@ -6,11 +6,12 @@ use crate::cli::{
 };
 use anyhow::{Context, Result};
 use sbx_wasm::report::{RunReport, Status};
-use sbx_wasm::wasm::{RunOptions, WasmHost, WasmRun};
+use sbx_wasm::wasm::{ArtifactCache, CacheOutcome, RunOptions, WasmHost, WasmRun};
 use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
 
 pub(crate) struct RunArgs {
+    pub no_cache: bool,
     pub caps: PathBuf,
     pub component: PathBuf,
     pub args: Vec<String>,
@@ -36,9 +37,19 @@ pub(crate) fn run(a: RunArgs) -> i32 {
 
 fn run_inner(a: &RunArgs) -> Result<i32> {
     let caps = load_caps(&a.caps)?;
-    let host =
-        WasmHost::new().map_err(|e| anyhow::anyhow!("cannot start the wasm engine: {e:#}"))?;
-    let component = host.load(&a.component)?;
+    let host = engine()?;
+    let host = if a.no_cache {
+        host
+    } else {
+        match open_cache() {
+            Ok(cache) => host.with_cache(cache),
+            Err(e) => {
+                eprintln!("sbx-wasm: warning: no artifact cache ({e:#}); compiling in memory");
+                host
+            }
+        }
+    };
+    let (component, outcome) = host.load_traced(&a.component)?;
     let mut stdin = Vec::new();
     if !a.no_stdin && !std::io::stdin().is_terminal() {
         std::io::stdin()
@@ -63,7 +74,13 @@ fn run_inner(a: &RunArgs) -> Result<i32> {
         eprintln!("sbx-wasm: guest trapped: {msg}");
     }
     if a.summary || std::io::stderr().is_terminal() {
-        eprintln!("{}", summary(&run));
+        let cache = match outcome {
+            Some(CacheOutcome::Hit) => "cached",
+            Some(CacheOutcome::Miss) => "compiled, now cached",
+            Some(CacheOutcome::Rebuilt) => "recompiled (bad cache entry replaced)",
+            None => "compiled, not cached",
+        };
+        eprintln!("{}; {cache}", summary(&run));
     }
     Ok(exit_code(&run.report))
 }
@@ -104,4 +121,52 @@ fn summary(run: &WasmRun) -> String {
         mib(u.memory_peak_bytes.unwrap_or(0)),
         mib(l.memory_peak_bytes),
     )
+}
+
+fn engine() -> Result<WasmHost> {
+    WasmHost::new().map_err(|e| anyhow::anyhow!("cannot start the wasm engine: {e:#}"))
+}
+
+fn open_cache() -> Result<ArtifactCache> {
+    let dir = ArtifactCache::default_dir()
+        .context("no cache folder: set SBX_WASM_CACHE_DIR (or HOME / XDG_CACHE_HOME)")?;
+    ArtifactCache::open(&dir).with_context(|| format!("cache folder {}", dir.display()))
+}
+
+/// `sbx-wasm compile`: fill the cache for one component.
+pub(crate) fn compile(component: &std::path::Path) -> Result<i32> {
+    let host = engine()?.with_cache(open_cache()?);
+    let started = std::time::Instant::now();
+    let (_, outcome) = host.load_traced(component)?;
+    let key = ArtifactCache::key(host.engine(), &std::fs::read(component)?);
+    let what = match outcome {
+        Some(CacheOutcome::Hit) => "already cached",
+        Some(CacheOutcome::Rebuilt) => "recompiled (bad entry replaced)",
+        _ => "compiled",
+    };
+    println!(
+        "{}: {what} in {} ms -> {}",
+        component.display(),
+        started.elapsed().as_millis(),
+        host.cache()
+            .map(|c| c.dir().join(&key))
+            .unwrap_or_default()
+            .display()
+    );
+    Ok(0)
+}
+
+/// `sbx-wasm cache ls|clear|dir`.
+pub(crate) fn cache(action: &str) -> Result<i32> {
+    let cache = open_cache()?;
+    match action {
+        "ls" => {
+            for e in cache.list()? {
+                println!("{:>12}  {}", e.bytes, e.name);
+            }
+        }
+        "clear" => println!("removed {} cached artifacts", cache.clear()?),
+        _ => println!("{}", cache.dir().display()),
+    }
+    Ok(0)
 }

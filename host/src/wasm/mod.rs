@@ -10,11 +10,13 @@
 //! fuel and sees no epoch), `max_output_bytes` to metered stdout/stderr
 //! sharing the gate's meter.
 
+mod cache;
 mod fs_gate;
 mod imports;
 mod limits;
 mod output;
 
+pub use cache::{ArtifactCache, CacheEntry, CacheOutcome};
 pub use output::Sink;
 
 use crate::budget::{Clock, MonotonicClock, OutputMeter, TickClock};
@@ -151,6 +153,7 @@ pub struct WasmHost {
     linker: Linker<HostState>,
     ticker: Arc<AtomicBool>,
     empty_root: PathBuf,
+    cache: Option<ArtifactCache>,
 }
 
 impl Drop for WasmHost {
@@ -211,7 +214,20 @@ impl WasmHost {
             linker,
             ticker,
             empty_root,
+            cache: None,
         })
+    }
+
+    /// Keep compiled components in `cache`: a component compiled once loads
+    /// without a compile on every later run.
+    pub fn with_cache(mut self, cache: ArtifactCache) -> Self {
+        self.cache = Some(cache);
+        self
+    }
+
+    /// The artifact cache, if any.
+    pub fn cache(&self) -> Option<&ArtifactCache> {
+        self.cache.as_ref()
     }
 
     /// The engine.
@@ -221,16 +237,30 @@ impl WasmHost {
 
     /// Read and compile a component, with errors that say what the file is.
     pub fn load(&self, path: &Path) -> Result<Component, LoadError> {
+        self.load_traced(path).map(|(c, _)| c)
+    }
+
+    /// Compile a component from bytes; `name` appears in errors.
+    pub fn load_bytes(&self, bytes: &[u8], name: &str) -> Result<Component, LoadError> {
+        self.load_bytes_traced(bytes, name).map(|(c, _)| c)
+    }
+
+    /// Like [`WasmHost::load`], and says whether the cache served it
+    /// (`None` without a cache).
+    pub fn load_traced(&self, path: &Path) -> Result<(Component, Option<CacheOutcome>), LoadError> {
         let shown = path.display().to_string();
         let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
             path: shown.clone(),
             source,
         })?;
-        self.load_bytes(&bytes, &shown)
+        self.load_bytes_traced(&bytes, &shown)
     }
 
-    /// Compile a component from bytes; `name` appears in errors.
-    pub fn load_bytes(&self, bytes: &[u8], name: &str) -> Result<Component, LoadError> {
+    fn load_bytes_traced(
+        &self,
+        bytes: &[u8],
+        name: &str,
+    ) -> Result<(Component, Option<CacheOutcome>), LoadError> {
         let not = |why: &str| LoadError::NotAComponent {
             path: name.to_string(),
             why: why.to_string(),
@@ -244,17 +274,26 @@ impl WasmHost {
                  (or wrap it with `wasm-tools component new`)",
             ));
         }
-        let component = Component::new(&self.engine, bytes).map_err(|e| LoadError::Rejected {
+        let rejected = |e: wasmtime::Error| LoadError::Rejected {
             path: name.to_string(),
             message: format!("{e:#}"),
-        })?;
+        };
+        let (component, outcome) = match &self.cache {
+            Some(cache) => {
+                let (c, o) = cache
+                    .get_or_compile(&self.engine, bytes)
+                    .map_err(rejected)?;
+                (c, Some(o))
+            }
+            None => (Component::new(&self.engine, bytes).map_err(rejected)?, None),
+        };
         self.linker
             .instantiate_pre(&component)
             .map_err(|e| LoadError::Rejected {
                 path: name.to_string(),
                 message: format!("needs imports the sandbox does not provide: {e:#}"),
             })?;
-        Ok(component)
+        Ok((component, outcome))
     }
 
     /// Run `component` under `opts`, blocking the calling thread (a
