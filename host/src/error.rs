@@ -91,4 +91,7 @@ pub enum Error {
     /// A plan file is not a JSON list of operations.
     #[error("{0}")]
     Plan(String),
+    /// The run could not be set up (runtime, preopens, fuel).
+    #[error("{0}")]
+    Setup(String),
 }

@@ -302,9 +302,7 @@ impl WasmHost {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .build()
-            .map_err(|e| {
-                LoadError::Setup(crate::Error::Plan(format!("cannot start the runtime: {e}")))
-            })?;
+            .map_err(|e| setup(format!("cannot start the runtime: {e}")))?;
         rt.block_on(self.run_async(component, opts))
     }
 
@@ -338,23 +336,14 @@ impl WasmHost {
 
         let mut wasi = WasiCtxBuilder::new();
         wasi.preopened_dir(&self.empty_root, "/", FsPerms::ReadOnly)
-            .map_err(|e| {
-                LoadError::Setup(crate::Error::Plan(format!(
-                    "cannot preopen the empty root: {e:#}"
-                )))
-            })?;
+            .map_err(|e| setup(format!("cannot preopen the empty root: {e:#}")))?;
         for m in caps.mounts() {
             let perms = match m.access {
                 Access::ReadOnly => FsPerms::ReadOnly,
                 Access::ReadWrite => FsPerms::ReadWrite,
             };
             wasi.preopened_dir(&m.host, m.guest.as_str(), perms)
-                .map_err(|e| {
-                    LoadError::Setup(crate::Error::Plan(format!(
-                        "cannot preopen {}: {e:#}",
-                        m.host.display()
-                    )))
-                })?;
+                .map_err(|e| setup(format!("cannot preopen {}: {e:#}", m.host.display())))?;
         }
         let env: Vec<(&String, &String)> = caps.env().iter().collect();
         wasi.envs(&env);
@@ -384,7 +373,7 @@ impl WasmHost {
         store.limiter(|s| &mut s.limiter);
         store
             .set_fuel(budget.max_fuel)
-            .map_err(|e| LoadError::Setup(crate::Error::Plan(format!("fuel: {e:#}"))))?;
+            .map_err(|e| setup(format!("fuel: {e:#}")))?;
         let started = Instant::now();
         let deadline = started + budget.max_wall;
         store.set_epoch_deadline(1);
@@ -443,6 +432,10 @@ impl WasmHost {
             trap,
         })
     }
+}
+
+fn setup(message: String) -> LoadError {
+    LoadError::Setup(crate::Error::Setup(message))
 }
 
 enum End {
