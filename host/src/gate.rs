@@ -5,7 +5,7 @@
 use crate::budget::{Clock, MonotonicClock, OutputMeter, Usage};
 use crate::caps::Capabilities;
 use crate::error::Error;
-use crate::fs::{Access, FsError, GuestPath, MountTable, check_path};
+use crate::fs::{Access, FsError, MountTable, OpenMount, check_path};
 use crate::net::{
     FetchFailure, FetchRequest, FetchTrace, HttpNet, Net, Resolve, SystemResolver, check_request,
     gated_fetch,
@@ -225,10 +225,10 @@ impl Sandbox {
         match op {
             Op::FsRead { path } | Op::FsList { path } | Op::FsStat { path } => self
                 .resolve(path, Access::ReadOnly)
-                .map(|(_, rule, _)| rule),
+                .map(|(mount, _)| mount.mount.rule()),
             Op::FsWrite { path, .. } | Op::FsRemove { path } | Op::FsMkdir { path } => self
                 .resolve(path, Access::ReadWrite)
-                .map(|(_, rule, _)| rule),
+                .map(|(mount, _)| mount.mount.rule()),
             Op::NetFetch { url, .. } => self.caps.egress().check(url).map(|(_, rule)| rule),
             Op::ToolCall { name, .. } => {
                 if !self.caps.tools().contains(name) {
@@ -251,9 +251,9 @@ impl Sandbox {
         }
     }
 
-    /// Validate a path and find the mount that decides it. Returns the mount
-    /// index, the rule text and the path below the mount.
-    fn resolve(&self, raw: &str, access: Access) -> Result<(GuestPath, String, String), Denial> {
+    /// Validate a path and find the mount that decides it, and the path
+    /// below that mount.
+    fn resolve(&self, raw: &str, access: Access) -> Result<(&OpenMount, String), Denial> {
         let path = check_path(raw)?;
         let (violation, verb) = match access {
             Access::ReadOnly => (Violation::FsReadDenied, "read"),
@@ -271,7 +271,7 @@ impl Sandbox {
                 format!("{path} is in read-only mount {}", mount.mount.guest),
             ));
         }
-        Ok((mount.mount.guest.clone(), mount.mount.rule(), rel))
+        Ok((mount, rel))
     }
 
     /// Charge, check and audit a filesystem op whose effect someone else
@@ -510,15 +510,9 @@ impl Sandbox {
             Op::FsWrite { .. } | Op::FsRemove { .. } | Op::FsMkdir { .. } => Access::ReadWrite,
             _ => Access::ReadOnly,
         };
-        // Already checked; resolve again to get the handle (cheap, pure).
-        let path = check_path(raw).map_err(Failure::Denied)?;
-        let Some((mount, rel)) = self.mounts.find(&path) else {
-            return Err(Failure::Denied(Denial::new(
-                Violation::FsReadDenied,
-                format!("{path} is outside every mount"),
-            )));
-        };
-        let fail = |e| self.fs_failure(e, access, path.as_str());
+        // Checked already; resolving again (pure, cheap) gives the handle.
+        let (mount, rel) = self.resolve(raw, access).map_err(Failure::Denied)?;
+        let fail = |e| self.fs_failure(e, access, raw);
         match op {
             Op::FsRead { .. } => mount
                 .read(&rel, self.output_left())

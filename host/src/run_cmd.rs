@@ -137,8 +137,10 @@ fn open_cache() -> Result<ArtifactCache> {
 pub(crate) fn compile(component: &std::path::Path) -> Result<i32> {
     let host = engine()?.with_cache(open_cache()?);
     let started = std::time::Instant::now();
-    let (_, outcome) = host.load_traced(component)?;
-    let key = ArtifactCache::key(host.engine(), &std::fs::read(component)?);
+    let bytes =
+        std::fs::read(component).with_context(|| format!("cannot read {}", component.display()))?;
+    let (_, outcome) = host.load_bytes_traced(&bytes, &component.display().to_string())?;
+    let key = ArtifactCache::key(host.engine(), &bytes);
     let what = match outcome {
         Some(CacheOutcome::Hit) => "already cached",
         Some(CacheOutcome::Rebuilt) => "recompiled (bad entry replaced)",

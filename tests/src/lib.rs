@@ -97,8 +97,8 @@ impl World {
         snapshot(self.root())
     }
 
-    /// The seed's grant: read `/work`, write `/work/out`, the given egress
-    /// rules, tool `summarize`, and `max_ops`.
+    /// The seed's grant to build on: read `/work`, write `/work/out`, tool
+    /// `summarize`.
     pub fn caps_builder(&self) -> sbx_wasm::CapabilitiesBuilder {
         sbx_wasm::Capabilities::builder()
             .read_mount(self.path("work"), "/work")

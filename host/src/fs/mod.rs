@@ -5,5 +5,5 @@ mod mount;
 mod path;
 
 pub use mount::{Access, Entry, Mount, Stat};
-pub(crate) use mount::{FsError, MountTable};
+pub(crate) use mount::{FsError, MountTable, OpenMount};
 pub use path::{GuestPath, MAX_PATH_BYTES, canonical, check_path, has_traversal};

@@ -256,7 +256,9 @@ impl WasmHost {
         self.load_bytes_traced(&bytes, &shown)
     }
 
-    fn load_bytes_traced(
+    /// Like [`WasmHost::load_bytes`], and says whether the cache served it
+    /// (`None` without a cache).
+    pub fn load_bytes_traced(
         &self,
         bytes: &[u8],
         name: &str,
