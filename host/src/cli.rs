@@ -101,36 +101,7 @@ enum CacheAction {
 enum Command {
     /// Run a wasm component (wasm32-wasip2 command) under the grant.
     #[command(after_help = EXIT_CODES)]
-    Run {
-        /// The caps file (TOML) that grants what the guest may touch.
-        #[arg(long, value_name = "FILE")]
-        caps: PathBuf,
-        /// The component.
-        #[arg(value_name = "AGENT.wasm")]
-        component: PathBuf,
-        /// Arguments for the guest (after `--`).
-        #[arg(last = true, value_name = "ARGS")]
-        args: Vec<String>,
-        #[command(flatten)]
-        files: OutputFiles,
-        /// Virtual clocks and seeded randomness: identical output, report
-        /// and audit log for identical component, caps and input.
-        #[arg(long)]
-        deterministic: bool,
-        /// Seed for --deterministic randomness.
-        #[arg(long, default_value_t = 0, requires = "deterministic")]
-        seed: u64,
-        /// Give the guest an empty stdin instead of this process's stdin.
-        #[arg(long)]
-        no_stdin: bool,
-        /// Print the one-line summary even when stderr is not a terminal.
-        #[arg(long)]
-        summary: bool,
-        /// Compile the component in memory; neither read nor write the
-        /// artifact cache.
-        #[arg(long)]
-        no_cache: bool,
-    },
+    Run(crate::run_cmd::RunArgs),
     /// Compile a component into the artifact cache, so `run` starts without
     /// compiling.
     #[command(after_help = EXIT_CODES)]
@@ -184,29 +155,7 @@ enum Command {
 /// Run the parsed command; returns the exit code.
 pub fn run(cli: Cli) -> i32 {
     let result = match cli.command {
-        Command::Run {
-            caps,
-            component,
-            args,
-            files,
-            deterministic,
-            seed,
-            no_stdin,
-            summary,
-            no_cache,
-        } => {
-            return crate::run_cmd::run(crate::run_cmd::RunArgs {
-                no_cache,
-                caps,
-                component,
-                args,
-                files,
-                deterministic,
-                seed,
-                no_stdin,
-                summary,
-            });
-        }
+        Command::Run(args) => return crate::run_cmd::run(args),
         Command::Exec {
             caps,
             plan,

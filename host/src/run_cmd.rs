@@ -10,16 +10,36 @@ use sbx_wasm::wasm::{ArtifactCache, CacheOutcome, RunOptions, WasmHost, WasmRun}
 use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
 
+#[derive(clap::Args, Debug)]
 pub(crate) struct RunArgs {
-    pub no_cache: bool,
-    pub caps: PathBuf,
-    pub component: PathBuf,
-    pub args: Vec<String>,
-    pub files: OutputFiles,
-    pub deterministic: bool,
-    pub seed: u64,
-    pub no_stdin: bool,
-    pub summary: bool,
+    /// The caps file (TOML) that grants what the guest may touch.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) caps: PathBuf,
+    /// The component.
+    #[arg(value_name = "AGENT.wasm")]
+    pub(crate) component: PathBuf,
+    /// Arguments for the guest (after `--`).
+    #[arg(last = true, value_name = "ARGS")]
+    pub(crate) args: Vec<String>,
+    #[command(flatten)]
+    pub(crate) files: OutputFiles,
+    /// Virtual clocks and seeded randomness: identical output, report
+    /// and audit log for identical component, caps and input.
+    #[arg(long)]
+    pub(crate) deterministic: bool,
+    /// Seed for --deterministic randomness.
+    #[arg(long, default_value_t = 0, requires = "deterministic")]
+    pub(crate) seed: u64,
+    /// Give the guest an empty stdin instead of this process's stdin.
+    #[arg(long)]
+    pub(crate) no_stdin: bool,
+    /// Print the one-line summary even when stderr is not a terminal.
+    #[arg(long)]
+    pub(crate) summary: bool,
+    /// Compile the component in memory; neither read nor write the
+    /// artifact cache.
+    #[arg(long)]
+    pub(crate) no_cache: bool,
 }
 
 /// Largest stdin handed to a guest.

@@ -104,6 +104,16 @@ fn run_guest(
     }
 }
 
+fn assert_completed(c: &Captured) {
+    assert_eq!(
+        c.run.report.status,
+        Status::Completed,
+        "{:?} {}",
+        c.run,
+        c.stderr
+    );
+}
+
 fn assert_halted(c: &Captured, v: Violation) {
     assert_eq!(
         c.run.report.status,
@@ -128,13 +138,7 @@ fn seed_agent_sees_each_decision() {
         b"",
         false,
     );
-    assert_eq!(
-        c.run.report.status,
-        Status::Completed,
-        "{:?} {}",
-        c.run,
-        c.stderr
-    );
+    assert_completed(&c);
     let lines: Vec<&str> = c.stdout.lines().collect();
     let want = [
         "1. read /work/data.txt: ok",
@@ -226,13 +230,7 @@ fn benign_agent_does_its_work() {
         b"",
         false,
     );
-    assert_eq!(
-        c.run.report.status,
-        Status::Completed,
-        "{:?} {}",
-        c.run,
-        c.stderr
-    );
+    assert_completed(&c);
     assert_eq!(c.run.report.exit_code, Some(0));
     let summary = std::fs::read_to_string(t.path("out/summary.txt")).unwrap();
     assert_eq!(summary, "rows=2 total=42 api=ok words=3\n");
@@ -345,13 +343,7 @@ fn probe_finds_every_escape_closed_and_only_what_was_granted() {
         b"hello stdin",
         false,
     );
-    assert_eq!(
-        c.run.report.status,
-        Status::Completed,
-        "{:?} {}",
-        c.run,
-        c.stderr
-    );
+    assert_completed(&c);
     let lines: BTreeMap<&str, &str> = c
         .stdout
         .lines()
