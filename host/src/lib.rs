@@ -51,6 +51,7 @@ pub mod plan;
 pub mod report;
 pub mod tools;
 pub mod violation;
+#[cfg(feature = "wasm")]
 pub mod wasm;
 
 // The README's Rust examples compile as doctests, so the docs cannot drift
