@@ -117,12 +117,16 @@ impl Net for HttpNet {
             .into_reader()
             .take(limits.max_body_bytes.saturating_add(1))
             .read_to_end(&mut body)
-            .map_err(|e| match e.kind() {
-                std::io::ErrorKind::TimedOut => NetError::Timeout,
-                _ if e.to_string().contains("timeout") || e.to_string().contains("Timeout") => {
-                    NetError::Timeout
+            .map_err(|e| {
+                // The body reader wraps ureq's own error (a global timeout
+                // while a server drips bytes) in an io::Error.
+                let inner = e.get_ref().and_then(|i| i.downcast_ref::<ureq::Error>());
+                match (e.kind(), inner) {
+                    (std::io::ErrorKind::TimedOut, _) | (_, Some(ureq::Error::Timeout(_))) => {
+                        NetError::Timeout
+                    }
+                    _ => NetError::Failed(e.to_string()),
                 }
-                _ => NetError::Failed(e.to_string()),
             })?;
         if body.len() as u64 > limits.max_body_bytes {
             return Err(NetError::BodyTooLarge);
