@@ -314,7 +314,7 @@ impl Sandbox {
                     self.ops, budget.max_ops
                 ),
             );
-            return self.trip(&op, d);
+            return self.finish(&op, None, Err(Failure::Denied(d)));
         }
         if self.elapsed > budget.max_wall {
             let d = Denial::new(
@@ -325,7 +325,7 @@ impl Sandbox {
                     budget.max_wall.as_millis()
                 ),
             );
-            return self.trip(&op, d);
+            return self.finish(&op, None, Err(Failure::Denied(d)));
         }
         let rule = match self.check(&op) {
             Ok(rule) => rule,
@@ -347,13 +347,7 @@ impl Sandbox {
             }
             Err(f) => Err(f),
         };
-        match outcome {
-            Err(Failure::Denied(d)) if d.hard => {
-                self.halted = Some(d.clone());
-                self.finish_traced(&op, Some(rule), Err(Failure::Denied(d)), &trace)
-            }
-            other => self.finish_traced(&op, Some(rule), other, &trace),
-        }
+        self.finish_traced(&op, Some(rule), outcome, &trace)
     }
 
     fn output_left(&self) -> u64 {
@@ -543,11 +537,6 @@ impl Sandbox {
         }
     }
 
-    fn trip(&mut self, op: &Op, d: Denial) -> SandboxResult {
-        self.halted = Some(d.clone());
-        self.finish(op, None, Err(Failure::Denied(d)))
-    }
-
     fn finish(
         &mut self,
         op: &Op,
@@ -606,6 +595,10 @@ impl Sandbox {
                 result.error = Some(e);
             }
             Err(Failure::Denied(d)) => {
+                // The one place the breaker trips: any hard denial halts.
+                if d.hard && self.halted.is_none() {
+                    self.halted = Some(d.clone());
+                }
                 event.violation = Some(d.violation);
                 event.hard = d.hard;
                 event.detail = Some(d.message.clone());
