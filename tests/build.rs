@@ -1,6 +1,8 @@
 //! Build the wasm guests in `guest-examples/` from source for the end-to-end
-//! tests (their own workspace and target dir, target wasm32-wasip2), and tell
-//! the tests where the components are.
+//! tests (their own workspace and target dir, target wasm32-wasip2), and the
+//! Python runner (`guest-examples/python/build.sh`, componentize-py in a
+//! virtual environment under `target/py`), and tell the tests where the
+//! components are.
 
 use std::path::Path;
 use std::process::Command;
@@ -40,6 +42,21 @@ fn main() {
     assert!(
         status.success(),
         "building guest-examples failed; is the target installed? `rustup target add wasm32-wasip2`"
+    );
+    for watched in ["python/app", "python/wit", "python/build.sh"] {
+        println!("cargo:rerun-if-changed={}", guests.join(watched).display());
+    }
+    let status = Command::new("bash")
+        .arg(guests.join("python/build.sh"))
+        .status()
+        .expect("cannot run bash to build the Python runner");
+    assert!(
+        status.success(),
+        "building the Python runner failed (guest-examples/python/build.sh needs python3 with venv and PyPI)"
+    );
+    println!(
+        "cargo:rustc-env=PYTHON_RUNNER={}",
+        root.join("target/py/sbx-python.wasm").display()
     );
     println!(
         "cargo:rustc-env=GUEST_WASM_DIR={}",

@@ -43,3 +43,7 @@ if [ "$status" -ne 124 ]; then
   exit 1
 fi
 echo "(exit code 124: the guest was halted by a hard limit; every decision is in target/seed-wasm-audit.jsonl)"
+
+echo
+echo "== the Python examples, through sbx-wasm run script.py"
+bash "$root/examples/python/run.sh"

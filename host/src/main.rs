@@ -3,6 +3,8 @@
 #![forbid(unsafe_code)]
 
 mod cli;
+mod progress;
+mod python_cmd;
 mod run_cmd;
 
 use clap::Parser;

@@ -4,6 +4,7 @@
 use crate::cli::{
     EXIT_RUN_HARD_LIMIT, EXIT_RUN_SETUP, EXIT_RUN_TRAP, OutputFiles, load_caps, registry,
 };
+use crate::{progress, python_cmd};
 use anyhow::{Context, Result};
 use sbx_wasm::report::{RunReport, Status};
 use sbx_wasm::wasm::{ArtifactCache, CacheOutcome, RunOptions, WasmHost, WasmRun};
@@ -15,9 +16,17 @@ pub(crate) struct RunArgs {
     /// The caps file (TOML) that grants what the guest may touch.
     #[arg(long, value_name = "FILE")]
     pub(crate) caps: PathBuf,
-    /// The component.
-    #[arg(value_name = "AGENT.wasm")]
+    /// The component, or a Python script (`*.py`, or any file with
+    /// `--python`) to run in the Python runner.
+    #[arg(value_name = "AGENT.wasm|SCRIPT.py")]
     pub(crate) component: PathBuf,
+    /// Run the file as a Python script whatever its name.
+    #[arg(long)]
+    pub(crate) python: bool,
+    /// The Python runner component (default: `$SBX_WASM_PYTHON_RUNNER`,
+    /// then `sbx-python.wasm` beside this binary, then `../py/`).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) python_runner: Option<PathBuf>,
     /// Arguments for the guest (after `--`).
     #[arg(last = true, value_name = "ARGS")]
     pub(crate) args: Vec<String>,
@@ -69,7 +78,18 @@ fn run_inner(a: &RunArgs) -> Result<i32> {
             }
         }
     };
-    let (component, outcome) = host.load_traced(&a.component)?;
+    let python = a.python || python_cmd::is_script(&a.component);
+    let (program, args) = if python {
+        let runner = python_cmd::find_runner(a.python_runner.as_deref())?;
+        let args = python_cmd::runner_args(&a.component, &a.args)?;
+        (runner, args)
+    } else {
+        if a.python_runner.is_some() {
+            anyhow::bail!("--python-runner applies to Python scripts only");
+        }
+        (a.component.clone(), a.args.clone())
+    };
+    let (component, outcome) = progress::while_loading(&program, || host.load_traced(&program))?;
     let mut stdin = Vec::new();
     if !a.no_stdin && !std::io::stdin().is_terminal() {
         std::io::stdin()
@@ -78,12 +98,11 @@ fn run_inner(a: &RunArgs) -> Result<i32> {
             .context("cannot read stdin")?;
     }
     let mut opts = RunOptions::new(caps.clone());
-    opts.program_name = a
-        .component
+    opts.program_name = program
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "agent".into());
-    opts.args = a.args.clone();
+    opts.args = args;
     opts.stdin = stdin;
     opts.tools = registry(&caps);
     opts.deterministic = a.deterministic;
@@ -159,7 +178,9 @@ pub(crate) fn compile(component: &std::path::Path) -> Result<i32> {
     let started = std::time::Instant::now();
     let bytes =
         std::fs::read(component).with_context(|| format!("cannot read {}", component.display()))?;
-    let (_, outcome) = host.load_bytes_traced(&bytes, &component.display().to_string())?;
+    let (_, outcome) = progress::while_loading(component, || {
+        host.load_bytes_traced(&bytes, &component.display().to_string())
+    })?;
     let key = ArtifactCache::key(host.engine(), &bytes);
     let what = match outcome {
         Some(CacheOutcome::Hit) => "already cached",

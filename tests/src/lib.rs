@@ -311,3 +311,11 @@ pub fn guest(name: &str) -> PathBuf {
     assert!(p.exists(), "{} was not built", p.display());
     p
 }
+
+/// The Python runner component built by `guest-examples/python/build.sh`
+/// (this crate's build script runs it).
+pub fn python_runner() -> PathBuf {
+    let p = PathBuf::from(env!("PYTHON_RUNNER"));
+    assert!(p.exists(), "{} was not built", p.display());
+    p
+}

@@ -1,0 +1,131 @@
+"""Entry point of the Python runner component.
+
+    sbx-python -c CODE [NAME [ARGS...]]   run CODE; sys.argv = [NAME or "-c", ARGS...]
+    sbx-python FILE [ARGS...]             run FILE (a path inside a mount)
+    sbx-python - [ARGS...]                run the script read from stdin
+
+`sbx-wasm run script.py` uses the first form: the host reads the script (the
+user's input, not the guest's) and passes it in, so the script need not sit in
+a mount. The script runs as `__main__`; an uncaught exception prints its
+traceback and exits 1, `sys.exit(n)` exits n.
+"""
+
+import importlib.machinery
+import os
+import sys
+import traceback
+
+from wit_world import exports
+
+import sbx
+
+# The standard library a script can import. componentize-py snapshots the
+# interpreter after this module loads: modules imported here live in the
+# snapshot, and nothing else of the standard library is in the component.
+PRELOADED = """
+abc argparse array ast asyncio base64 binascii bisect calendar cmath codecs collections
+collections.abc configparser contextlib copy csv dataclasses datetime decimal difflib email
+email.message enum fnmatch fractions functools glob graphlib gzip hashlib heapq hmac html
+html.parser inspect io ipaddress itertools json keyword locale logging math numbers operator
+os.path pathlib platform pprint queue random re secrets shlex shutil socket sqlite3 statistics
+string struct subprocess tarfile tempfile textwrap threading time tokenize tomllib traceback
+types typing unicodedata urllib.parse uuid warnings weakref xml.etree.ElementTree zipfile
+zlib zoneinfo
+encodings.ascii encodings.base64_codec encodings.cp1252 encodings.hex_codec encodings.idna
+encodings.latin_1 encodings.punycode encodings.raw_unicode_escape encodings.unicode_escape
+encodings.utf_16 encodings.utf_32 encodings.utf_8_sig
+""".split()
+for _name in PRELOADED:
+    __import__(_name)
+
+
+class _NotInSandbox:
+    """Import hook, first on sys.meta_path: a module outside the snapshot
+    fails at once with a clear message, instead of probing the host's folders
+    for it (each probe would be a denied, audited filesystem operation).
+    Once a script puts a folder of its own on sys.path, imports search as
+    usual."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if sys.path:
+            return None
+        for finder in (importlib.machinery.BuiltinImporter, importlib.machinery.FrozenImporter):
+            if finder.find_spec(name) is not None:
+                return None
+        raise ModuleNotFoundError(
+            f"No module named {name!r}: the sbx Python runner has the standard library "
+            f"modules listed in sbx.PRELOADED (no C extensions beyond those, no pip "
+            f"packages); add a folder of your own modules to sys.path from a mount",
+            name=name,
+        )
+
+
+# Imports look only at the snapshot until a script adds a mount folder.
+sys.path.clear()
+sys.meta_path.insert(0, _NotInSandbox)
+sbx.PRELOADED = tuple(PRELOADED)
+
+USAGE = "usage: sbx-python (-c CODE [NAME] | FILE | -) [ARGS...]"
+
+
+def _load(argv):
+    if not argv:
+        raise _Usage("no script given")
+    if argv[0] == "-c":
+        if len(argv) < 2:
+            raise _Usage("-c needs CODE")
+        name = argv[2] if len(argv) > 2 else "-c"
+        return argv[1], name, [name] + argv[3:]
+    if argv[0] == "-":
+        return sys.stdin.read(), "<stdin>", ["-"] + argv[1:]
+    with open(argv[0], encoding="utf-8") as f:
+        source = f.read()
+    # As python does: the script's folder (inside a mount) is importable.
+    sys.path.insert(0, os.path.dirname(os.path.abspath(argv[0])))
+    return source, argv[0], argv
+
+
+class _Usage(Exception):
+    pass
+
+
+def _exit_code(code):
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
+
+
+def main(argv):
+    try:
+        source, name, script_argv = _load(argv)
+    except _Usage as e:
+        print(f"sbx-python: {e}\n{USAGE}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        print(f"sbx-python: cannot read {argv[0]}: {e}", file=sys.stderr)
+        return 2
+    sys.argv = script_argv
+    scope = {"__name__": "__main__", "__file__": name, "__builtins__": __builtins__}
+    try:
+        code = compile(source, name, "exec")
+        exec(code, scope)
+    except SystemExit as e:
+        return _exit_code(e.code)
+    except BaseException:
+        traceback.print_exc()
+        return 1
+    return 0
+
+
+class Run(exports.Run):
+    def run(self) -> None:
+        status = main(sys.argv[1:])
+        sys.stdout.flush()
+        sys.stderr.flush()
+        if status != 0:
+            # proc_exit carries the code to the host (wasi:cli/exit).
+            os._exit(status)

@@ -1,0 +1,466 @@
+//! Model-written Python through the real CLI and the real runner component
+//! (`guest-examples/python`, built by this crate's build script): the shipped
+//! examples end to end, every hard limit reached from Python, fetch and tools
+//! as Python functions beside their denied neighbours, the standard library
+//! agents use, clear errors for what cannot work, and the artifact cache.
+
+use sbx_wasm_tests::{LoopbackServer, copy_tree, python_runner, repo_root, sbx_bin, snapshot};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+/// An artifact cache shared by this file's tests and kept across `cargo
+/// test` runs (entries are keyed by component and engine, so reuse is
+/// safe): the 25 MB runner is compiled once, not once per test.
+fn warm_cache() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = repo_root().join("target/sbx-test-cache");
+        let out = Command::new(sbx_bin())
+            .env("SBX_WASM_CACHE_DIR", &dir)
+            .arg("compile")
+            .arg(python_runner())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        dir
+    })
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A temp folder holding `data/` (read mount `/work`), `out/` (write mount
+/// `/work/out`), a caps file and scripts.
+struct Py {
+    dir: tempfile::TempDir,
+}
+
+struct Ran {
+    out: Output,
+    report: Value,
+}
+
+impl Ran {
+    fn code(&self) -> Option<i32> {
+        self.out.status.code()
+    }
+    fn stdout(&self) -> String {
+        text(&self.out.stdout)
+    }
+    fn stderr(&self) -> String {
+        text(&self.out.stderr)
+    }
+    fn violation(&self) -> &str {
+        self.report["violation"].as_str().unwrap_or("")
+    }
+    /// Soft denials, in order.
+    fn denials(&self) -> Vec<String> {
+        self.report["denials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| d["hard"] == false)
+            .map(|d| d["violation"].as_str().unwrap().to_string())
+            .collect()
+    }
+}
+
+impl Py {
+    /// The shipped `examples/python` folder, copied.
+    fn example() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        copy_tree(&repo_root().join("examples/python"), dir.path());
+        Py { dir }
+    }
+
+    /// A fresh tree with `budget` TOML lines and `extra` caps sections.
+    fn new(budget: &str, extra: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        std::fs::create_dir_all(r.join("data")).unwrap();
+        std::fs::create_dir_all(r.join("out")).unwrap();
+        std::fs::write(r.join("data/table.csv"), "name,score\nada,3\nbob,5\n").unwrap();
+        std::fs::write(r.join("secret.txt"), "CANARY").unwrap();
+        std::fs::write(
+            r.join("caps.toml"),
+            format!(
+                "[fs]\nread = [{{ host = \"data\", guest = \"/work\" }}]\n\
+                 write = [{{ host = \"out\", guest = \"/work/out\" }}]\n\
+                 {extra}\n[budget]\n{budget}\n"
+            ),
+        )
+        .unwrap();
+        Py { dir }
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    fn write(&self, name: &str, source: &str) {
+        std::fs::write(self.path(name), source).unwrap();
+    }
+
+    fn cmd(&self, cache: &Path) -> Command {
+        let mut c = Command::new(sbx_bin());
+        c.current_dir(self.dir.path())
+            .env("SBX_WASM_CACHE_DIR", cache)
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// `sbx-wasm run --caps caps.toml SCRIPT -- ARGS` with the shared cache.
+    fn run(&self, script: &str, args: &[&str]) -> Ran {
+        self.run_with(warm_cache(), script, args)
+    }
+
+    fn run_with(&self, cache: &Path, script: &str, args: &[&str]) -> Ran {
+        let report = self.path("report.json");
+        let _ = std::fs::remove_file(&report);
+        let out = self
+            .cmd(cache)
+            .args(["run", "--summary", "--caps", "caps.toml", "--report"])
+            .arg(&report)
+            .arg("--python-runner")
+            .arg(python_runner())
+            .arg(script)
+            .arg("--")
+            .args(args)
+            .output()
+            .unwrap();
+        let report = std::fs::read_to_string(&report)
+            .map(|t| serde_json::from_str(&t).unwrap())
+            .unwrap_or(Value::Null);
+        Ran { out, report }
+    }
+}
+
+#[test]
+fn analysis_example_writes_the_summary_it_computed_from_the_csv() {
+    let py = Py::example();
+    let data_before = snapshot(&py.path("data"));
+    let ran = py.run("analyze.py", &[]);
+    assert_eq!(ran.code(), Some(0), "{}", ran.stderr());
+    assert!(ran.denials().is_empty(), "{}", ran.report);
+
+    // The same numbers, computed here from the same file.
+    let csv = std::fs::read_to_string(py.path("data/sales.csv")).unwrap();
+    let mut rows = 0;
+    let mut by_region = std::collections::BTreeMap::<String, f64>::new();
+    for line in csv.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        let revenue = f[3].parse::<f64>().unwrap() * f[4].parse::<f64>().unwrap();
+        *by_region.entry(f[1].to_string()).or_default() += revenue;
+        rows += 1;
+    }
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(py.path("out/summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(summary["rows"], rows);
+    let total: f64 = by_region.values().sum();
+    assert!((summary["revenue_total"].as_f64().unwrap() - total).abs() < 0.01);
+    for (region, revenue) in &by_region {
+        let got = summary["revenue_by_region"][region].as_f64().unwrap();
+        assert!((got - revenue).abs() < 0.01, "{region}: {got} != {revenue}");
+    }
+    assert!(ran.stdout().contains("wrote /work/out/summary.json"));
+    assert_eq!(
+        snapshot(&py.path("data")),
+        data_before,
+        "the read mount changed"
+    );
+}
+
+#[test]
+fn hostile_example_sees_every_attempt_denied_then_halts() {
+    let py = Py::example();
+    let before = snapshot(py.dir.path());
+    let ran = py.run("hostile.py", &[]);
+    assert_eq!(ran.code(), Some(124), "{}", ran.stderr());
+    assert_eq!(
+        ran.denials(),
+        [
+            "fs_read_denied",
+            "path_traversal",
+            "egress_denied",
+            "tool_denied",
+            "fs_write_denied"
+        ],
+        "{}",
+        ran.report
+    );
+    assert!(
+        ["max_fuel", "max_wall"].contains(&ran.violation()),
+        "{}",
+        ran.report
+    );
+    let stdout = ran.stdout();
+    assert!(
+        stdout.contains("read /work/notes.txt: 63 bytes"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("ALLOWED"), "{stdout}");
+    assert!(stdout.contains("exfiltrate to evil.example: denied (egress_denied)"));
+    // Only the report written by the test itself is new.
+    let mut after = snapshot(py.dir.path());
+    after.remove(Path::new("report.json"));
+    assert_eq!(after, before, "the host tree changed");
+}
+
+#[test]
+fn fetch_and_tools_are_python_functions_beside_their_denied_neighbours() {
+    let granted = LoopbackServer::start();
+    let other = LoopbackServer::start();
+    let py = Py::new(
+        "max_wall_ms = 20000",
+        &format!(
+            "[net]\nallow = [\"{}\"]\n[tools]\nallow = [\"word_count\"]\n\
+             [tools.command.word_count]\nargv = [\"wc\", \"-w\"]\n",
+            granted.origin()
+        ),
+    );
+    py.write(
+        "agent.py",
+        &format!(
+            r#"
+import sbx
+r = sbx.fetch("{granted}/status")
+print("granted", r.status, r.text().strip())
+try:
+    sbx.fetch("{other}/status")
+    print("other ALLOWED")
+except sbx.Denied as e:
+    print("other", e.violation)
+print("tools", sbx.granted_tools())
+print("count", sbx.call_tool("word_count", "three little words").strip())
+try:
+    sbx.call_tool("shell", "id")
+except sbx.Denied as e:
+    print("shell", e.violation, isinstance(e, PermissionError))
+"#,
+            granted = granted.origin(),
+            other = other.origin()
+        ),
+    );
+    let ran = py.run("agent.py", &[]);
+    assert_eq!(ran.code(), Some(0), "{}", ran.stderr());
+    let stdout = ran.stdout();
+    assert!(stdout.contains("granted 200"), "{stdout}");
+    assert!(stdout.contains("other egress_denied"), "{stdout}");
+    assert!(stdout.contains("tools ['word_count']"), "{stdout}");
+    assert!(stdout.contains("count 3"), "{stdout}");
+    assert!(stdout.contains("shell tool_denied True"), "{stdout}");
+    assert_eq!(ran.denials(), ["egress_denied", "tool_denied"]);
+    assert_eq!(granted.connections(), 1);
+    assert_eq!(other.connections(), 0, "a denied fetch reached the network");
+}
+
+#[test]
+fn infinite_loop_ends_as_max_fuel_or_max_wall() {
+    let py = Py::new("max_fuel = 2000000000\nmax_wall_ms = 10000", "");
+    py.write(
+        "spin.py",
+        "print('spinning', flush=True)\nwhile True:\n    pass\n",
+    );
+    let ran = py.run("spin.py", &[]);
+    assert_eq!(ran.code(), Some(124), "{}", ran.stderr());
+    assert!(
+        ["max_fuel", "max_wall"].contains(&ran.violation()),
+        "{}",
+        ran.report
+    );
+    assert!(ran.stdout().contains("spinning"));
+}
+
+#[test]
+fn memory_bomb_ends_as_max_memory() {
+    let py = Py::new("max_memory_bytes = 67108864", "");
+    py.write(
+        "bomb.py",
+        "hoard = []\nwhile True:\n    hoard.append(bytearray(1 << 20))\n",
+    );
+    let ran = py.run("bomb.py", &[]);
+    assert_eq!(ran.code(), Some(124), "{}", ran.stderr());
+    assert_eq!(ran.violation(), "max_memory", "{}", ran.report);
+    let peak = ran.report["usage"]["memory_peak_bytes"].as_u64().unwrap();
+    assert!(peak <= 64 << 20, "peak {peak} over the limit");
+}
+
+#[test]
+fn output_flood_ends_as_max_output_bytes() {
+    let py = Py::new("max_output_bytes = 100000", "");
+    py.write("flood.py", "while True:\n    print('x' * 1000)\n");
+    let ran = py.run("flood.py", &[]);
+    assert_eq!(ran.code(), Some(124), "{}", ran.stderr());
+    assert_eq!(ran.violation(), "max_output_bytes", "{}", ran.report);
+    assert!(
+        ran.out.stdout.len() <= 100_000,
+        "{} bytes",
+        ran.out.stdout.len()
+    );
+}
+
+#[test]
+fn standard_library_for_agents_works_and_the_rest_fails_clearly() {
+    let py = Py::new("max_wall_ms = 20000", "");
+    py.write(
+        "stdlib.py",
+        r#"
+import csv, json, re, math, datetime, pathlib, statistics, sys
+rows = list(csv.DictReader(pathlib.Path("/work/table.csv").open()))
+scores = [int(r["score"]) for r in rows]
+out = {
+    "names": [r["name"] for r in rows],
+    "mean": statistics.mean(scores),
+    "sqrt": math.sqrt(16),
+    "words": re.findall(r"\w+", "a-b c"),
+    "day": datetime.date(2026, 11, 29).isoformat(),
+    "argv": sys.argv,
+}
+pathlib.Path("/work/out/r.json").write_text(json.dumps(out))
+import subprocess, socket
+try:
+    subprocess.run(["ls"])
+except OSError as e:
+    print("subprocess:", e)
+try:
+    socket.create_connection(("127.0.0.1", 9), timeout=1)
+except OSError as e:
+    print("socket:", type(e).__name__)
+try:
+    import numpy
+except ModuleNotFoundError as e:
+    print("numpy:", e)
+"#,
+    );
+    let ran = py.run("stdlib.py", &["--flag", "x"]);
+    assert_eq!(ran.code(), Some(0), "{}", ran.stderr());
+    let got: Value =
+        serde_json::from_str(&std::fs::read_to_string(py.path("out/r.json")).unwrap()).unwrap();
+    assert_eq!(
+        got,
+        serde_json::json!({"names": ["ada", "bob"], "mean": 4, "sqrt": 4.0,
+            "words": ["a", "b", "c"], "day": "2026-11-29", "argv": ["stdlib.py", "--flag", "x"]})
+    );
+    let stdout = ran.stdout();
+    assert!(
+        stdout.contains("subprocess: [Errno 58] wasi does not support processes"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("socket: gaierror"), "{stdout}");
+    assert!(
+        stdout.contains("numpy: No module named 'numpy'"),
+        "{stdout}"
+    );
+    // Failed imports are answered inside the runner: no filesystem probes.
+    assert!(ran.denials().is_empty(), "{}", ran.report);
+}
+
+#[test]
+fn exit_status_exceptions_and_stdin() {
+    let py = Py::new("max_wall_ms = 20000", "");
+    py.write("ok.py", "import sys\nsys.exit(0)\n");
+    py.write("fails.py", "import sys\nsys.exit(7)\n");
+    py.write("raises.py", "raise ValueError('bad input')\n");
+    assert_eq!(py.run("ok.py", &[]).code(), Some(0));
+    // WASI 0.2 carries success or failure, not the number.
+    assert_eq!(py.run("fails.py", &[]).code(), Some(1));
+    let ran = py.run("raises.py", &[]);
+    assert_eq!(ran.code(), Some(1));
+    assert!(
+        ran.stderr().contains("ValueError: bad input"),
+        "{}",
+        ran.stderr()
+    );
+
+    // A script that reads its own stdin.
+    py.write("echo.py", "import sys\nprint(sys.stdin.read().upper())\n");
+    let mut child = py
+        .cmd(warm_cache())
+        .args(["run", "--caps", "caps.toml", "--python-runner"])
+        .arg(python_runner())
+        .arg("echo.py")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(b"piped").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(text(&out.stdout).trim(), "PIPED");
+}
+
+#[test]
+fn bad_scripts_and_a_missing_runner_are_setup_errors() {
+    let py = Py::new("", "");
+    std::fs::write(py.path("latin1.py"), b"print('caf\xe9')\n").unwrap();
+    let ran = py.run("latin1.py", &[]);
+    assert_eq!(ran.code(), Some(125));
+    assert!(ran.stderr().contains("not UTF-8"), "{}", ran.stderr());
+
+    let ran = py.run("missing.py", &[]);
+    assert_eq!(ran.code(), Some(125));
+    assert!(
+        ran.stderr().contains("cannot read missing.py"),
+        "{}",
+        ran.stderr()
+    );
+
+    py.write("ok.py", "print(1)\n");
+    let out = py
+        .cmd(warm_cache())
+        .args([
+            "run",
+            "--caps",
+            "caps.toml",
+            "--python-runner",
+            "nope.wasm",
+            "ok.py",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(125));
+    assert!(
+        text(&out.stderr).contains("the Python runner named by --python-runner does not exist"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // A file that is not named .py runs as Python only when asked.
+    py.write("agent.txt", "print('as python')\n");
+    let out = py
+        .cmd(warm_cache())
+        .args(["run", "--caps", "caps.toml", "--python", "--python-runner"])
+        .arg(python_runner())
+        .arg("agent.txt")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), "as python");
+}
+
+#[test]
+fn second_run_of_a_script_uses_the_cached_runner() {
+    let cache = tempfile::tempdir().unwrap();
+    let py = Py::new("", "");
+    py.write("hello.py", "print('hello')\n");
+    let first = py.run_with(cache.path(), "hello.py", &[]);
+    assert_eq!(first.code(), Some(0), "{}", first.stderr());
+    assert!(
+        first.stderr().contains("compiled, now cached"),
+        "{}",
+        first.stderr()
+    );
+    let second = py.run_with(cache.path(), "hello.py", &[]);
+    assert_eq!(second.code(), Some(0));
+    assert!(second.stderr().contains("; cached"), "{}", second.stderr());
+    assert!(
+        !second.stderr().contains("compiling"),
+        "{}",
+        second.stderr()
+    );
+    assert_eq!(second.stdout(), "hello\n");
+}
