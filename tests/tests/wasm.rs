@@ -73,6 +73,15 @@ fn sink() -> (Sink, Arc<Mutex<Vec<u8>>>) {
     (buf.clone(), buf)
 }
 
+/// The caps' command tools, registered.
+fn command_tools(caps: &Capabilities) -> sbx_wasm::tools::ToolRegistry {
+    let mut tools = sbx_wasm::tools::ToolRegistry::new();
+    for (name, cmd) in caps.tool_commands() {
+        tools.register(name.clone(), cmd.clone());
+    }
+    tools
+}
+
 fn run_guest(
     name: &str,
     caps: Capabilities,
@@ -89,11 +98,7 @@ fn run_guest(
     opts.stdin = stdin.to_vec();
     opts.stdout = out;
     opts.stderr = err;
-    let mut tools = sbx_wasm::tools::ToolRegistry::new();
-    for (name, cmd) in caps.tool_commands() {
-        tools.register(name.clone(), cmd.clone());
-    }
-    opts.tools = tools;
+    opts.tools = command_tools(&caps);
     opts.deterministic = deterministic;
     let run = host().run(&component, opts).unwrap();
     let text = |b: &Arc<Mutex<Vec<u8>>>| String::from_utf8_lossy(&b.lock().unwrap()).into_owned();
@@ -706,4 +711,80 @@ fn cli_caches_compiled_components_between_runs() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("compiled in"));
     let out = sbx(t.dir.path(), &["compile", guest("spin").to_str().unwrap()]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("already cached"));
+}
+
+/// One prepared agent, many runs: each run gets its own store, grant and
+/// budgets; nothing leaks from one run into the next.
+fn prepared_runs_on(h: &WasmHost) {
+    let agent = h.prepare(&h.load(&guest("benign")).unwrap()).unwrap();
+    for _ in 0..3 {
+        let t = Tree::new();
+        let caps = t.caps().build().unwrap();
+        let mut opts = RunOptions::new(caps.clone());
+        opts.tools = command_tools(&caps);
+        opts.stdout = sink().0;
+        let run = h.run_prepared(&agent, opts).unwrap();
+        assert_eq!(run.report.exit_code, Some(0), "{:?}", run.trap);
+        assert_eq!(
+            std::fs::read_to_string(t.path("out/summary.txt")).unwrap(),
+            "rows=2 total=42 api=no url words=3\n"
+        );
+    }
+    // The same prepared agent under a grant without the write mount.
+    let t = Tree::new();
+    let caps = Capabilities::builder()
+        .read_mount(t.path("data"), "/work")
+        .allow_tool("word_count")
+        .tool_command("word_count", vec!["wc".into(), "-w".into()])
+        .build()
+        .unwrap();
+    let mut opts = RunOptions::new(caps.clone());
+    opts.tools = command_tools(&caps);
+    opts.stdout = sink().0;
+    let run = h.run_prepared(&agent, opts).unwrap();
+    assert!(
+        run.report
+            .denials
+            .iter()
+            .any(|d| d.violation == Violation::FsWriteDenied),
+        "{:?}",
+        run.report
+    );
+    assert!(!t.path("out/summary.txt").exists());
+}
+
+#[test]
+fn a_prepared_agent_runs_many_times_each_under_its_own_grant() {
+    prepared_runs_on(host());
+}
+
+#[test]
+fn pooled_host_runs_guests_and_enforces_memory_from_its_slots() {
+    use sbx_wasm::wasm::{Allocator, PoolSizes};
+    let t = Tree::new();
+    let caps = t.caps().max_memory_bytes(64 << 20).build().unwrap();
+    let h = WasmHost::with_pool(PoolSizes::for_caps(&caps, 4)).unwrap();
+    assert!(
+        matches!(h.allocator(), Allocator::Pooling(p) if p.max_memory_bytes == 64 << 20),
+        "{:?}",
+        h.allocator()
+    );
+    prepared_runs_on(&h);
+    let component = h.load(&guest("membomb")).unwrap();
+    let run = h.run(&component, RunOptions::new(caps)).unwrap();
+    assert_eq!(run.report.violation, Some(Violation::MaxMemory));
+}
+
+#[test]
+fn a_pool_that_cannot_be_reserved_falls_back_to_on_demand() {
+    use sbx_wasm::wasm::{Allocator, PoolSizes};
+    let caps = Tree::new().caps().build().unwrap();
+    // A billion sandboxes of 256 MiB each: more address space than exists.
+    let h = WasmHost::with_pool(PoolSizes::for_caps(&caps, 1_000_000_000)).unwrap();
+    assert!(
+        matches!(h.allocator(), Allocator::OnDemandFallback(why) if !why.is_empty()),
+        "{:?}",
+        h.allocator()
+    );
+    prepared_runs_on(&h);
 }

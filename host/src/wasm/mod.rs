@@ -36,7 +36,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
 use wasmtime::{Config, Engine, Store, Trap, UpdateDeadline};
-use wasmtime_wasi::p2::bindings::Command;
+use wasmtime_wasi::p2::bindings::CommandPre;
 use wasmtime_wasi::p2::pipe::MemoryInputPipe;
 use wasmtime_wasi::{FsPerms, I32Exit, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
@@ -154,6 +154,63 @@ pub struct WasmHost {
     ticker: Arc<AtomicBool>,
     empty_root: PathBuf,
     cache: Option<ArtifactCache>,
+    allocator: Allocator,
+}
+
+/// A component linked against the sandbox's imports once, ready to be
+/// instantiated for many runs (wasmtime's `InstancePre`): import resolution
+/// and type checks are paid here, not per run.
+pub struct PreparedAgent {
+    pre: CommandPre<HostState>,
+}
+
+/// How instances get their memory, tables and stacks.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Allocator {
+    /// mmap per instance, the default.
+    OnDemand,
+    /// Slots reserved up front by [`WasmHost::with_pool`].
+    Pooling(PoolSizes),
+    /// The pool was asked for and could not be reserved; instances use
+    /// mmap per instance instead. The reason says why.
+    OnDemandFallback(String),
+}
+
+/// Sizes of the pooling allocator, derived from a grant by
+/// [`PoolSizes::for_caps`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolSizes {
+    /// Sandboxes alive at once.
+    pub sandboxes: u32,
+    /// Largest linear memory, in bytes (the grant's `max_memory_bytes`).
+    pub max_memory_bytes: u64,
+    /// Core instances one component may create (the Python runner has
+    /// about a dozen; a Rust guest, a handful).
+    pub core_instances_per_sandbox: u32,
+    /// Linear memories one component may create.
+    pub memories_per_sandbox: u32,
+    /// Tables one component may create.
+    pub tables_per_sandbox: u32,
+    /// Largest table, in elements.
+    pub table_elements: usize,
+}
+
+impl PoolSizes {
+    /// Slots for `sandboxes` concurrent runs under `caps`: memories no
+    /// larger than the grant allows, and room for components as large as
+    /// the Python runner (32 core instances, 8 memories, 32 tables of up to
+    /// 100,000 elements each).
+    pub fn for_caps(caps: &Capabilities, sandboxes: u32) -> Self {
+        PoolSizes {
+            sandboxes,
+            max_memory_bytes: caps.budget().max_memory_bytes,
+            core_instances_per_sandbox: 32,
+            memories_per_sandbox: 8,
+            tables_per_sandbox: 32,
+            table_elements: 100_000,
+        }
+    }
 }
 
 impl Drop for WasmHost {
@@ -180,16 +237,65 @@ fn make_empty_root() -> std::io::Result<PathBuf> {
     Ok(dir)
 }
 
+fn base_config() -> Config {
+    let mut config = Config::new();
+    config.consume_fuel(true);
+    config.epoch_interruption(true);
+    config.wasm_component_model(true);
+    config.max_wasm_stack(MAX_WASM_STACK);
+    config
+}
+
+fn pooled_engine(sizes: &PoolSizes) -> wasmtime::Result<Engine> {
+    let mut pool = wasmtime::PoolingAllocationConfig::new();
+    let n = sizes.sandboxes.max(1);
+    pool.total_component_instances(n)
+        .total_core_instances(n.saturating_mul(sizes.core_instances_per_sandbox))
+        .total_memories(n.saturating_mul(sizes.memories_per_sandbox))
+        .total_tables(n.saturating_mul(sizes.tables_per_sandbox))
+        .total_stacks(n)
+        .max_core_instances_per_component(sizes.core_instances_per_sandbox)
+        .max_memories_per_component(sizes.memories_per_sandbox)
+        .max_tables_per_component(sizes.tables_per_sandbox)
+        .table_elements(sizes.table_elements)
+        .max_memory_size(usize::try_from(sizes.max_memory_bytes).unwrap_or(usize::MAX));
+    let mut config = base_config();
+    config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(pool));
+    Engine::new(&config)
+}
+
 impl WasmHost {
     /// An engine with fuel, epoch interruption and async support, and a
-    /// linker with WASI 0.2 and the `sbx:agent` imports.
+    /// linker with WASI 0.2 and the `sbx:agent` imports. Instances are
+    /// allocated on demand (see [`WasmHost::with_pool`] for many runs).
     pub fn new() -> wasmtime::Result<Self> {
-        let mut config = Config::new();
-        config.consume_fuel(true);
-        config.epoch_interruption(true);
-        config.wasm_component_model(true);
-        config.max_wasm_stack(MAX_WASM_STACK);
-        let engine = Engine::new(&config)?;
+        Self::build(Engine::new(&base_config())?, Allocator::OnDemand)
+    }
+
+    /// Like [`WasmHost::new`], with instance slots reserved up front for
+    /// `sizes.sandboxes` concurrent runs: instantiation then reuses slots
+    /// instead of mapping memory per run. If the pool cannot be reserved
+    /// (address-space limits, `ulimit -v`), the host falls back to on-demand
+    /// allocation; [`WasmHost::allocator`] says which one it got.
+    ///
+    /// A run needing more than the sizes allow (more concurrent sandboxes,
+    /// a larger table) fails to instantiate with wasmtime's message.
+    pub fn with_pool(sizes: PoolSizes) -> wasmtime::Result<Self> {
+        match pooled_engine(&sizes) {
+            Ok(engine) => Self::build(engine, Allocator::Pooling(sizes)),
+            Err(e) => Self::build(
+                Engine::new(&base_config())?,
+                Allocator::OnDemandFallback(format!("{e:#}")),
+            ),
+        }
+    }
+
+    /// Which instance allocator this host uses.
+    pub fn allocator(&self) -> &Allocator {
+        &self.allocator
+    }
+
+    fn build(engine: Engine, allocator: Allocator) -> wasmtime::Result<Self> {
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
         fs_gate::add_to_linker(&mut linker)?;
@@ -215,6 +321,7 @@ impl WasmHost {
             ticker,
             empty_root,
             cache: None,
+            allocator,
         })
     }
 
@@ -289,29 +396,81 @@ impl WasmHost {
             }
             None => (Component::new(&self.engine, bytes).map_err(rejected)?, None),
         };
-        self.linker
-            .instantiate_pre(&component)
-            .map_err(|e| LoadError::Rejected {
-                path: name.to_string(),
-                message: format!("needs imports the sandbox does not provide: {e:#}"),
-            })?;
+        self.prepare_named(&component, name)?;
         Ok((component, outcome))
+    }
+
+    /// Link `component` once for many runs (see [`PreparedAgent`]).
+    pub fn prepare(&self, component: &Component) -> Result<PreparedAgent, LoadError> {
+        self.prepare_named(component, "component")
+    }
+
+    fn prepare_named(&self, component: &Component, name: &str) -> Result<PreparedAgent, LoadError> {
+        let rejected = |message: String| LoadError::Rejected {
+            path: name.to_string(),
+            message,
+        };
+        let pre = self
+            .linker
+            .instantiate_pre(component)
+            .map_err(|e| rejected(format!("needs imports the sandbox does not provide: {e:#}")))?;
+        let pre = CommandPre::new(pre).map_err(|e| {
+            rejected(format!(
+                "not a WASI command (no wasi:cli/run export): {e:#}"
+            ))
+        })?;
+        Ok(PreparedAgent { pre })
     }
 
     /// Run `component` under `opts`, blocking the calling thread (a
     /// current-thread tokio runtime drives the async WASI inside).
     pub fn run(&self, component: &Component, opts: RunOptions) -> Result<WasmRun, LoadError> {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .build()
-            .map_err(|e| setup(format!("cannot start the runtime: {e}")))?;
-        rt.block_on(self.run_async(component, opts))
+        let agent = self.prepare(component)?;
+        self.run_prepared(&agent, opts)
     }
 
     /// Run `component` under `opts` on the caller's tokio runtime.
     pub async fn run_async(
         &self,
         component: &Component,
+        opts: RunOptions,
+    ) -> Result<WasmRun, LoadError> {
+        let agent = self.prepare(component)?;
+        self.run_prepared_async(&agent, opts).await
+    }
+
+    /// Run a prepared agent under `opts`, blocking the calling thread: the
+    /// fast path for an embedder running one component many times.
+    ///
+    /// ```no_run
+    /// use sbx_wasm::Capabilities;
+    /// use sbx_wasm::wasm::{PoolSizes, RunOptions, WasmHost};
+    ///
+    /// let caps = Capabilities::from_file("caps.toml")?;
+    /// let host = WasmHost::with_pool(PoolSizes::for_caps(&caps, 16)).map_err(|e| format!("{e:#}"))?;
+    /// let agent = host.prepare(&host.load("agent.wasm".as_ref())?)?;
+    /// for _ in 0..100 {
+    ///     let run = host.run_prepared(&agent, RunOptions::new(caps.clone()))?;
+    ///     assert!(run.trap.is_none());
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn run_prepared(
+        &self,
+        agent: &PreparedAgent,
+        opts: RunOptions,
+    ) -> Result<WasmRun, LoadError> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .map_err(|e| setup(format!("cannot start the runtime: {e}")))?;
+        rt.block_on(self.run_prepared_async(agent, opts))
+    }
+
+    /// Run a prepared agent under `opts` on the caller's tokio runtime.
+    pub async fn run_prepared_async(
+        &self,
+        agent: &PreparedAgent,
         opts: RunOptions,
     ) -> Result<WasmRun, LoadError> {
         let caps = opts.caps;
@@ -388,7 +547,7 @@ impl WasmHost {
         });
 
         let call = async {
-            let command = Command::instantiate_async(&mut store, component, &self.linker).await?;
+            let command = agent.pre.instantiate_async(&mut store).await?;
             command.wasi_cli_run().call_run(&mut store).await
         };
         let result = tokio::time::timeout(budget.max_wall, call).await;
