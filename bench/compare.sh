@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Side-by-side speed table for sbx-wasm (issue #5's P1..P6 and the Python
+# start-up ratio of issue #7), measured in one run on this machine:
+#
+#   bash bench/compare.sh
+#
+# Builds, in release: sbx-wasm, the measuring harness (bench/src), the
+# guests, the Python runner, and once, `wasmtime` 48.0.8 from the
+# wasmtime-cli crate into bench/.tools (about 15 minutes on two cores; the
+# baseline for P1 must be the same wasmtime version). Artifacts are cached in
+# bench/.tools/cache, not in your own cache folder.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+tools="$here/.tools"
+mkdir -p "$tools"
+
+echo "bench: building sbx-wasm, the harness and the guests (release)" >&2
+(cd "$root" && cargo build --quiet --release -p sbx-wasm -p sbx-wasm-bench)
+cargo build --quiet --release --target wasm32-wasip2 --manifest-path "$root/guest-examples/Cargo.toml"
+bash "$root/guest-examples/python/build.sh"
+
+if [ ! -x "$tools/bin/wasmtime" ]; then
+    echo "bench: building wasmtime-cli 48.0.8 into $tools (once; ~15 min on two cores)" >&2
+    CARGO_TARGET_DIR="$tools/target" cargo install --quiet --locked wasmtime-cli --version 48.0.8 \
+        --root "$tools" --no-default-features \
+        --features run,compile,cranelift,component-model,parallel-compilation,pooling-allocator
+fi
+
+python_native="$(python3 -c 'import os, sys; print(os.path.realpath(sys.executable))')"
+export SBX_WASM_CACHE_DIR="$tools/cache"
+export SBX_BIN="$root/target/release/sbx-wasm"
+export WASMTIME_BIN="$tools/bin/wasmtime"
+export GUEST_DIR="$root/guest-examples/target/wasm32-wasip2/release"
+export PYTHON_RUNNER="$root/target/py/sbx-python.wasm"
+export PYTHON_NATIVE="$python_native"
+echo "bench: $(nproc) cores, $(uname -sr); wasmtime $("$WASMTIME_BIN" --version | cut -d' ' -f2)" >&2
+"$root/target/release/sbx-wasm-compare"

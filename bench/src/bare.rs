@@ -1,0 +1,95 @@
+//! The baseline side of the comparisons: the same components run by a bare
+//! wasmtime embedding, with no gate, no budgets, no mounts. `sbx:agent`
+//! imports answer directly (a tool call returns an empty string).
+
+use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
+use wasmtime::{Config, Engine, Store};
+use wasmtime_wasi::p2::bindings::CommandPre;
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+wasmtime::component::bindgen!({
+    path: "../wit",
+    world: "agent",
+});
+
+pub struct State {
+    wasi: WasiCtx,
+    table: ResourceTable,
+}
+
+impl WasiView for State {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl sbx::agent::types::Host for State {}
+
+impl sbx::agent::net::Host for State {
+    fn fetch(
+        &mut self,
+        _req: sbx::agent::net::Request,
+    ) -> Result<sbx::agent::net::Response, sbx::agent::types::Error> {
+        Err(sbx::agent::types::Error::Failed(
+            "no network in the baseline".into(),
+        ))
+    }
+}
+
+impl sbx::agent::tools::Host for State {
+    fn call(&mut self, _name: String, _input: String) -> Result<String, sbx::agent::types::Error> {
+        Ok(String::new())
+    }
+    fn granted(&mut self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// A bare engine (default settings: no fuel, no epochs) and linker.
+pub struct Bare {
+    pub engine: Engine,
+    linker: Linker<State>,
+}
+
+impl Bare {
+    pub fn new() -> wasmtime::Result<Self> {
+        let mut config = Config::new();
+        config.wasm_component_model(true);
+        let engine = Engine::new(&config)?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        Agent::add_to_linker::<State, HasSelf<State>>(&mut linker, |s| s)?;
+        Ok(Bare { engine, linker })
+    }
+
+    pub fn prepare(&self, component: &Component) -> wasmtime::Result<CommandPre<State>> {
+        CommandPre::new(self.linker.instantiate_pre(component)?)
+    }
+
+    /// Instantiate and run once with `args`; stdout is captured and dropped.
+    pub async fn run(&self, pre: &CommandPre<State>, args: &[&str]) -> wasmtime::Result<()> {
+        let mut argv = vec!["agent"];
+        argv.extend_from_slice(args);
+        let wasi = WasiCtxBuilder::new()
+            .args(&argv)
+            .stdout(MemoryOutputPipe::new(1 << 20))
+            .build();
+        let mut store = Store::new(
+            &self.engine,
+            State {
+                wasi,
+                table: ResourceTable::new(),
+            },
+        );
+        let command = pre.instantiate_async(&mut store).await?;
+        command
+            .wasi_cli_run()
+            .call_run(&mut store)
+            .await?
+            .map_err(|()| wasmtime::format_err!("guest failed"))
+    }
+}

@@ -1,0 +1,403 @@
+//! `sbx-wasm-compare`: each sbx-wasm measurement beside its baseline, taken
+//! in one run, rounds interleaved (A, B, A, B, ...) so machine noise hits
+//! both sides alike; medians; one table of ratios. `bench/compare.sh`
+//! builds everything and runs this with the paths it needs:
+//!
+//! - `SBX_BIN`: the release `sbx-wasm` binary;
+//! - `WASMTIME_BIN`: `wasmtime` 48 built from `wasmtime-cli` (optional: P1
+//!   is skipped without it);
+//! - `GUEST_DIR`: the release guests (`noop`, `callloop`, `cpu`);
+//! - `PYTHON_RUNNER`, `PYTHON_NATIVE`: the runner component and the system
+//!   interpreter binary (optional: the Python row is skipped without them).
+
+mod bare;
+
+#[path = "../../guest-examples/agents/src/cpu_work.rs"]
+mod cpu_work;
+
+use sbx_wasm::Capabilities;
+use sbx_wasm::tools::{ToolError, ToolRegistry};
+use sbx_wasm::wasm::{PoolSizes, PreparedAgent, RunOptions, WasmHost};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+type Res<T> = Result<T, Box<dyn std::error::Error>>;
+
+fn env_path(name: &str) -> Option<PathBuf> {
+    std::env::var_os(name).map(PathBuf::from)
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+/// Time `a` and `b` in `rounds` interleaved rounds; their medians.
+fn side_by_side(
+    rounds: usize,
+    mut a: impl FnMut() -> Res<()>,
+    mut b: impl FnMut() -> Res<()>,
+) -> Res<(Duration, Duration)> {
+    // One warm-up each (page cache, lazy init).
+    a()?;
+    b()?;
+    let (mut ta, mut tb) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let t = Instant::now();
+        a()?;
+        ta.push(t.elapsed());
+        let t = Instant::now();
+        b()?;
+        tb.push(t.elapsed());
+    }
+    Ok((median(ta), median(tb)))
+}
+
+fn fmt(d: Duration) -> String {
+    let us = d.as_secs_f64() * 1e6;
+    if us >= 10_000.0 {
+        format!("{:.1} ms", us / 1000.0)
+    } else {
+        format!("{us:.1} µs")
+    }
+}
+
+struct Row {
+    id: &'static str,
+    what: String,
+    ours: String,
+    theirs: String,
+    ratio: f64,
+    goal: &'static str,
+    met: bool,
+}
+
+fn spawn_ok(cmd: &mut Command) -> Res<()> {
+    let status = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()?;
+    if !status.success() {
+        return Err(format!("{cmd:?} failed: {status}").into());
+    }
+    Ok(())
+}
+
+/// A full grant over a scratch folder: a read mount, a write mount, an
+/// egress rule, two tools, generous budgets.
+fn full_grant(dir: &Path) -> Res<Capabilities> {
+    std::fs::create_dir_all(dir.join("data"))?;
+    std::fs::create_dir_all(dir.join("out"))?;
+    Ok(Capabilities::builder()
+        .read_mount(dir.join("data"), "/work")
+        .write_mount(dir.join("out"), "/work/out")
+        .allow_egress("https://api.example.com")
+        .allow_tool("noop")
+        .allow_tool("other")
+        .max_ops(1_000_000)
+        .build()?)
+}
+
+fn tools() -> ToolRegistry {
+    let mut t = ToolRegistry::new();
+    t.register("noop", |_: &str| Ok::<_, ToolError>(String::new()));
+    t
+}
+
+fn opts(caps: &Capabilities, args: &[&str]) -> RunOptions {
+    let mut o = RunOptions::new(caps.clone());
+    o.args = args.iter().map(|s| s.to_string()).collect();
+    o.tools = tools();
+    o.stdout = Arc::new(Mutex::new(Vec::new()));
+    o
+}
+
+fn run_ours(host: &WasmHost, agent: &PreparedAgent, o: RunOptions) -> Res<()> {
+    let run = host.run_prepared(agent, o)?;
+    if run.report.exit_code != Some(0) {
+        return Err(format!("guest ended {:?} {:?}", run.report, run.trap).into());
+    }
+    Ok(())
+}
+
+fn main() -> Res<()> {
+    let guests = env_path("GUEST_DIR").ok_or("GUEST_DIR is not set")?;
+    let sbx = env_path("SBX_BIN").ok_or("SBX_BIN is not set")?;
+    let scratch = tempfile::tempdir()?;
+    let caps = full_grant(scratch.path())?;
+    let mut rows = Vec::new();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()?;
+
+    let host = WasmHost::new()?;
+    let bare = bare::Bare::new()?;
+    let load = |name: &str| -> Res<(PreparedAgent, _)> {
+        let path = guests.join(format!("{name}.wasm"));
+        let ours = host.prepare(&host.load(&path)?)?;
+        let theirs = bare.prepare(&wasmtime::component::Component::from_file(
+            &bare.engine,
+            &path,
+        )?)?;
+        Ok((ours, theirs))
+    };
+
+    // P1: the CLI, cold process, cached artifact, against `wasmtime run` of
+    // the same component precompiled by the same wasmtime version.
+    if let Some(wasmtime) = env_path("WASMTIME_BIN") {
+        let noop = guests.join("noop.wasm");
+        let cwasm = scratch.path().join("noop.cwasm");
+        spawn_ok(
+            Command::new(&wasmtime)
+                .arg("compile")
+                .arg(&noop)
+                .arg("-o")
+                .arg(&cwasm),
+        )?;
+        let caps_file = scratch.path().join("caps.toml");
+        std::fs::write(&caps_file, caps.to_toml())?;
+        spawn_ok(Command::new(&sbx).arg("compile").arg(&noop))?;
+        let (a, b) = side_by_side(
+            40,
+            || {
+                spawn_ok(
+                    Command::new(&sbx)
+                        .arg("run")
+                        .arg("--no-stdin")
+                        .arg("--caps")
+                        .arg(&caps_file)
+                        .arg(&noop),
+                )
+            },
+            || {
+                spawn_ok(
+                    Command::new(&wasmtime)
+                        .arg("run")
+                        .arg("--allow-precompiled")
+                        .arg(&cwasm),
+                )
+            },
+        )?;
+        let ratio = a.as_secs_f64() / b.as_secs_f64();
+        rows.push(Row {
+            id: "P1",
+            what: "CLI cold start, trivial guest, cached (vs wasmtime run, precompiled)".into(),
+            ours: fmt(a),
+            theirs: fmt(b),
+            ratio,
+            goal: "<= 0.9x",
+            met: ratio <= 0.9,
+        });
+    }
+
+    // P3: instantiate + run in process, full grant, against bare InstancePre.
+    let (ours, theirs) = load("noop")?;
+    let (a, b) = side_by_side(
+        200,
+        || run_ours(&host, &ours, opts(&caps, &[])),
+        || Ok(rt.block_on(bare.run(&theirs, &[]))?),
+    )?;
+    let ratio = a.as_secs_f64() / b.as_secs_f64();
+    rows.push(Row {
+        id: "P3",
+        what: "in-process instantiate+run, full grant (vs bare InstancePre)".into(),
+        ours: fmt(a),
+        theirs: fmt(b),
+        ratio,
+        goal: "<= 3x",
+        met: ratio <= 3.0,
+    });
+
+    // P4: one import call, from the difference of N calls and 0 calls.
+    const CALLS: u64 = 20_000;
+    let (ours, theirs) = load("callloop")?;
+    let n = CALLS.to_string();
+    let per_call = |tool: &str| -> Res<(Duration, Duration)> {
+        let (a, b) = side_by_side(
+            9,
+            || run_ours(&host, &ours, opts(&caps, &[tool, &n])),
+            || Ok(rt.block_on(bare.run(&theirs, &[tool, &n]))?),
+        )?;
+        let (a0, b0) = side_by_side(
+            9,
+            || run_ours(&host, &ours, opts(&caps, &[tool, "0"])),
+            || Ok(rt.block_on(bare.run(&theirs, &[tool, "0"]))?),
+        )?;
+        Ok((
+            a.saturating_sub(a0) / CALLS as u32,
+            b.saturating_sub(b0) / CALLS as u32,
+        ))
+    };
+    for (tool, label, goal, limit) in [
+        ("noop", "allowed", "<= 1.3x", 1.3),
+        ("nope", "denied", "<= 2x", 2.0),
+    ] {
+        let (a, b) = per_call(tool)?;
+        let ratio = a.as_secs_f64() / b.as_secs_f64().max(1e-9);
+        rows.push(Row {
+            id: "P4",
+            what: format!("one gated tool call, {label} (vs the same import ungated)"),
+            ours: fmt(a),
+            theirs: fmt(b),
+            ratio,
+            goal,
+            met: ratio <= limit,
+        });
+    }
+
+    // P5: CPU-bound guest, fuel + epoch against unmetered and native.
+    const PRIMES_N: u32 = 20_000_000;
+    let (ours, theirs) = load("cpu")?;
+    let n = PRIMES_N.to_string();
+    let (a, b) = side_by_side(
+        7,
+        || run_ours(&host, &ours, opts(&caps, &[&n])),
+        || Ok(rt.block_on(bare.run(&theirs, &[&n]))?),
+    )?;
+    let (_, native) = side_by_side(
+        7,
+        || Ok(()),
+        || {
+            std::hint::black_box(cpu_work::primes_below(std::hint::black_box(PRIMES_N)));
+            Ok(())
+        },
+    )?;
+    let ratio = a.as_secs_f64() / b.as_secs_f64();
+    rows.push(Row {
+        id: "P5",
+        what: "CPU-bound guest, fuel + epoch (vs unmetered wasm)".into(),
+        ours: fmt(a),
+        theirs: fmt(b),
+        ratio,
+        goal: "<= 1.25x",
+        met: ratio <= 1.25,
+    });
+    rows.push(Row {
+        id: "P5",
+        what: "CPU-bound guest, fuel + epoch (vs the same Rust, native)".into(),
+        ours: fmt(a),
+        theirs: fmt(native),
+        ratio: a.as_secs_f64() / native.as_secs_f64(),
+        goal: "(reported)",
+        met: true,
+    });
+
+    // P6: sandbox runs per second on 2 threads, pooled host, against native
+    // fork+exec of `true` on 2 threads.
+    let window = Duration::from_secs(3);
+    let pooled = Arc::new(WasmHost::with_pool(PoolSizes::for_caps(&caps, 4))?);
+    let noop = guests.join("noop.wasm");
+    let agent = Arc::new(pooled.prepare(&pooled.load(&noop)?)?);
+    let ours_rate = rate(window, {
+        let (pooled, agent, caps) = (pooled.clone(), agent.clone(), caps.clone());
+        move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .build()
+                .unwrap();
+            let (pooled, agent, caps) = (pooled.clone(), agent.clone(), caps.clone());
+            Box::new(move || {
+                let run = rt
+                    .block_on(pooled.run_prepared_async(&agent, opts(&caps, &[])))
+                    .unwrap();
+                assert_eq!(run.report.exit_code, Some(0));
+            }) as Box<dyn FnMut()>
+        }
+    });
+    let exec_rate = rate(window, || {
+        Box::new(|| {
+            Command::new("true").status().unwrap();
+        }) as Box<dyn FnMut()>
+    });
+    let ratio = ours_rate / exec_rate;
+    rows.push(Row {
+        id: "P6",
+        what: "runs per second on 2 threads, pooled (vs fork+exec `true`)".into(),
+        ours: format!("{ours_rate:.0}/s"),
+        theirs: format!("{exec_rate:.0}/s"),
+        ratio,
+        goal: ">= 50x",
+        met: ratio >= 50.0,
+    });
+
+    // Python: a cached hello world in the sandbox against the system
+    // interpreter starting and printing.
+    if let (Some(runner), Some(python)) = (env_path("PYTHON_RUNNER"), env_path("PYTHON_NATIVE")) {
+        let caps_file = scratch.path().join("caps.toml");
+        std::fs::write(&caps_file, caps.to_toml())?;
+        let script = scratch.path().join("hello.py");
+        std::fs::write(&script, "print(1)\n")?;
+        spawn_ok(Command::new(&sbx).arg("compile").arg(&runner))?;
+        let (a, b) = side_by_side(
+            30,
+            || {
+                spawn_ok(
+                    Command::new(&sbx)
+                        .args(["run", "--no-stdin", "--caps"])
+                        .arg(&caps_file)
+                        .arg("--python-runner")
+                        .arg(&runner)
+                        .arg(&script),
+                )
+            },
+            || spawn_ok(Command::new(&python).args(["-c", "print(1)"])),
+        )?;
+        let ratio = a.as_secs_f64() / b.as_secs_f64();
+        rows.push(Row {
+            id: "PY",
+            what: format!(
+                "Python hello world, cached runner (vs {} -c)",
+                python.display()
+            ),
+            ours: fmt(a),
+            theirs: fmt(b),
+            ratio,
+            goal: "< 0.7x",
+            met: ratio < 0.7,
+        });
+    }
+
+    println!("| id | measurement | sbx-wasm | baseline | ratio | goal | met |");
+    println!("|----|-------------|---------:|---------:|------:|------|-----|");
+    for r in &rows {
+        println!(
+            "| {} | {} | {} | {} | {:.2}x | {} | {} |",
+            r.id,
+            r.what,
+            r.ours,
+            r.theirs,
+            r.ratio,
+            r.goal,
+            if r.met { "yes" } else { "**no**" }
+        );
+    }
+    Ok(())
+}
+
+/// Operations per second of the closure `make()` builds, run on 2 threads
+/// for `window`.
+fn rate<F>(window: Duration, make: F) -> f64
+where
+    F: Fn() -> Box<dyn FnMut()> + Send + Sync + Clone + 'static,
+{
+    let threads: Vec<_> = (0..2)
+        .map(|_| {
+            let make = make.clone();
+            std::thread::spawn(move || {
+                let mut op = make();
+                op();
+                let start = Instant::now();
+                let mut n = 0u64;
+                while start.elapsed() < window {
+                    op();
+                    n += 1;
+                }
+                n as f64 / start.elapsed().as_secs_f64()
+            })
+        })
+        .collect();
+    threads.into_iter().map(|t| t.join().unwrap()).sum()
+}

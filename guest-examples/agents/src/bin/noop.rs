@@ -1,0 +1,4 @@
+//! Benchmark: the trivial guest (starts, prints one line, exits).
+fn main() {
+    println!("ok");
+}
