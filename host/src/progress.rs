@@ -34,15 +34,12 @@ pub(crate) fn while_loading<T>(path: &Path, load: impl FnOnce() -> T) -> T {
         } else {
             eprintln!("{what}");
         }
-        loop {
-            match done_rx.recv_timeout(Duration::from_secs(1)) {
-                Err(mpsc::RecvTimeoutError::Timeout) => {
-                    if tty {
-                        eprint!("\r{what}... {} s ", started.elapsed().as_secs());
-                        let _ = std::io::stderr().flush();
-                    }
-                }
-                _ => break,
+        while let Err(mpsc::RecvTimeoutError::Timeout) =
+            done_rx.recv_timeout(Duration::from_secs(1))
+        {
+            if tty {
+                eprint!("\r{what}... {} s ", started.elapsed().as_secs());
+                let _ = std::io::stderr().flush();
             }
         }
         let took = format!("{:.1} s", started.elapsed().as_secs_f64());
