@@ -61,11 +61,11 @@ pub struct Cli {
 pub(crate) struct OutputFiles {
     /// Write the run report (JSON) to FILE, also after a halt or a trap.
     #[arg(long, value_name = "FILE")]
-    report: Option<PathBuf>,
+    pub(crate) report: Option<PathBuf>,
     /// Write the audit log (JSON lines, one per gated decision, allowed ones
     /// included) to FILE.
     #[arg(long, value_name = "FILE")]
-    audit: Option<PathBuf>,
+    pub(crate) audit: Option<PathBuf>,
 }
 
 impl OutputFiles {
@@ -134,6 +134,10 @@ enum Command {
         #[arg(long)]
         deterministic: bool,
     },
+    /// Apply the kernel confinement `run` applies for a caps file, then try
+    /// raw reads, writes, connections and program starts, and print what
+    /// the kernel allowed (no wasm, no gate: what an escape would find).
+    KernelCheck(crate::kernel_cmd::KernelCheckArgs),
     /// Validate a caps file and print the effective grant, or explain one op.
     #[command(after_help = EXIT_CODES)]
     Check {
@@ -169,6 +173,7 @@ pub fn run(cli: Cli) -> i32 {
             resolve,
         } => check(&caps, explain.as_deref(), resolve),
         Command::Compile { component } => crate::run_cmd::compile(&component),
+        Command::KernelCheck(args) => crate::kernel_cmd::run(&args),
         Command::Cache { action } => crate::run_cmd::cache(match action {
             CacheAction::Ls => "ls",
             CacheAction::Clear => "clear",

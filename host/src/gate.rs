@@ -215,6 +215,7 @@ impl Sandbox {
             usage: self.usage(),
             limits: Limits::from(self.caps.budget()),
             denials: self.denials.clone(),
+            kernel_wall: None,
         }
     }
 

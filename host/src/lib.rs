@@ -42,6 +42,8 @@
 pub mod agent;
 pub mod budget;
 pub mod caps;
+#[cfg(feature = "wasm")]
+pub mod confine;
 pub mod error;
 pub mod fs;
 pub mod gate;
@@ -66,5 +68,5 @@ pub use caps::{Capabilities, CapabilitiesBuilder};
 pub use error::{CapsError, Error};
 pub use gate::{Sandbox, SandboxBuilder};
 pub use op::{Op, OpError, Output, SandboxResult};
-pub use report::{AuditEvent, RunReport, Status};
+pub use report::{AuditEvent, KernelWall, RunReport, Status};
 pub use violation::{Denial, Violation};

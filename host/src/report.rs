@@ -110,4 +110,31 @@ pub struct RunReport {
     pub limits: Limits,
     /// Every refused op.
     pub denials: Vec<DenialRecord>,
+    /// Whether the kernel second wall was up for this run (wasm front door
+    /// with confinement asked for; see `sbx_wasm::confine`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_wall: Option<KernelWall>,
+}
+
+/// What the kernel enforced around a run, besides wasm isolation.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelWall {
+    /// Everything asked for is enforced.
+    pub up: bool,
+    /// Landlock's verdict: `fully_enforced`, `partially_enforced` or
+    /// `not_enforced`.
+    pub landlock: String,
+    /// Files: reads only beneath read mounts, writes only beneath write
+    /// mounts (plus the listed runtime paths).
+    pub filesystem: bool,
+    /// TCP connect: `ports 80, 443`, `none`, or `not restricted (why)`.
+    pub network: String,
+    /// `PR_SET_NO_NEW_PRIVS` is set.
+    pub no_new_privs: bool,
+    /// The seccomp filter (no process creation, no kernel-facing admin
+    /// calls) is installed on every thread.
+    pub seccomp: bool,
+    /// What else to know: runtime paths granted and why, what could not be
+    /// enforced.
+    pub notes: Vec<String>,
 }

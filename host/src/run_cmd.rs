@@ -4,8 +4,9 @@
 use crate::cli::{
     EXIT_RUN_HARD_LIMIT, EXIT_RUN_SETUP, EXIT_RUN_TRAP, OutputFiles, load_caps, registry,
 };
-use crate::{progress, python_cmd};
+use crate::{progress, python_cmd, tool_helper};
 use anyhow::{Context, Result};
+use sbx_wasm::confine::Policy;
 use sbx_wasm::report::{RunReport, Status};
 use sbx_wasm::wasm::{ArtifactCache, CacheOutcome, RunOptions, WasmHost, WasmRun};
 use std::io::{IsTerminal, Read};
@@ -49,6 +50,14 @@ pub(crate) struct RunArgs {
     /// artifact cache.
     #[arg(long)]
     pub(crate) no_cache: bool,
+    /// Refuse to run unless the kernel confines this process to the grant
+    /// (Landlock, no_new_privs, seccomp) in full.
+    #[arg(long, conflicts_with = "no_kernel_confinement")]
+    pub(crate) require_kernel_confinement: bool,
+    /// Do not ask the kernel to confine this process (the wasm sandbox
+    /// alone; the report says the second wall was down).
+    #[arg(long)]
+    pub(crate) no_kernel_confinement: bool,
 }
 
 /// Largest stdin handed to a guest.
@@ -104,9 +113,18 @@ fn run_inner(a: &RunArgs) -> Result<i32> {
         .unwrap_or_else(|| "agent".into());
     opts.args = args;
     opts.stdin = stdin;
-    opts.tools = registry(&caps);
     opts.deterministic = a.deterministic;
     opts.seed = a.seed;
+    if a.no_kernel_confinement {
+        opts.tools = registry(&caps);
+    } else {
+        // A confined process cannot start programs: command tools run in a
+        // helper started now, before confinement.
+        opts.tools =
+            tool_helper::spawn(caps.tool_commands()).context("cannot start the tool helper")?;
+        opts.confine = Some(policy(&caps, &a.files)?);
+        opts.require_confinement = a.require_kernel_confinement;
+    }
     let run = host.run(&component, opts)?;
     a.files.write(&run.report, &run.audit)?;
     if let Some(msg) = &run.trap {
@@ -122,6 +140,24 @@ fn run_inner(a: &RunArgs) -> Result<i32> {
         eprintln!("{}; {cache}", summary(&run));
     }
     Ok(exit_code(&run.report))
+}
+
+/// The kernel confinement of a `run` under `caps`: the grant's policy, plus
+/// write access to the report and audit files (created now, empty, so the
+/// confined process can fill them).
+pub(crate) fn policy(caps: &sbx_wasm::Capabilities, files: &OutputFiles) -> Result<Policy> {
+    let mut p = Policy::for_caps(caps);
+    for (path, why) in [
+        (&files.report, "the report file"),
+        (&files.audit, "the audit log file"),
+    ] {
+        if let Some(path) = path {
+            std::fs::File::create(path)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            p = p.allow_write_file(path, why);
+        }
+    }
+    Ok(p)
 }
 
 fn exit_code(r: &RunReport) -> i32 {
@@ -146,8 +182,16 @@ fn summary(run: &WasmRun) -> String {
         _ => "completed".to_string(),
     };
     let (u, l) = (&r.usage, &r.limits);
+    let wall = match &r.kernel_wall {
+        Some(k) if k.up => "; kernel wall up".to_string(),
+        Some(k) => format!(
+            "; kernel wall partial (landlock {}, tcp {})",
+            k.landlock, k.network
+        ),
+        None => "; kernel wall off".to_string(),
+    };
     format!(
-        "sbx-wasm: {status}; {} denials; ops {}/{}, output {}/{} B, fuel {}/{}, wall {}/{} ms, memory {}/{} MiB",
+        "sbx-wasm: {status}; {} denials; ops {}/{}, output {}/{} B, fuel {}/{}, wall {}/{} ms, memory {}/{} MiB{wall}",
         r.denials.len(),
         u.ops,
         l.ops,

@@ -42,7 +42,8 @@ impl Scheme {
         }
     }
 
-    fn default_port(self) -> u16 {
+    /// 80 or 443.
+    pub fn default_port(self) -> u16 {
         match self {
             Scheme::Http => 80,
             Scheme::Https => 443,

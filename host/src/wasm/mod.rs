@@ -152,7 +152,8 @@ pub struct WasmHost {
     engine: Engine,
     linker: Linker<HostState>,
     ticker: Arc<AtomicBool>,
-    empty_root: PathBuf,
+    /// Work for the epoch thread to do on itself (kernel confinement).
+    ticker_jobs: Mutex<std::sync::mpsc::Sender<TickerJob>>,
     cache: Option<ArtifactCache>,
     allocator: Allocator,
 }
@@ -216,12 +217,15 @@ impl PoolSizes {
 impl Drop for WasmHost {
     fn drop(&mut self) {
         self.ticker.store(false, Ordering::SeqCst);
-        let _ = std::fs::remove_dir(&self.empty_root);
     }
 }
 
+type TickerJob = Box<dyn FnOnce() + Send>;
+
 /// An empty folder for the root preopen, which grants nothing: it only makes
-/// paths outside every mount reach the host, to be refused and audited.
+/// paths outside every mount reach the host, to be refused and audited. Made
+/// per run and removed as soon as it is preopened (the open handle keeps
+/// working), so nothing is left to clean up, even in a confined process.
 fn make_empty_root() -> std::io::Result<PathBuf> {
     static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let nanos = std::time::SystemTime::now()
@@ -304,22 +308,24 @@ impl WasmHost {
         // what a tick means for it.
         let ticker = Arc::new(AtomicBool::new(true));
         let (e, alive) = (engine.weak(), ticker.clone());
+        let (jobs_tx, jobs) = std::sync::mpsc::channel::<TickerJob>();
         std::thread::spawn(move || {
             while alive.load(Ordering::SeqCst) {
                 std::thread::sleep(EPOCH_TICK);
+                while let Ok(job) = jobs.try_recv() {
+                    job();
+                }
                 match e.upgrade() {
                     Some(engine) => engine.increment_epoch(),
                     None => break,
                 }
             }
         });
-        let empty_root = make_empty_root()
-            .map_err(|e| wasmtime::format_err!("cannot create the empty root folder: {e}"))?;
         Ok(WasmHost {
             engine,
             linker,
             ticker,
-            empty_root,
+            ticker_jobs: Mutex::new(jobs_tx),
             cache: None,
             allocator,
         })
@@ -496,8 +502,11 @@ impl WasmHost {
         let gate = gate.build()?;
 
         let mut wasi = WasiCtxBuilder::new();
-        wasi.preopened_dir(&self.empty_root, "/", FsPerms::ReadOnly)
-            .map_err(|e| setup(format!("cannot preopen the empty root: {e:#}")))?;
+        let empty_root = make_empty_root()
+            .map_err(|e| setup(format!("cannot create the empty root folder: {e}")))?;
+        let preopened = wasi.preopened_dir(&empty_root, "/", FsPerms::ReadOnly);
+        let _ = std::fs::remove_dir(&empty_root);
+        preopened.map_err(|e| setup(format!("cannot preopen the empty root: {e:#}")))?;
         for m in caps.mounts() {
             let perms = match m.access {
                 Access::ReadOnly => FsPerms::ReadOnly,
@@ -546,6 +555,25 @@ impl WasmHost {
             }
         });
 
+        let kernel_wall = match &opts.confine {
+            Some(policy) => {
+                let wall = self.confine(policy);
+                if opts.require_confinement && !wall.up {
+                    return Err(setup(format!(
+                        "kernel confinement was required and is not fully enforced \
+                         (landlock {}, seccomp {}, no_new_privs {}, tcp {}): {}",
+                        wall.landlock,
+                        wall.seccomp,
+                        wall.no_new_privs,
+                        wall.network,
+                        wall.notes.join("; ")
+                    )));
+                }
+                Some(wall)
+            }
+            None => None,
+        };
+
         let call = async {
             let command = agent.pre.instantiate_async(&mut store).await?;
             command.wasi_cli_run().call_run(&mut store).await
@@ -560,6 +588,7 @@ impl WasmHost {
         let fuel_left = store.get_fuel().unwrap_or(0);
         let state = store.into_data();
         let mut report = state.gate.report();
+        report.kernel_wall = kernel_wall;
         report.usage.fuel = Some(budget.max_fuel.saturating_sub(fuel_left));
         report.usage.memory_peak_bytes = Some(state.limiter.peak_bytes as u64);
         report.usage.output_bytes = meter.used();
@@ -592,6 +621,41 @@ impl WasmHost {
             audit: state.gate.audit().to_vec(),
             trap,
         })
+    }
+}
+
+impl WasmHost {
+    /// Apply `policy` on this thread and the whole process, then have the
+    /// epoch thread (started before) apply the same Landlock rules on
+    /// itself: on kernels without Landlock's thread sync it would otherwise
+    /// keep the process's full authority.
+    fn confine(&self, policy: &crate::confine::Policy) -> crate::KernelWall {
+        let mut wall = policy.apply();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut own = policy.clone();
+        own.seccomp = false; // already installed on every thread
+        let job: TickerJob = Box::new(move || {
+            let _ = tx.send(own.apply());
+        });
+        let sent = self
+            .ticker_jobs
+            .lock()
+            .map(|j| j.send(job).is_ok())
+            .unwrap_or(false);
+        match rx.recv_timeout(Duration::from_secs(2)) {
+            Ok(t) if sent && t.landlock == wall.landlock => {}
+            Ok(t) => {
+                wall.up = false;
+                wall.notes
+                    .push(format!("epoch thread: landlock {}", t.landlock));
+            }
+            Err(_) => {
+                wall.up = false;
+                wall.notes
+                    .push("epoch thread did not confine itself".into());
+            }
+        }
+        wall
     }
 }
 
@@ -782,13 +846,22 @@ pub struct RunOptions {
     pub deterministic: bool,
     /// Seed for deterministic randomness.
     pub seed: u64,
+    /// Confine this process to the grant (the kernel second wall, see
+    /// [`crate::confine`]) once the run is set up and before guest code
+    /// runs. Irreversible and process-wide: for a process that exists to
+    /// run this one grant (the CLI's `run`). The report's `kernel_wall`
+    /// says what was enforced.
+    pub confine: Option<crate::confine::Policy>,
+    /// With `confine`: refuse to run the guest unless the kernel enforced
+    /// all of it.
+    pub require_confinement: bool,
 }
 
 impl RunOptions {
     /// Defaults: `argv[0]` `agent`, no args, empty stdin, output to this
     /// process's stdout and stderr, no tools, the real network
     /// ([`crate::net::HttpNet`]) and resolver ([`crate::net::SystemResolver`]),
-    /// real clocks and randomness, seed 0.
+    /// real clocks and randomness, seed 0, no kernel confinement.
     pub fn new(caps: Capabilities) -> Self {
         RunOptions {
             caps,
@@ -803,6 +876,8 @@ impl RunOptions {
             clock: None,
             deterministic: false,
             seed: 0,
+            confine: None,
+            require_confinement: false,
         }
     }
 }

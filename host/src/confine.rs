@@ -1,0 +1,380 @@
+//! The kernel second wall: the host process confines itself to the grant
+//! before guest code runs, so that a wasm escape finds only the mounts and
+//! ports it was given (Linux: Landlock, `no_new_privs`, seccomp).
+//!
+//! wasm isolation is the first wall; wasmtime has had escape-class bugs, and
+//! an escape holds the host process with all of its authority. After
+//! [`Policy::apply`], the kernel itself refuses:
+//!
+//! - opening, creating, renaming or removing files outside the grant's
+//!   mounts (reads beneath read mounts, reads and writes beneath write
+//!   mounts, plus the few runtime paths a [`Policy`] lists with a reason);
+//! - TCP `connect` to any port the egress rules do not name, and every TCP
+//!   `bind` (Landlock ABI 4+);
+//! - signals to, and abstract UNIX sockets of, processes outside the
+//!   domain (Landlock ABI 6+);
+//! - new processes (`execve`, `fork`, `clone` of a process rather than a
+//!   thread), and kernel-facing calls the host never makes after start-up
+//!   (`ptrace`, `mount`, `bpf`, `io_uring`, module loading, ...), by a
+//!   seccomp filter on every thread of the process;
+//! - gaining privileges through set-user-ID programs (`no_new_privs`).
+//!
+//! It does not cover: the memory, CPU and open descriptors the process
+//! already has (the budgets do); what the process does with allowed files
+//! and ports; UDP (DNS lookups still reach the resolver); threads that
+//! existed before [`Policy::apply`] on kernels without Landlock's
+//! thread-sync (ABI 8): the caller must apply the policy on each of its own
+//! long-lived threads ([`crate::wasm::WasmHost`] does so for its epoch
+//! thread). Confinement is irreversible and process-wide in effect: apply
+//! it only in a process that exists to run one grant (the CLI's `run`).
+
+use crate::caps::Capabilities;
+use crate::fs::Access;
+use crate::net::{HostPattern, PortPattern};
+use crate::report::KernelWall;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// What the process may still do after confinement.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Policy {
+    /// Read (and list, and execute) beneath these.
+    pub read: Vec<PathBuf>,
+    /// Everything beneath these.
+    pub write: Vec<PathBuf>,
+    /// Paths the runtime itself reads after confinement, each with why.
+    pub runtime_read: Vec<(PathBuf, String)>,
+    /// Existing files the runtime writes after confinement, each with why.
+    pub runtime_write_files: Vec<(PathBuf, String)>,
+    /// TCP ports `connect` may reach; `None` leaves TCP unrestricted.
+    pub tcp_connect: Option<BTreeSet<u16>>,
+    /// Why TCP is unrestricted, when it is.
+    pub tcp_note: Option<String>,
+    /// Install the seccomp filter.
+    pub seccomp: bool,
+}
+
+/// The resolver's configuration, read by `getaddrinfo` when a rule names a
+/// host by name.
+const RESOLVER_FILES: [&str; 5] = [
+    "/etc/resolv.conf",
+    "/etc/hosts",
+    "/etc/nsswitch.conf",
+    "/etc/host.conf",
+    "/etc/gai.conf",
+];
+
+impl Policy {
+    /// The policy for `caps`: its mounts, the ports its egress rules name,
+    /// the resolver's configuration files if a rule names a host by name,
+    /// and the seccomp filter.
+    pub fn for_caps(caps: &Capabilities) -> Policy {
+        let mut read = Vec::new();
+        let mut write = Vec::new();
+        for m in caps.mounts() {
+            match m.access {
+                Access::ReadOnly => read.push(m.host.clone()),
+                Access::ReadWrite => write.push(m.host.clone()),
+            }
+        }
+        let egress = caps.egress();
+        let mut ports = BTreeSet::new();
+        let mut tcp_note = None;
+        let mut names = false;
+        if egress.allows_all() {
+            tcp_note = Some("net.dangerous_allow_all allows any port".to_string());
+        }
+        for rule in egress.rules() {
+            match rule.port() {
+                PortPattern::Port(p) => {
+                    ports.insert(p);
+                }
+                PortPattern::Any => {
+                    tcp_note = Some(format!("rule {} allows any port", rule.as_str()));
+                }
+            }
+            names |= matches!(
+                rule.host(),
+                HostPattern::Name(_) | HostPattern::Subdomains(_)
+            );
+        }
+        let mut runtime_read = Vec::new();
+        if names || egress.allows_all() {
+            for f in RESOLVER_FILES {
+                if Path::new(f).exists() {
+                    runtime_read.push((
+                        PathBuf::from(f),
+                        "name lookups for egress rules that name hosts".to_string(),
+                    ));
+                }
+            }
+        }
+        Policy {
+            read,
+            write,
+            runtime_read,
+            runtime_write_files: Vec::new(),
+            tcp_connect: if tcp_note.is_some() {
+                None
+            } else {
+                Some(ports)
+            },
+            tcp_note,
+            seccomp: true,
+        }
+    }
+
+    /// Also allow reading `path` after confinement, for `why`.
+    pub fn allow_runtime_read(mut self, path: impl Into<PathBuf>, why: impl Into<String>) -> Self {
+        self.runtime_read.push((path.into(), why.into()));
+        self
+    }
+
+    /// Also allow writing (and truncating) the existing file `path` after
+    /// confinement, for `why`.
+    pub fn allow_write_file(mut self, path: impl Into<PathBuf>, why: impl Into<String>) -> Self {
+        self.runtime_write_files.push((path.into(), why.into()));
+        self
+    }
+
+    /// Confine the calling thread (Landlock, `no_new_privs`) and the whole
+    /// process (seccomp, synchronised to every thread). Best effort: what
+    /// the kernel cannot enforce is reported in the returned [`KernelWall`]
+    /// (`up` is false), never an error; the caller decides whether that is
+    /// acceptable.
+    pub fn apply(&self) -> KernelWall {
+        imp::apply(self)
+    }
+
+    /// What the TCP part of the policy says, for reports.
+    fn network_summary(&self) -> String {
+        match (&self.tcp_connect, &self.tcp_note) {
+            (Some(p), _) if p.is_empty() => "none".into(),
+            (Some(p), _) => format!(
+                "ports {}",
+                p.iter().map(u16::to_string).collect::<Vec<_>>().join(", ")
+            ),
+            (None, Some(why)) => format!("not restricted ({why})"),
+            (None, None) => "not restricted".into(),
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod imp {
+    use super::Policy;
+    use crate::report::KernelWall;
+    use landlock::{
+        ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, NetPort, PathBeneath, PathFd,
+        Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
+    };
+
+    /// The Landlock ABI whose rights are asked for: V6 adds scoping of
+    /// signals and abstract UNIX sockets to V5's files (with ioctl on
+    /// devices) and V4's TCP ports.
+    const TARGET: ABI = ABI::V6;
+
+    pub(super) fn apply(p: &Policy) -> KernelWall {
+        let mut wall = KernelWall {
+            network: p.network_summary(),
+            ..KernelWall::default()
+        };
+        for (path, why) in &p.runtime_read {
+            wall.notes
+                .push(format!("runtime read {}: {why}", path.display()));
+        }
+        // Named by purpose, not path: the caller chose these files, and a
+        // deterministic run's report must not depend on their names.
+        for (_, why) in &p.runtime_write_files {
+            wall.notes.push(format!("runtime write: {why}"));
+        }
+        match landlock(p) {
+            Ok((status, nnp)) => {
+                wall.no_new_privs = nnp;
+                wall.landlock = match status {
+                    RulesetStatus::FullyEnforced => "fully_enforced",
+                    RulesetStatus::PartiallyEnforced => "partially_enforced",
+                    RulesetStatus::NotEnforced => "not_enforced",
+                }
+                .into();
+                wall.filesystem = status != RulesetStatus::NotEnforced;
+                if status != RulesetStatus::FullyEnforced {
+                    wall.notes.push(format!(
+                        "this kernel's Landlock is older than ABI {}: some rights are not enforced",
+                        TARGET as i32
+                    ));
+                }
+            }
+            Err(e) => {
+                wall.landlock = "not_enforced".into();
+                wall.notes.push(format!("landlock: {e}"));
+            }
+        }
+        if p.seccomp {
+            match super::seccomp::install() {
+                Ok(()) => wall.seccomp = true,
+                Err(e) => wall.notes.push(format!("seccomp: {e}")),
+            }
+        }
+        wall.up = wall.landlock == "fully_enforced"
+            && wall.no_new_privs
+            && (wall.seccomp || !p.seccomp)
+            && p.tcp_connect.is_some();
+        if p.tcp_connect.is_none() {
+            wall.notes.push(format!("tcp: {}", wall.network));
+        }
+        wall
+    }
+
+    fn landlock(p: &Policy) -> Result<(RulesetStatus, bool), Box<dyn std::error::Error>> {
+        let mut ruleset = Ruleset::default()
+            .set_compatibility(CompatLevel::BestEffort)
+            .handle_access(AccessFs::from_all(TARGET))?
+            .scope(Scope::from_all(TARGET))?;
+        if p.tcp_connect.is_some() {
+            ruleset = ruleset.handle_access(AccessNet::from_all(TARGET))?;
+        }
+        let mut created = ruleset.create()?;
+        let read = AccessFs::from_read(TARGET);
+        for path in p.read.iter().chain(p.runtime_read.iter().map(|(p, _)| p)) {
+            let access = if path.is_dir() {
+                read
+            } else {
+                read & AccessFs::from_file(TARGET)
+            };
+            created = created.add_rule(PathBeneath::new(PathFd::new(path)?, access))?;
+        }
+        for path in &p.write {
+            created = created.add_rule(PathBeneath::new(
+                PathFd::new(path)?,
+                AccessFs::from_all(TARGET),
+            ))?;
+        }
+        for (path, _) in &p.runtime_write_files {
+            let access = AccessFs::WriteFile | AccessFs::Truncate;
+            created = created.add_rule(PathBeneath::new(PathFd::new(path)?, access))?;
+        }
+        for port in p.tcp_connect.iter().flatten() {
+            created = created.add_rule(NetPort::new(*port, AccessNet::ConnectTcp))?;
+        }
+        let status = created.restrict_self()?;
+        Ok((status.ruleset, status.no_new_privs))
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod seccomp {
+    use seccompiler::{
+        SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+        SeccompRule, TargetArch,
+    };
+    use std::collections::BTreeMap;
+
+    #[cfg(target_arch = "x86_64")]
+    const ARCH: TargetArch = TargetArch::x86_64;
+    #[cfg(target_arch = "aarch64")]
+    const ARCH: TargetArch = TargetArch::aarch64;
+
+    /// Calls the host never makes once a run has started: process creation
+    /// and calls that reach into the kernel's administration.
+    fn denied() -> Vec<i64> {
+        let mut v = vec![
+            libc::SYS_execve,
+            libc::SYS_execveat,
+            libc::SYS_ptrace,
+            libc::SYS_process_vm_readv,
+            libc::SYS_process_vm_writev,
+            libc::SYS_mount,
+            libc::SYS_umount2,
+            libc::SYS_pivot_root,
+            libc::SYS_chroot,
+            libc::SYS_setns,
+            libc::SYS_unshare,
+            libc::SYS_init_module,
+            libc::SYS_finit_module,
+            libc::SYS_delete_module,
+            libc::SYS_kexec_load,
+            libc::SYS_bpf,
+            libc::SYS_perf_event_open,
+            libc::SYS_keyctl,
+            libc::SYS_add_key,
+            libc::SYS_request_key,
+            libc::SYS_userfaultfd,
+            libc::SYS_reboot,
+            libc::SYS_swapon,
+            libc::SYS_swapoff,
+            libc::SYS_acct,
+            libc::SYS_open_by_handle_at,
+            libc::SYS_name_to_handle_at,
+            libc::SYS_io_uring_setup,
+            libc::SYS_io_uring_enter,
+            libc::SYS_io_uring_register,
+            libc::SYS_settimeofday,
+            libc::SYS_clock_settime,
+            libc::SYS_sethostname,
+            libc::SYS_setdomainname,
+        ];
+        #[cfg(target_arch = "x86_64")]
+        v.extend([
+            libc::SYS_fork,
+            libc::SYS_vfork,
+            libc::SYS_kexec_file_load,
+            libc::SYS_iopl,
+            libc::SYS_ioperm,
+        ]);
+        v
+    }
+
+    fn install_one(
+        rules: BTreeMap<i64, Vec<SeccompRule>>,
+        errno: u32,
+    ) -> Result<(), Box<dyn std::error::Error>> {
+        let filter = SeccompFilter::new(
+            rules,
+            SeccompAction::Allow,
+            SeccompAction::Errno(errno),
+            ARCH,
+        )?;
+        let program: seccompiler::BpfProgram = filter.try_into()?;
+        seccompiler::apply_filter_all_threads(&program)?;
+        Ok(())
+    }
+
+    pub(super) fn install() -> Result<(), Box<dyn std::error::Error>> {
+        let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
+            denied().into_iter().map(|n| (n, Vec::new())).collect();
+        // clone of a process (no CLONE_THREAD) is refused; threads may still
+        // be created (wasmtime-wasi's blocking pool).
+        rules.insert(
+            libc::SYS_clone,
+            vec![SeccompRule::new(vec![SeccompCondition::new(
+                0,
+                SeccompCmpArgLen::Qword,
+                SeccompCmpOp::MaskedEq(libc::CLONE_THREAD as u64),
+                0,
+            )?])?],
+        );
+        install_one(rules, libc::EPERM as u32)?;
+        // clone3 passes its flags in memory, out of a filter's sight: answer
+        // "not implemented" so the C library falls back to clone, above.
+        install_one(
+            BTreeMap::from([(libc::SYS_clone3, Vec::new())]),
+            libc::ENOSYS as u32,
+        )
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod imp {
+    use super::Policy;
+    use crate::report::KernelWall;
+
+    pub(super) fn apply(p: &Policy) -> KernelWall {
+        KernelWall {
+            network: p.network_summary(),
+            landlock: "not_enforced".into(),
+            notes: vec!["kernel confinement is implemented for Linux only".into()],
+            ..KernelWall::default()
+        }
+    }
+}
