@@ -123,8 +123,102 @@ fn run_ours(host: &WasmHost, agent: &PreparedAgent, o: RunOptions) -> Res<()> {
     Ok(())
 }
 
+/// KiB resident, from /proc/self/statm.
+fn rss_kib() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    pages * 4
+}
+
+/// P7, in a fresh process per side: hold `n` sandboxes of the `sleepy`
+/// guest (each asleep inside a WASI call) at once and print the resident
+/// growth per sandbox, in KiB.
+fn p7_child(side: &str, guests: &Path, n: usize) -> Res<()> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()?;
+    let scratch = tempfile::tempdir()?;
+    let path = guests.join("sleepy.wasm");
+    let hold = Duration::from_millis(1500);
+    let before;
+    let during;
+    if side == "ours" {
+        let host = WasmHost::new()?;
+        let caps = Capabilities::builder()
+            .read_mount(scratch.path(), "/work")
+            .max_wall(hold * 2)
+            .build()?;
+        let agent = host.prepare(&host.load(&path)?)?;
+        before = rss_kib();
+        during = rt.block_on(async {
+            let runs = (0..n).map(|_| host.run_prepared_async(&agent, opts(&caps, &[])));
+            let sample = async {
+                tokio::time::sleep(hold).await;
+                rss_kib()
+            };
+            let (_, kib) = tokio::join!(join_all(runs), sample);
+            kib
+        });
+    } else {
+        let bare = bare::Bare::new()?;
+        let pre = bare.prepare(&wasmtime::component::Component::from_file(
+            &bare.engine,
+            &path,
+        )?)?;
+        before = rss_kib();
+        during = rt.block_on(async {
+            let runs = (0..n).map(|_| tokio::time::timeout(hold * 2, bare.run(&pre, &[])));
+            let sample = async {
+                tokio::time::sleep(hold).await;
+                rss_kib()
+            };
+            let (_, kib) = tokio::join!(join_all(runs), sample);
+            kib
+        });
+    }
+    println!("{}", during.saturating_sub(before) as f64 / n as f64);
+    Ok(())
+}
+
+/// Poll every future to completion concurrently on the current task.
+async fn join_all<F: std::future::Future>(futures: impl Iterator<Item = F>) -> Vec<F::Output> {
+    let mut pending: Vec<_> = futures.map(|f| Some(Box::pin(f))).collect();
+    let mut out: Vec<Option<F::Output>> = (0..pending.len()).map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut left = false;
+        for (i, slot) in pending.iter_mut().enumerate() {
+            if let Some(f) = slot {
+                match f.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => {
+                        out[i] = Some(v);
+                        *slot = None;
+                    }
+                    std::task::Poll::Pending => left = true,
+                }
+            }
+        }
+        if left {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+    out.into_iter()
+        .map(|o| o.expect("every future finished"))
+        .collect()
+}
+
 fn main() -> Res<()> {
     let guests = env_path("GUEST_DIR").ok_or("GUEST_DIR is not set")?;
+    let argv: Vec<String> = std::env::args().collect();
+    if argv.len() == 3 && argv[1] == "--p7" {
+        return p7_child(&argv[2], &guests, 1000);
+    }
     let sbx = env_path("SBX_BIN").ok_or("SBX_BIN is not set")?;
     let scratch = tempfile::tempdir()?;
     let caps = full_grant(scratch.path())?;
@@ -321,6 +415,28 @@ fn main() -> Res<()> {
         ratio,
         goal: ">= 50x",
         met: ratio >= 50.0,
+    });
+
+    // P7: resident memory per idle sandbox, 1,000 held, each side in a
+    // fresh process; the bare side is the guest's own pages plus a bare
+    // wasmtime store.
+    let p7 = |side: &str| -> Res<f64> {
+        let out = Command::new(std::env::current_exe()?)
+            .args(["--p7", side])
+            .stderr(Stdio::inherit())
+            .output()?;
+        Ok(String::from_utf8(out.stdout)?.trim().parse()?)
+    };
+    let (ours_kib, bare_kib) = (p7("ours")?, p7("bare")?);
+    let ratio = ours_kib / bare_kib.max(1.0);
+    rows.push(Row {
+        id: "P7",
+        what: "RSS per idle sandbox, 1,000 held (vs bare wasmtime store of the same guest)".into(),
+        ours: format!("{ours_kib:.0} KiB"),
+        theirs: format!("{bare_kib:.0} KiB"),
+        ratio,
+        goal: "<= 1.1x",
+        met: ratio <= 1.1,
     });
 
     // Python: a cached hello world in the sandbox against the system
