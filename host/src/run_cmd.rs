@@ -225,6 +225,9 @@ pub(crate) fn compile(component: &std::path::Path) -> Result<i32> {
     let (_, outcome) = progress::while_loading(component, || {
         host.load_bytes_traced(&bytes, &component.display().to_string())
     })?;
+    if let Some(cache) = host.cache() {
+        cache.remember_source(component, &bytes);
+    }
     let key = ArtifactCache::key(host.engine(), &bytes);
     let what = match outcome {
         Some(CacheOutcome::Hit) => "already cached",

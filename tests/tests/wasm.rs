@@ -634,13 +634,15 @@ fn the_second_load_does_no_compile_and_bad_entries_are_rebuilt() {
     std::fs::write(&entry, &bytes).unwrap();
     assert_eq!(outcome(&h), CacheOutcome::Rebuilt);
     assert_eq!(outcome(&h), CacheOutcome::Hit);
-    // Foreign: a well-formed entry whose payload is not a wasmtime artifact.
+    // Foreign: an entry whose recorded SHA-256 matches, but which is not a
+    // wasmtime artifact.
     let payload = b"definitely not machine code".to_vec();
-    use sha2_check::digest;
-    let mut forged = b"SBXCWASM".to_vec();
-    forged.extend_from_slice(&digest(&payload));
-    forged.extend_from_slice(&payload);
-    std::fs::write(&entry, &forged).unwrap();
+    let sum: String = sha2_check::digest(&payload)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    std::fs::write(&entry, &payload).unwrap();
+    std::fs::write(format!("{}.sha256", entry.display()), format!("{sum}\n")).unwrap();
     assert_eq!(outcome(&h), CacheOutcome::Rebuilt);
     // An entry others could have written is not trusted.
     std::fs::set_permissions(&entry, std::fs::Permissions::from_mode(0o666)).unwrap();

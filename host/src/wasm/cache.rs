@@ -5,9 +5,13 @@
 //! engine's compatibility settings (wasmtime version, target, compiler
 //! flags), so a different component or engine never matches. Entries are
 //! written to a temp file and renamed (concurrent writers cannot leave half a
-//! file) and carry the SHA-256 of their payload, checked before wasmtime sees
-//! it; wasmtime then checks its own header. A corrupt or foreign entry is
-//! discarded and rebuilt, never loaded.
+//! file); beside each, `NAME.sha256` holds the SHA-256 of the entry, checked
+//! before wasmtime sees it whenever the file changed since it was last
+//! checked; wasmtime then checks its own header. A corrupt or foreign entry
+//! is discarded and rebuilt, never loaded. A warm entry is mapped, not read:
+//! loading the 48 MB artifact of the Python runner costs a few milliseconds.
+//! `NAME.source` files remember a component file's content hash by its
+//! stamp, so a warm run does not read (or hash) the component either.
 //!
 //! Loading machine code is `unsafe` in wasmtime: the artifact is trusted like
 //! the host binary. The cache therefore lives in a folder only this user may
@@ -22,8 +26,39 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-const MAGIC: &[u8; 8] = b"SBXCWASM";
 const SUFFIX: &str = ".cwasm";
+/// The SHA-256 of an entry, and the stamp of the file when last verified.
+const SUM_SUFFIX: &str = ".sha256";
+/// A component file's last-seen stamp and content hash.
+const SOURCE_SUFFIX: &str = ".source";
+
+fn sum_path(entry: &Path) -> PathBuf {
+    let mut s = entry.as_os_str().to_owned();
+    s.push(SUM_SUFFIX);
+    PathBuf::from(s)
+}
+
+/// What changes whenever a file's content may have: device, inode, size,
+/// modification and change times (the change time cannot be set by a
+/// writer).
+fn stamp(md: &std::fs::Metadata) -> String {
+    format!(
+        "{} {} {} {}.{} {}.{}",
+        md.dev(),
+        md.ino(),
+        md.len(),
+        md.mtime(),
+        md.mtime_nsec(),
+        md.ctime(),
+        md.ctime_nsec()
+    )
+}
+
+fn compat(engine: &Engine) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    engine.precompile_compatibility_hash().hash(&mut h);
+    h.finish()
+}
 
 /// How a component was obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,12 +155,10 @@ impl ArtifactCache {
 
     /// The entry name for `bytes` under `engine`'s settings.
     pub fn key(engine: &Engine, bytes: &[u8]) -> String {
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        engine.precompile_compatibility_hash().hash(&mut h);
         format!(
             "{}-{:016x}{SUFFIX}",
             hex(&Sha256::digest(bytes)),
-            h.finish()
+            compat(engine)
         )
     }
 
@@ -138,68 +171,138 @@ impl ArtifactCache {
     ) -> wasmtime::Result<(Component, CacheOutcome)> {
         let path = self.dir.join(Self::key(engine, bytes));
         let mut outcome = CacheOutcome::Miss;
-        if let Ok(stored) = std::fs::read(&path) {
-            match self.load(engine, &path, &stored) {
+        if path.exists() {
+            match self.load(engine, &path) {
                 Some(c) => return Ok((c, CacheOutcome::Hit)),
                 None => {
                     let _ = std::fs::remove_file(&path);
+                    let _ = std::fs::remove_file(sum_path(&path));
                     outcome = CacheOutcome::Rebuilt;
                 }
             }
         }
         self.compiles.fetch_add(1, Ordering::SeqCst);
         let payload = engine.precompile_component(bytes)?;
-        let component = self.deserialize(engine, &payload)?;
         // Storing is best effort: a full disk must not fail the run.
-        let _ = self.store(&path, &payload);
-        Ok((component, outcome))
+        if self.store(&path, &payload).is_ok()
+            && let Some(c) = self.load(engine, &path)
+        {
+            return Ok((c, outcome));
+        }
+        Ok((self.deserialize(engine, &payload)?, outcome))
     }
 
-    fn load(&self, engine: &Engine, path: &Path, stored: &[u8]) -> Option<Component> {
+    /// The compiled component for the file `component`, without reading it
+    /// when this cache has seen the same file (same device, inode, size,
+    /// modification and change times) before: the content hash recorded then
+    /// names the entry. Otherwise `None`, and the caller reads the file and
+    /// calls [`ArtifactCache::get_or_compile`] (which records the hash for
+    /// next time through [`ArtifactCache::remember_source`]).
+    pub fn get_by_file(&self, engine: &Engine, component: &Path) -> Option<Component> {
+        let (index, stamp) = self.source_index(component)?;
+        let text = std::fs::read_to_string(index).ok()?;
+        let (recorded, key) = text.split_once('\n')?;
+        if recorded != stamp {
+            return None;
+        }
+        let path = self
+            .dir
+            .join(format!("{}-{:016x}{SUFFIX}", key.trim(), compat(engine)));
+        if !path.exists() {
+            return None;
+        }
+        self.load(engine, &path)
+    }
+
+    /// Record that the file `component` (as it is now) has content `bytes`.
+    pub fn remember_source(&self, component: &Path, bytes: &[u8]) {
+        if let Some((index, stamp)) = self.source_index(component) {
+            let _ = self.write_atomic(
+                &index,
+                format!("{stamp}\n{}\n", hex(&Sha256::digest(bytes))).as_bytes(),
+            );
+        }
+    }
+
+    /// The index file for a component path, and the file's current stamp.
+    fn source_index(&self, component: &Path) -> Option<(PathBuf, String)> {
+        let canonical = std::fs::canonicalize(component).ok()?;
+        let md = std::fs::metadata(&canonical).ok()?;
+        let name = hex(&Sha256::digest(canonical.as_os_str().as_encoded_bytes()));
+        Some((self.dir.join(format!("{name}{SOURCE_SUFFIX}")), stamp(&md)))
+    }
+
+    /// Load the entry at `path` if it is ours and intact: not writable by
+    /// others, and its SHA-256 matches the one stored beside it. The hash
+    /// is recomputed only when the file changed since it was last verified
+    /// (its stamp: device, inode, size, modification and change times; the
+    /// change time cannot be set back by a writer), so a warm entry loads
+    /// without reading it whole: wasmtime maps it.
+    fn load(&self, engine: &Engine, path: &Path) -> Option<Component> {
         let md = std::fs::metadata(path).ok()?;
         if md.permissions().mode() & 0o022 != 0 {
             return None;
         }
-        let body = stored.strip_prefix(MAGIC.as_slice())?;
-        if body.len() < 32 {
-            return None;
+        let sum_file = sum_path(path);
+        let text = std::fs::read_to_string(&sum_file).ok()?;
+        let mut lines = text.lines();
+        let sum = lines.next()?.to_string();
+        let verified = lines.next().unwrap_or("");
+        let now = stamp(&md);
+        if verified != now {
+            let payload = std::fs::read(path).ok()?;
+            if hex(&Sha256::digest(&payload)) != sum {
+                return None;
+            }
+            let _ = self.write_atomic(&sum_file, format!("{sum}\n{now}\n").as_bytes());
         }
-        let (sum, payload) = body.split_at(32);
-        if Sha256::digest(payload).as_slice() != sum {
-            return None;
-        }
-        self.deserialize(engine, payload).ok()
+        self.deserialize_file(engine, path).ok()
     }
 
     #[allow(unsafe_code)]
     fn deserialize(&self, engine: &Engine, payload: &[u8]) -> wasmtime::Result<Component> {
-        // SAFETY: `payload` is either what `precompile_component` just
-        // produced in this process, or an entry whose SHA-256 matches the
-        // one written with it, in a folder only this user can write (checked
-        // in `open`, and the entry's own mode in `load`). wasmtime also
-        // checks its header and the engine's compatibility and returns an
-        // error for a foreign artifact.
+        // SAFETY: `payload` is what `precompile_component` just produced in
+        // this process.
         unsafe { Component::deserialize(engine, payload) }
     }
 
-    fn store(&self, path: &Path, payload: &[u8]) -> io::Result<()> {
+    #[allow(unsafe_code)]
+    fn deserialize_file(&self, engine: &Engine, path: &Path) -> wasmtime::Result<Component> {
+        // SAFETY: `path` is an entry whose SHA-256 matched the one written
+        // with it (or whose stamp shows it unchanged since it was checked),
+        // in a folder only this user can write (checked in `open`, and the
+        // entry's own mode in `load`). wasmtime also checks its header and
+        // the engine's compatibility and returns an error for a foreign
+        // artifact. Mapping it (rather than reading it) lets instances
+        // share the artifact's pages, memory images included.
+        unsafe { Component::deserialize_file(engine, path) }
+    }
+
+    /// Write `data` to `path` through a temp file and a rename, `0600`.
+    fn write_atomic(&self, path: &Path, data: &[u8]) -> io::Result<()> {
         static N: AtomicU64 = AtomicU64::new(0);
         let tmp = self.dir.join(format!(
             ".tmp-{}-{}",
             std::process::id(),
             N.fetch_add(1, Ordering::Relaxed)
         ));
-        let mut data = Vec::with_capacity(MAGIC.len() + 32 + payload.len());
-        data.extend_from_slice(MAGIC);
-        data.extend_from_slice(&Sha256::digest(payload));
-        data.extend_from_slice(payload);
-        let written = std::fs::write(&tmp, &data)
+        let written = std::fs::write(&tmp, data)
             .and_then(|()| std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600)))
             .and_then(|()| std::fs::rename(&tmp, path));
         if written.is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
         written
+    }
+
+    /// Store `payload` as the entry `path`, with its SHA-256 beside it.
+    fn store(&self, path: &Path, payload: &[u8]) -> io::Result<()> {
+        self.write_atomic(path, payload)?;
+        let md = std::fs::metadata(path)?;
+        self.write_atomic(
+            &sum_path(path),
+            format!("{}\n{}\n", hex(&Sha256::digest(payload)), stamp(&md)).as_bytes(),
+        )
     }
 
     /// Every entry, sorted by name.
@@ -225,7 +328,11 @@ impl ArtifactCache {
         for e in std::fs::read_dir(&self.dir)? {
             let e = e?;
             let name = e.file_name().to_string_lossy().into_owned();
-            if name.ends_with(SUFFIX) || name.starts_with(".tmp-") {
+            if name.ends_with(SUFFIX)
+                || name.ends_with(SUM_SUFFIX)
+                || name.ends_with(SOURCE_SUFFIX)
+                || name.starts_with(".tmp-")
+            {
                 std::fs::remove_file(e.path())?;
                 n += usize::from(name.ends_with(SUFFIX));
             }

@@ -362,11 +362,21 @@ impl WasmHost {
     /// (`None` without a cache).
     pub fn load_traced(&self, path: &Path) -> Result<(Component, Option<CacheOutcome>), LoadError> {
         let shown = path.display().to_string();
+        if let Some(cache) = &self.cache
+            && let Some(component) = cache.get_by_file(&self.engine, path)
+        {
+            self.prepare_named(&component, &shown)?;
+            return Ok((component, Some(CacheOutcome::Hit)));
+        }
         let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
             path: shown.clone(),
             source,
         })?;
-        self.load_bytes_traced(&bytes, &shown)
+        let loaded = self.load_bytes_traced(&bytes, &shown)?;
+        if let Some(cache) = &self.cache {
+            cache.remember_source(path, &bytes);
+        }
+        Ok(loaded)
     }
 
     /// Like [`WasmHost::load_bytes`], and says whether the cache served it
