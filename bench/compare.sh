@@ -27,7 +27,13 @@ if [ ! -x "$tools/bin/wasmtime" ]; then
         --features run,compile,cranelift,component-model,parallel-compilation,pooling-allocator
 fi
 
+# The interpreter binaries themselves (not a version manager's shim): the
+# distribution's /usr/bin/python3 and whatever python3 is first on PATH.
 python_native="$(python3 -c 'import os, sys; print(os.path.realpath(sys.executable))')"
+if [ -x /usr/bin/python3 ]; then
+    system_python="$(readlink -f /usr/bin/python3)"
+    [ "$system_python" = "$python_native" ] || python_native="$system_python:$python_native"
+fi
 export SBX_WASM_CACHE_DIR="$tools/cache"
 export SBX_BIN="$root/target/release/sbx-wasm"
 export WASMTIME_BIN="$tools/bin/wasmtime"

@@ -310,11 +310,19 @@ impl WasmHost {
         let (e, alive) = (engine.weak(), ticker.clone());
         let (jobs_tx, jobs) = std::sync::mpsc::channel::<TickerJob>();
         std::thread::spawn(move || {
+            let mut next = Instant::now() + EPOCH_TICK;
             while alive.load(Ordering::SeqCst) {
-                std::thread::sleep(EPOCH_TICK);
-                while let Ok(job) = jobs.try_recv() {
-                    job();
+                // Sleep until the next tick, waking at once for a job (a
+                // run waits on its confinement job before starting).
+                match jobs.recv_timeout(next.saturating_duration_since(Instant::now())) {
+                    Ok(job) => {
+                        job();
+                        continue;
+                    }
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
                 }
+                next += EPOCH_TICK;
                 match e.upgrade() {
                     Some(engine) => engine.increment_epoch(),
                     None => break,
