@@ -214,6 +214,12 @@ async fn join_all<F: std::future::Future>(futures: impl Iterator<Item = F>) -> V
         .collect()
 }
 
+/// Whether to measure `id`: all, or those named in `$SBX_BENCH_ONLY`
+/// (comma-separated, e.g. `P3,P4`).
+fn want(id: &str) -> bool {
+    std::env::var("SBX_BENCH_ONLY").map_or(true, |only| only.split(',').any(|o| o.trim() == id))
+}
+
 fn main() -> Res<()> {
     let guests = env_path("GUEST_DIR").ok_or("GUEST_DIR is not set")?;
     let argv: Vec<String> = std::env::args().collect();
@@ -242,7 +248,7 @@ fn main() -> Res<()> {
 
     // P1: the CLI, cold process, cached artifact, against `wasmtime run` of
     // the same component precompiled by the same wasmtime version.
-    if let Some(wasmtime) = env_path("WASMTIME_BIN") {
+    if let Some(wasmtime) = env_path("WASMTIME_BIN").filter(|_| want("P1")) {
         let noop = guests.join("noop.wasm");
         let cwasm = scratch.path().join("noop.cwasm");
         spawn_ok(
@@ -288,163 +294,176 @@ fn main() -> Res<()> {
         });
     }
 
-    // P3: instantiate + run in process, full grant, against bare InstancePre.
-    let (ours, theirs) = load("noop")?;
-    let (a, b) = side_by_side(
-        200,
-        || run_ours(&host, &ours, opts(&caps, &[])),
-        || Ok(rt.block_on(bare.run(&theirs, &[]))?),
-    )?;
-    let ratio = a.as_secs_f64() / b.as_secs_f64();
-    rows.push(Row {
-        id: "P3",
-        what: "in-process instantiate+run, full grant (vs bare InstancePre)".into(),
-        ours: fmt(a),
-        theirs: fmt(b),
-        ratio,
-        goal: "<= 3x",
-        met: ratio <= 3.0,
-    });
-
-    // P4: one import call, from the difference of N calls and 0 calls.
-    const CALLS: u64 = 20_000;
-    let (ours, theirs) = load("callloop")?;
-    let n = CALLS.to_string();
-    let per_call = |tool: &str| -> Res<(Duration, Duration)> {
+    if want("P3") {
+        // P3: instantiate + run in process, full grant, against bare InstancePre.
+        let (ours, theirs) = load("noop")?;
         let (a, b) = side_by_side(
-            9,
-            || run_ours(&host, &ours, opts(&caps, &[tool, &n])),
-            || Ok(rt.block_on(bare.run(&theirs, &[tool, &n]))?),
+            200,
+            || run_ours(&host, &ours, opts(&caps, &[])),
+            || Ok(rt.block_on(bare.run(&theirs, &[]))?),
         )?;
-        let (a0, b0) = side_by_side(
-            9,
-            || run_ours(&host, &ours, opts(&caps, &[tool, "0"])),
-            || Ok(rt.block_on(bare.run(&theirs, &[tool, "0"]))?),
-        )?;
-        Ok((
-            a.saturating_sub(a0) / CALLS as u32,
-            b.saturating_sub(b0) / CALLS as u32,
-        ))
-    };
-    for (tool, label, goal, limit) in [
-        ("noop", "allowed", "<= 1.3x", 1.3),
-        ("nope", "denied", "<= 2x", 2.0),
-    ] {
-        let (a, b) = per_call(tool)?;
-        let ratio = a.as_secs_f64() / b.as_secs_f64().max(1e-9);
+        let ratio = a.as_secs_f64() / b.as_secs_f64();
         rows.push(Row {
-            id: "P4",
-            what: format!("one gated tool call, {label} (vs the same import ungated)"),
+            id: "P3",
+            what: "in-process instantiate+run, full grant (vs bare InstancePre)".into(),
             ours: fmt(a),
             theirs: fmt(b),
             ratio,
-            goal,
-            met: ratio <= limit,
+            goal: "<= 3x",
+            met: ratio <= 3.0,
         });
     }
 
-    // P5: CPU-bound guest, fuel + epoch against unmetered and native.
-    const PRIMES_N: u32 = 20_000_000;
-    let (ours, theirs) = load("cpu")?;
-    let n = PRIMES_N.to_string();
-    let (a, b) = side_by_side(
-        7,
-        || run_ours(&host, &ours, opts(&caps, &[&n])),
-        || Ok(rt.block_on(bare.run(&theirs, &[&n]))?),
-    )?;
-    let (_, native) = side_by_side(
-        7,
-        || Ok(()),
-        || {
-            std::hint::black_box(cpu_work::primes_below(std::hint::black_box(PRIMES_N)));
-            Ok(())
-        },
-    )?;
-    let ratio = a.as_secs_f64() / b.as_secs_f64();
-    rows.push(Row {
-        id: "P5",
-        what: "CPU-bound guest, fuel + epoch (vs unmetered wasm)".into(),
-        ours: fmt(a),
-        theirs: fmt(b),
-        ratio,
-        goal: "<= 1.25x",
-        met: ratio <= 1.25,
-    });
-    rows.push(Row {
-        id: "P5",
-        what: "CPU-bound guest, fuel + epoch (vs the same Rust, native)".into(),
-        ours: fmt(a),
-        theirs: fmt(native),
-        ratio: a.as_secs_f64() / native.as_secs_f64(),
-        goal: "(reported)",
-        met: true,
-    });
-
-    // P6: sandbox runs per second on 2 threads, pooled host, against native
-    // fork+exec of `true` on 2 threads.
-    let window = Duration::from_secs(3);
-    let pooled = Arc::new(WasmHost::with_pool(PoolSizes::for_caps(&caps, 4))?);
-    let noop = guests.join("noop.wasm");
-    let agent = Arc::new(pooled.prepare(&pooled.load(&noop)?)?);
-    let ours_rate = rate(window, {
-        let (pooled, agent, caps) = (pooled.clone(), agent.clone(), caps.clone());
-        move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_time()
-                .build()
-                .unwrap();
-            let (pooled, agent, caps) = (pooled.clone(), agent.clone(), caps.clone());
-            Box::new(move || {
-                let run = rt
-                    .block_on(pooled.run_prepared_async(&agent, opts(&caps, &[])))
-                    .unwrap();
-                assert_eq!(run.report.exit_code, Some(0));
-            }) as Box<dyn FnMut()>
+    if want("P4") {
+        // P4: one import call, from the difference of N calls and 0 calls.
+        const CALLS: u64 = 20_000;
+        let (ours, theirs) = load("callloop")?;
+        let n = CALLS.to_string();
+        let per_call = |tool: &str| -> Res<(Duration, Duration)> {
+            let (a, b) = side_by_side(
+                9,
+                || run_ours(&host, &ours, opts(&caps, &[tool, &n])),
+                || Ok(rt.block_on(bare.run(&theirs, &[tool, &n]))?),
+            )?;
+            let (a0, b0) = side_by_side(
+                9,
+                || run_ours(&host, &ours, opts(&caps, &[tool, "0"])),
+                || Ok(rt.block_on(bare.run(&theirs, &[tool, "0"]))?),
+            )?;
+            Ok((
+                a.saturating_sub(a0) / CALLS as u32,
+                b.saturating_sub(b0) / CALLS as u32,
+            ))
+        };
+        for (tool, label, goal, limit) in [
+            ("noop", "allowed", "<= 1.3x", 1.3),
+            ("nope", "denied", "<= 2x", 2.0),
+        ] {
+            let (a, b) = per_call(tool)?;
+            let ratio = a.as_secs_f64() / b.as_secs_f64().max(1e-9);
+            rows.push(Row {
+                id: "P4",
+                what: format!("one gated tool call, {label} (vs the same import ungated)"),
+                ours: fmt(a),
+                theirs: fmt(b),
+                ratio,
+                goal,
+                met: ratio <= limit,
+            });
         }
-    });
-    let exec_rate = rate(window, || {
-        Box::new(|| {
-            Command::new("true").status().unwrap();
-        }) as Box<dyn FnMut()>
-    });
-    let ratio = ours_rate / exec_rate;
-    rows.push(Row {
-        id: "P6",
-        what: "runs per second on 2 threads, pooled (vs fork+exec `true`)".into(),
-        ours: format!("{ours_rate:.0}/s"),
-        theirs: format!("{exec_rate:.0}/s"),
-        ratio,
-        goal: ">= 50x",
-        met: ratio >= 50.0,
-    });
+    }
 
-    // P7: resident memory per idle sandbox, 1,000 held, each side in a
-    // fresh process; the bare side is the guest's own pages plus a bare
-    // wasmtime store.
-    let p7 = |side: &str| -> Res<f64> {
-        let out = Command::new(std::env::current_exe()?)
-            .args(["--p7", side])
-            .stderr(Stdio::inherit())
-            .output()?;
-        Ok(String::from_utf8(out.stdout)?.trim().parse()?)
-    };
-    let (ours_kib, bare_kib) = (p7("ours")?, p7("bare")?);
-    let ratio = ours_kib / bare_kib.max(1.0);
-    rows.push(Row {
-        id: "P7",
-        what: "RSS per idle sandbox, 1,000 held (vs bare wasmtime store of the same guest)".into(),
-        ours: format!("{ours_kib:.0} KiB"),
-        theirs: format!("{bare_kib:.0} KiB"),
-        ratio,
-        goal: "<= 1.1x",
-        met: ratio <= 1.1,
-    });
+    if want("P5") {
+        // P5: CPU-bound guest, fuel + epoch against unmetered and native.
+        const PRIMES_N: u32 = 20_000_000;
+        let (ours, theirs) = load("cpu")?;
+        let n = PRIMES_N.to_string();
+        let (a, b) = side_by_side(
+            7,
+            || run_ours(&host, &ours, opts(&caps, &[&n])),
+            || Ok(rt.block_on(bare.run(&theirs, &[&n]))?),
+        )?;
+        let (_, native) = side_by_side(
+            7,
+            || Ok(()),
+            || {
+                std::hint::black_box(cpu_work::primes_below(std::hint::black_box(PRIMES_N)));
+                Ok(())
+            },
+        )?;
+        let ratio = a.as_secs_f64() / b.as_secs_f64();
+        rows.push(Row {
+            id: "P5",
+            what: "CPU-bound guest, fuel + epoch (vs unmetered wasm)".into(),
+            ours: fmt(a),
+            theirs: fmt(b),
+            ratio,
+            goal: "<= 1.25x",
+            met: ratio <= 1.25,
+        });
+        rows.push(Row {
+            id: "P5",
+            what: "CPU-bound guest, fuel + epoch (vs the same Rust, native)".into(),
+            ours: fmt(a),
+            theirs: fmt(native),
+            ratio: a.as_secs_f64() / native.as_secs_f64(),
+            goal: "(reported)",
+            met: true,
+        });
+    }
+
+    if want("P6") {
+        // P6: sandbox runs per second on 2 threads, pooled host, against native
+        // fork+exec of `true` on 2 threads.
+        let window = Duration::from_secs(3);
+        let pooled = Arc::new(WasmHost::with_pool(PoolSizes::for_caps(&caps, 4))?);
+        let noop = guests.join("noop.wasm");
+        let agent = Arc::new(pooled.prepare(&pooled.load(&noop)?)?);
+        let ours_rate = rate(window, {
+            let (pooled, agent, caps) = (pooled.clone(), agent.clone(), caps.clone());
+            move || {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_time()
+                    .build()
+                    .unwrap();
+                let (pooled, agent, caps) = (pooled.clone(), agent.clone(), caps.clone());
+                Box::new(move || {
+                    let run = rt
+                        .block_on(pooled.run_prepared_async(&agent, opts(&caps, &[])))
+                        .unwrap();
+                    assert_eq!(run.report.exit_code, Some(0));
+                }) as Box<dyn FnMut()>
+            }
+        });
+        let exec_rate = rate(window, || {
+            Box::new(|| {
+                Command::new("true").status().unwrap();
+            }) as Box<dyn FnMut()>
+        });
+        let ratio = ours_rate / exec_rate;
+        rows.push(Row {
+            id: "P6",
+            what: "runs per second on 2 threads, pooled (vs fork+exec `true`)".into(),
+            ours: format!("{ours_rate:.0}/s"),
+            theirs: format!("{exec_rate:.0}/s"),
+            ratio,
+            goal: ">= 50x",
+            met: ratio >= 50.0,
+        });
+    }
+
+    if want("P7") {
+        // P7: resident memory per idle sandbox, 1,000 held, each side in a
+        // fresh process; the bare side is the guest's own pages plus a bare
+        // wasmtime store.
+        let p7 = |side: &str| -> Res<f64> {
+            let out = Command::new(std::env::current_exe()?)
+                .args(["--p7", side])
+                .stderr(Stdio::inherit())
+                .output()?;
+            Ok(String::from_utf8(out.stdout)?.trim().parse()?)
+        };
+        let (ours_kib, bare_kib) = (p7("ours")?, p7("bare")?);
+        let ratio = ours_kib / bare_kib.max(1.0);
+        rows.push(Row {
+            id: "P7",
+            what: "RSS per idle sandbox, 1,000 held (vs bare wasmtime store of the same guest)"
+                .into(),
+            ours: format!("{ours_kib:.0} KiB"),
+            theirs: format!("{bare_kib:.0} KiB"),
+            ratio,
+            goal: "<= 1.1x",
+            met: ratio <= 1.1,
+        });
+    }
 
     // Python: a cached hello world in the sandbox against the system
     // interpreter starting and printing.
-    if let (Some(runner), Some(natives)) =
-        (env_path("PYTHON_RUNNER"), std::env::var_os("PYTHON_NATIVE"))
-    {
+    if let (Some(runner), Some(natives), true) = (
+        env_path("PYTHON_RUNNER"),
+        std::env::var_os("PYTHON_NATIVE"),
+        want("PY"),
+    ) {
         let caps_file = scratch.path().join("caps.toml");
         std::fs::write(&caps_file, caps.to_toml())?;
         let script = scratch.path().join("hello.py");
