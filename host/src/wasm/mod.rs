@@ -154,6 +154,7 @@ pub struct WasmHost {
     ticker: Arc<AtomicBool>,
     /// Work for the epoch thread to do on itself (kernel confinement).
     ticker_jobs: Mutex<std::sync::mpsc::Sender<TickerJob>>,
+    empty_root: Mutex<Option<PathBuf>>,
     cache: Option<ArtifactCache>,
     allocator: Allocator,
 }
@@ -217,15 +218,17 @@ impl PoolSizes {
 impl Drop for WasmHost {
     fn drop(&mut self) {
         self.ticker.store(false, Ordering::SeqCst);
+        self.drop_empty_root();
     }
 }
 
 type TickerJob = Box<dyn FnOnce() + Send>;
 
 /// An empty folder for the root preopen, which grants nothing: it only makes
-/// paths outside every mount reach the host, to be refused and audited. Made
-/// per run and removed as soon as it is preopened (the open handle keeps
-/// working), so nothing is left to clean up, even in a confined process.
+/// paths outside every mount reach the host, to be refused and audited. One
+/// per host, made on first use, removed when the host is dropped, or, in a
+/// process about to be confined, as soon as the run has it open (the open
+/// handle keeps working; the confined process could not remove it later).
 fn make_empty_root() -> std::io::Result<PathBuf> {
     static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let nanos = std::time::SystemTime::now()
@@ -334,6 +337,7 @@ impl WasmHost {
             linker,
             ticker,
             ticker_jobs: Mutex::new(jobs_tx),
+            empty_root: Mutex::new(None),
             cache: None,
             allocator,
         })
@@ -484,11 +488,23 @@ impl WasmHost {
         agent: &PreparedAgent,
         opts: RunOptions,
     ) -> Result<WasmRun, LoadError> {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .build()
-            .map_err(|e| setup(format!("cannot start the runtime: {e}")))?;
-        rt.block_on(self.run_prepared_async(agent, opts))
+        // One runtime per thread, reused by every run on it: building one
+        // per run cost more than the rest of a small run's setup.
+        thread_local! {
+            static RUNTIME: std::cell::OnceCell<tokio::runtime::Runtime> =
+                const { std::cell::OnceCell::new() };
+        }
+        RUNTIME.with(|cell| {
+            if cell.get().is_none() {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_time()
+                    .build()
+                    .map_err(|e| setup(format!("cannot start the runtime: {e}")))?;
+                let _ = cell.set(rt);
+            }
+            let rt = cell.get().expect("set above");
+            rt.block_on(self.run_prepared_async(agent, opts))
+        })
     }
 
     /// Run a prepared agent under `opts` on the caller's tokio runtime.
@@ -520,11 +536,9 @@ impl WasmHost {
         let gate = gate.build()?;
 
         let mut wasi = WasiCtxBuilder::new();
-        let empty_root = make_empty_root()
-            .map_err(|e| setup(format!("cannot create the empty root folder: {e}")))?;
-        let preopened = wasi.preopened_dir(&empty_root, "/", FsPerms::ReadOnly);
-        let _ = std::fs::remove_dir(&empty_root);
-        preopened.map_err(|e| setup(format!("cannot preopen the empty root: {e:#}")))?;
+        let empty_root = self.empty_root()?;
+        wasi.preopened_dir(&empty_root, "/", FsPerms::ReadOnly)
+            .map_err(|e| setup(format!("cannot preopen the empty root: {e:#}")))?;
         for m in caps.mounts() {
             let perms = match m.access {
                 Access::ReadOnly => FsPerms::ReadOnly,
@@ -643,11 +657,37 @@ impl WasmHost {
 }
 
 impl WasmHost {
+    /// The empty root folder, made if needed.
+    fn empty_root(&self) -> Result<PathBuf, LoadError> {
+        let mut slot = self
+            .empty_root
+            .lock()
+            .map_err(|_| setup("empty root lock poisoned".into()))?;
+        if let Some(p) = slot.as_ref() {
+            return Ok(p.clone());
+        }
+        let p = make_empty_root()
+            .map_err(|e| setup(format!("cannot create the empty root folder: {e}")))?;
+        *slot = Some(p.clone());
+        Ok(p)
+    }
+
+    fn drop_empty_root(&self) {
+        if let Ok(mut slot) = self.empty_root.lock()
+            && let Some(p) = slot.take()
+        {
+            let _ = std::fs::remove_dir(p);
+        }
+    }
+
     /// Apply `policy` on this thread and the whole process, then have the
     /// epoch thread (started before) apply the same Landlock rules on
     /// itself: on kernels without Landlock's thread sync it would otherwise
     /// keep the process's full authority.
     fn confine(&self, policy: &crate::confine::Policy) -> crate::KernelWall {
+        // The run holds the root open already; a confined process could not
+        // remove the folder later.
+        self.drop_empty_root();
         let mut wall = policy.apply();
         let (tx, rx) = std::sync::mpsc::channel();
         let mut own = policy.clone();
