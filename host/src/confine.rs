@@ -146,6 +146,20 @@ impl Policy {
         imp::apply(self)
     }
 
+    /// What is known, before applying, to keep this policy from being fully
+    /// enforced (TCP left open by a rule; not Linux). Empty does not promise
+    /// full enforcement: the kernel has the last word.
+    pub fn obstacles(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.tcp_connect.is_none() {
+            out.push(format!("tcp {}", self.network_summary()));
+        }
+        if !cfg!(target_os = "linux") {
+            out.push("kernel confinement is implemented for Linux only".into());
+        }
+        out
+    }
+
     /// What the TCP part of the policy says, for reports.
     fn network_summary(&self) -> String {
         match (&self.tcp_connect, &self.tcp_note) {

@@ -7,7 +7,7 @@ use crate::cli::{
 use crate::{progress, python_cmd, tool_helper};
 use anyhow::{Context, Result};
 use sbx_wasm::confine::Policy;
-use sbx_wasm::report::{RunReport, Status};
+use sbx_wasm::report::{KernelWall, RunReport, Status};
 use sbx_wasm::wasm::{ArtifactCache, CacheOutcome, RunOptions, WasmHost, WasmRun};
 use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
@@ -75,6 +75,17 @@ pub(crate) fn run(a: RunArgs) -> i32 {
 
 fn run_inner(a: &RunArgs) -> Result<i32> {
     let caps = load_caps(&a.caps)?;
+    if a.require_kernel_confinement {
+        // Refuse before loading or creating anything when the grant itself
+        // rules out a full wall.
+        let obstacles = Policy::for_caps(&caps).obstacles();
+        if !obstacles.is_empty() {
+            anyhow::bail!(
+                "kernel confinement was required and is not fully enforced: {}",
+                obstacles.join("; ")
+            );
+        }
+    }
     let host = engine()?;
     let host = if a.no_cache {
         host
@@ -125,7 +136,16 @@ fn run_inner(a: &RunArgs) -> Result<i32> {
         opts.confine = Some(policy(&caps, &a.files)?);
         opts.require_confinement = a.require_kernel_confinement;
     }
-    let run = host.run(&component, opts)?;
+    let mut run = host.run(&component, opts)?;
+    if a.no_kernel_confinement {
+        // Every report of `run` says whether the second wall was up.
+        run.report.kernel_wall = Some(KernelWall {
+            landlock: "off".into(),
+            network: "not restricted".into(),
+            notes: vec!["turned off by --no-kernel-confinement".into()],
+            ..KernelWall::default()
+        });
+    }
     a.files.write(&run.report, &run.audit)?;
     if let Some(msg) = &run.trap {
         eprintln!("sbx-wasm: guest trapped: {msg}");
@@ -184,6 +204,7 @@ fn summary(run: &WasmRun) -> String {
     let (u, l) = (&r.usage, &r.limits);
     let wall = match &r.kernel_wall {
         Some(k) if k.up => "; kernel wall up".to_string(),
+        Some(k) if k.landlock == "off" => "; kernel wall off".to_string(),
         Some(k) => format!(
             "; kernel wall partial (landlock {}, tcp {})",
             k.landlock, k.network

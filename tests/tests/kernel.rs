@@ -56,6 +56,19 @@ fn kernel_check(t: &Tree, args: &[String]) -> (Value, Vec<String>) {
     (wall, lines.map(String::from).collect())
 }
 
+/// Each attempt's verdict, short: `allowed`, or the errno the kernel gave.
+fn verdicts(lines: &[String]) -> Vec<&'static str> {
+    lines
+        .iter()
+        .map(|l| match l.rsplit_once(": ").map(|(_, v)| v) {
+            Some("allowed") => "allowed",
+            Some(v) if v.starts_with("refused (Permission denied") => "EACCES",
+            Some(v) if v.starts_with("refused (Operation not permitted") => "EPERM",
+            _ => "other",
+        })
+        .collect()
+}
+
 fn arg(flag: &str, value: impl AsRef<Path>) -> [String; 2] {
     [flag.to_string(), value.as_ref().display().to_string()]
 }
@@ -82,32 +95,20 @@ fn the_kernel_refuses_files_ports_and_programs_outside_the_grant() {
     assert_eq!(wall["seccomp"], true);
     assert_eq!(wall["no_new_privs"], true);
     assert_eq!(wall["network"], format!("ports {}", granted.port));
-    let verdict = |i: usize| got[i].rsplit_once(": ").unwrap().1.to_string();
-    assert_eq!(verdict(0), "allowed", "{got:?}");
-    assert!(
-        verdict(1).starts_with("refused (Permission denied"),
+    // The other server listens: only the kernel can have refused that connect.
+    assert_eq!(
+        verdicts(&got),
+        [
+            "allowed", "EACCES", "allowed", "EACCES", "EACCES", "allowed", "EACCES", "EPERM"
+        ],
         "{got:?}"
     );
-    assert_eq!(verdict(2), "allowed", "{got:?}");
-    assert!(
-        verdict(3).starts_with("refused (Permission denied"),
-        "{got:?}"
-    );
-    assert!(
-        verdict(4).starts_with("refused (Permission denied"),
-        "{got:?}"
-    );
-    assert_eq!(verdict(5), "allowed", "{got:?}");
-    // The other server listens: only the kernel can have refused this.
-    assert!(
-        verdict(6).starts_with("refused (Permission denied"),
-        "{got:?}"
-    );
-    assert!(
-        verdict(7).starts_with("refused (Operation not permitted"),
-        "{got:?}"
-    );
-
+    // The granted connect completed in the kernel's backlog; the server's
+    // accept loop counts it when it gets to it.
+    let waited = std::time::Instant::now();
+    while granted.connections() < 1 && waited.elapsed() < std::time::Duration::from_secs(5) {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     assert_eq!(granted.connections(), 1);
     assert_eq!(
         other.connections(),
@@ -126,7 +127,7 @@ fn without_net_rules_no_tcp_port_is_reachable() {
     let t = Tree::new("");
     let (wall, got) = kernel_check(&t, &arg("--connect", format!("127.0.0.1:{}", server.port)));
     assert_eq!(wall["network"], "none");
-    assert!(got[0].contains("refused (Permission denied"), "{got:?}");
+    assert_eq!(verdicts(&got), ["EACCES"], "{got:?}");
     assert_eq!(server.connections(), 0);
 }
 
@@ -168,7 +169,8 @@ fn every_run_reports_whether_the_wall_was_up() {
 
     let (code, stderr, report) = run(&t, &["--no-kernel-confinement"]);
     assert_eq!(code, Some(0), "{stderr}");
-    assert!(report.get("kernel_wall").is_none(), "{report}");
+    assert_eq!(report["kernel_wall"]["up"], false, "{report}");
+    assert_eq!(report["kernel_wall"]["landlock"], "off", "{report}");
     assert!(stderr.contains("; kernel wall off"), "{stderr}");
 }
 
