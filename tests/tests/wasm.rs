@@ -758,6 +758,20 @@ fn prepared_runs_on(h: &WasmHost) {
 #[test]
 fn a_prepared_agent_runs_many_times_each_under_its_own_grant() {
     prepared_runs_on(host());
+    // Another host's engine cannot run it: an error, not a panic.
+    let other = WasmHost::new().unwrap();
+    let agent = host()
+        .prepare(&host().load(&guest("benign")).unwrap())
+        .unwrap();
+    let caps = Tree::new().caps().build().unwrap();
+    let err = other
+        .run_prepared(&agent, RunOptions::new(caps))
+        .err()
+        .expect("ran on another host");
+    assert!(
+        err.to_string().contains("prepared by another WasmHost"),
+        "{err}"
+    );
 }
 
 #[test]

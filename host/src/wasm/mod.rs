@@ -162,8 +162,12 @@ pub struct WasmHost {
 /// A component linked against the sandbox's imports once, ready to be
 /// instantiated for many runs (wasmtime's `InstancePre`): import resolution
 /// and type checks are paid here, not per run.
+///
+/// A prepared agent runs only on the [`WasmHost`] that prepared it (another
+/// host's engine cannot instantiate it; that is a setup error, not a panic).
 pub struct PreparedAgent {
     pre: CommandPre<HostState>,
+    engine: Engine,
 }
 
 /// How instances get their memory, tables and stacks.
@@ -447,7 +451,10 @@ impl WasmHost {
                 "not a WASI command (no wasi:cli/run export): {e:#}"
             ))
         })?;
-        Ok(PreparedAgent { pre })
+        Ok(PreparedAgent {
+            pre,
+            engine: self.engine.clone(),
+        })
     }
 
     /// Run `component` under `opts`, blocking the calling thread (a
@@ -513,6 +520,11 @@ impl WasmHost {
         agent: &PreparedAgent,
         opts: RunOptions,
     ) -> Result<WasmRun, LoadError> {
+        if !Engine::same(&agent.engine, &self.engine) {
+            return Err(setup(
+                "this agent was prepared by another WasmHost; prepare it on this one".into(),
+            ));
+        }
         let caps = opts.caps;
         let budget = *caps.budget();
         let clock: Arc<dyn Clock> = match (opts.clock, opts.deterministic) {
@@ -536,9 +548,15 @@ impl WasmHost {
         let gate = gate.build()?;
 
         let mut wasi = WasiCtxBuilder::new();
-        let empty_root = self.empty_root()?;
-        wasi.preopened_dir(&empty_root, "/", FsPerms::ReadOnly)
-            .map_err(|e| setup(format!("cannot preopen the empty root: {e:#}")))?;
+        if wasi
+            .preopened_dir(self.empty_root()?, "/", FsPerms::ReadOnly)
+            .is_err()
+        {
+            // Removed behind our back (a tmp cleaner): make a new one, once.
+            self.drop_empty_root();
+            wasi.preopened_dir(self.empty_root()?, "/", FsPerms::ReadOnly)
+                .map_err(|e| setup(format!("cannot preopen the empty root: {e:#}")))?;
+        }
         for m in caps.mounts() {
             let perms = match m.access {
                 Access::ReadOnly => FsPerms::ReadOnly,
