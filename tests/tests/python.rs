@@ -464,3 +464,28 @@ fn second_run_of_a_script_uses_the_cached_runner() {
     );
     assert_eq!(second.stdout(), "hello\n");
 }
+
+#[test]
+fn the_runner_fits_the_pool_sized_from_the_caps() {
+    use sbx_wasm::wasm::{Allocator, PoolSizes, RunOptions, WasmHost};
+    let py = Py::new("", "");
+    let caps = sbx_wasm::Capabilities::from_file(py.path("caps.toml")).unwrap();
+    let host = WasmHost::with_pool(PoolSizes::for_caps(&caps, 2))
+        .unwrap()
+        .with_cache(sbx_wasm::wasm::ArtifactCache::open(warm_cache()).unwrap());
+    assert!(
+        matches!(host.allocator(), Allocator::Pooling(_)),
+        "{:?}",
+        host.allocator()
+    );
+    let agent = host.prepare(&host.load(&python_runner()).unwrap()).unwrap();
+    for i in 0..3 {
+        let out = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut opts = RunOptions::new(caps.clone());
+        opts.args = vec!["-c".into(), format!("print({i} * 7)")];
+        opts.stdout = out.clone();
+        let run = host.run_prepared(&agent, opts).unwrap();
+        assert_eq!(run.report.exit_code, Some(0), "{:?}", run.trap);
+        assert_eq!(text(&out.lock().unwrap()), format!("{}\n", i * 7));
+    }
+}
