@@ -319,3 +319,24 @@ pub fn python_runner() -> PathBuf {
     assert!(p.exists(), "{} was not built", p.display());
     p
 }
+
+/// A temp folder with `data/` (for a read mount), `out/` (for a write mount)
+/// and the given files (paths relative to the folder).
+pub fn mount_tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("data")).unwrap();
+    std::fs::create_dir_all(dir.path().join("out")).unwrap();
+    for (rel, content) in files {
+        std::fs::write(dir.path().join(rel), content).unwrap();
+    }
+    dir
+}
+
+/// The caps file for a [`mount_tree`]: `data/` read at `/work`, `out/`
+/// written at `/work/out`, then `extra` TOML.
+pub fn mount_caps(extra: &str) -> String {
+    format!(
+        "[fs]\nread = [{{ host = \"data\", guest = \"/work\" }}]\n\
+         write = [{{ host = \"out\", guest = \"/work/out\" }}]\n{extra}\n"
+    )
+}

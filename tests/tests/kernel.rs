@@ -3,7 +3,7 @@
 //! caps file, then makes raw system calls. The kernel refuses what the
 //! grant does not name and allows what it does; `run` reports the wall.
 
-use sbx_wasm_tests::{LoopbackServer, guest, sbx_bin, snapshot};
+use sbx_wasm_tests::{LoopbackServer, guest, mount_caps, mount_tree, sbx_bin, snapshot};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -15,20 +15,11 @@ struct Tree {
 
 impl Tree {
     fn new(net: &str) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let r = dir.path();
-        std::fs::create_dir_all(r.join("data")).unwrap();
-        std::fs::create_dir_all(r.join("out")).unwrap();
-        std::fs::write(r.join("data/data.csv"), "quarter,revenue\nQ1,10\nQ2,32\n").unwrap();
-        std::fs::write(r.join("secret.txt"), "CANARY").unwrap();
-        std::fs::write(
-            r.join("caps.toml"),
-            format!(
-                "[fs]\nread = [{{ host = \"data\", guest = \"/work\" }}]\n\
-                 write = [{{ host = \"out\", guest = \"/work/out\" }}]\n{net}\n"
-            ),
-        )
-        .unwrap();
+        let dir = mount_tree(&[
+            ("data/data.csv", "quarter,revenue\nQ1,10\nQ2,32\n"),
+            ("secret.txt", "CANARY"),
+            ("caps.toml", &mount_caps(net)),
+        ]);
         Tree { dir }
     }
     fn path(&self, rel: &str) -> PathBuf {

@@ -4,7 +4,9 @@
 //! as Python functions beside their denied neighbours, the standard library
 //! agents use, clear errors for what cannot work, and the artifact cache.
 
-use sbx_wasm_tests::{LoopbackServer, copy_tree, python_runner, repo_root, sbx_bin, snapshot};
+use sbx_wasm_tests::{
+    LoopbackServer, copy_tree, mount_caps, mount_tree, python_runner, repo_root, sbx_bin, snapshot,
+};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -78,21 +80,14 @@ impl Py {
 
     /// A fresh tree with `budget` TOML lines and `extra` caps sections.
     fn new(budget: &str, extra: &str) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let r = dir.path();
-        std::fs::create_dir_all(r.join("data")).unwrap();
-        std::fs::create_dir_all(r.join("out")).unwrap();
-        std::fs::write(r.join("data/table.csv"), "name,score\nada,3\nbob,5\n").unwrap();
-        std::fs::write(r.join("secret.txt"), "CANARY").unwrap();
-        std::fs::write(
-            r.join("caps.toml"),
-            format!(
-                "[fs]\nread = [{{ host = \"data\", guest = \"/work\" }}]\n\
-                 write = [{{ host = \"out\", guest = \"/work/out\" }}]\n\
-                 {extra}\n[budget]\n{budget}\n"
+        let dir = mount_tree(&[
+            ("data/table.csv", "name,score\nada,3\nbob,5\n"),
+            ("secret.txt", "CANARY"),
+            (
+                "caps.toml",
+                &mount_caps(&format!("{extra}\n[budget]\n{budget}")),
             ),
-        )
-        .unwrap();
+        ]);
         Py { dir }
     }
 

@@ -6,7 +6,7 @@
 use sbx_wasm::report::Status;
 use sbx_wasm::wasm::{RunOptions, Sink, WasmHost, WasmRun};
 use sbx_wasm::{Capabilities, CapabilitiesBuilder, Violation};
-use sbx_wasm_tests::{LoopbackServer, Node, guest, sbx_bin, snapshot};
+use sbx_wasm_tests::{LoopbackServer, Node, guest, mount_tree, sbx_bin, snapshot};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -33,13 +33,11 @@ const SECRET: &str = "CANARY-secret-never-leaves";
 
 impl Tree {
     fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let r = dir.path();
-        std::fs::create_dir_all(r.join("data")).unwrap();
-        std::fs::create_dir_all(r.join("out")).unwrap();
-        std::fs::write(r.join("data/data.txt"), "revenue,42\ncost,17\n").unwrap();
-        std::fs::write(r.join("data/data.csv"), "quarter,revenue\nQ1,10\nQ2,32\n").unwrap();
-        std::fs::write(r.join("secret.txt"), SECRET).unwrap();
+        let dir = mount_tree(&[
+            ("data/data.txt", "revenue,42\ncost,17\n"),
+            ("data/data.csv", "quarter,revenue\nQ1,10\nQ2,32\n"),
+            ("secret.txt", SECRET),
+        ]);
         Tree { dir }
     }
     fn path(&self, rel: &str) -> PathBuf {
