@@ -764,8 +764,7 @@ fn a_prepared_agent_runs_many_times_each_under_its_own_grant() {
     let caps = Tree::new().caps().build().unwrap();
     let err = other
         .run_prepared(&agent, RunOptions::new(caps))
-        .err()
-        .expect("ran on another host");
+        .expect_err("ran on another host");
     assert!(
         err.to_string().contains("prepared by another WasmHost"),
         "{err}"
