@@ -126,12 +126,19 @@ impl ArtifactCache {
                 dir.display()
             )));
         }
-        // Compare the folder's owner with the owner of a file we create now.
-        let probe = dir.join(format!(".owner-{}", std::process::id()));
-        std::fs::write(&probe, b"")?;
-        let me = std::fs::metadata(&probe).map(|m| m.uid());
-        let _ = std::fs::remove_file(&probe);
-        if me? != md.uid() {
+        // Compare the folder's owner with our effective user: the owner of
+        // /proc/self, or, without /proc, of a file we create now.
+        let me = match std::fs::metadata("/proc/self") {
+            Ok(m) => m.uid(),
+            Err(_) => {
+                let probe = dir.join(format!(".owner-{}", std::process::id()));
+                std::fs::write(&probe, b"")?;
+                let me = std::fs::metadata(&probe).map(|m| m.uid());
+                let _ = std::fs::remove_file(&probe);
+                me?
+            }
+        };
+        if me != md.uid() {
             return Err(refuse(format!(
                 "cache folder {} belongs to another user",
                 dir.display()
