@@ -3,8 +3,9 @@
 //! and no gate in the way, and print what the kernel allowed. It shows what
 //! an attacker who escaped the wasm sandbox would find.
 
-use crate::cli::{OutputFiles, load_caps};
+use crate::cli::load_caps;
 use anyhow::Result;
+use sbx_wasm::confine::Policy;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -51,11 +52,8 @@ fn write(path: &Path) -> std::io::Result<()> {
 
 pub(crate) fn run(a: &KernelCheckArgs) -> Result<i32> {
     let caps = load_caps(&a.caps)?;
-    let no_files = OutputFiles {
-        report: None,
-        audit: None,
-    };
-    let wall = crate::run_cmd::policy(&caps, &no_files)?.apply();
+    // What `run` applies, less the report and audit files it adds.
+    let wall = Policy::for_caps(&caps).apply();
     println!("{}", serde_json::to_string(&wall)?);
     for p in &a.read {
         println!("read {}: {}", p.display(), verdict(read(p)));

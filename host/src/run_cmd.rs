@@ -67,7 +67,7 @@ pub(crate) fn run(a: RunArgs) -> i32 {
     match run_inner(&a) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("sbx-wasm: error: {e:#}");
+            eprintln!("sbx-wasm: error: {}", crate::cli::describe(&e));
             EXIT_RUN_SETUP
         }
     }
@@ -241,15 +241,7 @@ fn open_cache() -> Result<ArtifactCache> {
 pub(crate) fn compile(component: &std::path::Path) -> Result<i32> {
     let host = engine()?.with_cache(open_cache()?);
     let started = std::time::Instant::now();
-    let bytes =
-        std::fs::read(component).with_context(|| format!("cannot read {}", component.display()))?;
-    let (_, outcome) = progress::while_loading(component, || {
-        host.load_bytes_traced(&bytes, &component.display().to_string())
-    })?;
-    if let Some(cache) = host.cache() {
-        cache.remember_source(component, &bytes);
-    }
-    let key = ArtifactCache::key(host.engine(), &bytes);
+    let (_, outcome) = progress::while_loading(component, || host.load_traced(component))?;
     let what = match outcome {
         Some(CacheOutcome::Hit) => "already cached",
         Some(CacheOutcome::Rebuilt) => "recompiled (bad entry replaced)",
@@ -260,7 +252,7 @@ pub(crate) fn compile(component: &std::path::Path) -> Result<i32> {
         component.display(),
         started.elapsed().as_millis(),
         host.cache()
-            .map(|c| c.dir().join(&key))
+            .and_then(|c| c.entry_for_file(host.engine(), component))
             .unwrap_or_default()
             .display()
     );

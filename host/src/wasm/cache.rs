@@ -54,10 +54,12 @@ fn stamp(md: &std::fs::Metadata) -> String {
     )
 }
 
-fn compat(engine: &Engine) -> u64 {
+/// The entry for content hash `sum` (hex SHA-256) under `engine`'s
+/// settings.
+fn entry_name(sum: &str, engine: &Engine) -> String {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     engine.precompile_compatibility_hash().hash(&mut h);
-    h.finish()
+    format!("{sum}-{:016x}{SUFFIX}", h.finish())
 }
 
 /// How a component was obtained.
@@ -162,11 +164,7 @@ impl ArtifactCache {
 
     /// The entry name for `bytes` under `engine`'s settings.
     pub fn key(engine: &Engine, bytes: &[u8]) -> String {
-        format!(
-            "{}-{:016x}{SUFFIX}",
-            hex(&Sha256::digest(bytes)),
-            compat(engine)
-        )
+        entry_name(&hex(&Sha256::digest(bytes)), engine)
     }
 
     /// The compiled component for `bytes`: from the cache when a valid entry
@@ -176,7 +174,34 @@ impl ArtifactCache {
         engine: &Engine,
         bytes: &[u8],
     ) -> wasmtime::Result<(Component, CacheOutcome)> {
-        let path = self.dir.join(Self::key(engine, bytes));
+        self.get_or_compile_hashed(engine, bytes, &hex(&Sha256::digest(bytes)))
+    }
+
+    /// Like [`ArtifactCache::get_or_compile`] for `bytes` read from the file
+    /// `component`, and remembers the file's content hash by its stamp so
+    /// that [`ArtifactCache::get_by_file`] finds the entry next time without
+    /// reading the file.
+    pub fn get_or_compile_file(
+        &self,
+        engine: &Engine,
+        bytes: &[u8],
+        component: &Path,
+    ) -> wasmtime::Result<(Component, CacheOutcome)> {
+        let sum = hex(&Sha256::digest(bytes));
+        let got = self.get_or_compile_hashed(engine, bytes, &sum)?;
+        if let Some((index, stamp)) = self.source_index(component) {
+            let _ = self.write_atomic(&index, format!("{stamp}\n{sum}\n").as_bytes());
+        }
+        Ok(got)
+    }
+
+    fn get_or_compile_hashed(
+        &self,
+        engine: &Engine,
+        bytes: &[u8],
+        sum: &str,
+    ) -> wasmtime::Result<(Component, CacheOutcome)> {
+        let path = self.dir.join(entry_name(sum, engine));
         let mut outcome = CacheOutcome::Miss;
         if path.exists() {
             match self.load(engine, &path) {
@@ -203,32 +228,19 @@ impl ArtifactCache {
     /// when this cache has seen the same file (same device, inode, size,
     /// modification and change times) before: the content hash recorded then
     /// names the entry. Otherwise `None`, and the caller reads the file and
-    /// calls [`ArtifactCache::get_or_compile`] (which records the hash for
-    /// next time through [`ArtifactCache::remember_source`]).
+    /// calls [`ArtifactCache::get_or_compile_file`], which records the hash
+    /// for next time.
     pub fn get_by_file(&self, engine: &Engine, component: &Path) -> Option<Component> {
-        let (index, stamp) = self.source_index(component)?;
-        let text = std::fs::read_to_string(index).ok()?;
-        let (recorded, key) = text.split_once('\n')?;
-        if recorded != stamp {
-            return None;
-        }
-        let path = self
-            .dir
-            .join(format!("{}-{:016x}{SUFFIX}", key.trim(), compat(engine)));
-        if !path.exists() {
-            return None;
-        }
-        self.load(engine, &path)
+        self.load(engine, &self.entry_for_file(engine, component)?)
     }
 
-    /// Record that the file `component` (as it is now) has content `bytes`.
-    pub fn remember_source(&self, component: &Path, bytes: &[u8]) {
-        if let Some((index, stamp)) = self.source_index(component) {
-            let _ = self.write_atomic(
-                &index,
-                format!("{stamp}\n{}\n", hex(&Sha256::digest(bytes))).as_bytes(),
-            );
-        }
+    /// Where the entry for the file `component` is, if this cache has seen
+    /// the file as it is now (see [`ArtifactCache::get_by_file`]).
+    pub fn entry_for_file(&self, engine: &Engine, component: &Path) -> Option<PathBuf> {
+        let (index, stamp) = self.source_index(component)?;
+        let text = std::fs::read_to_string(index).ok()?;
+        let (recorded, sum) = text.split_once('\n')?;
+        (recorded == stamp).then(|| self.dir.join(entry_name(sum.trim(), engine)))
     }
 
     /// The index file for a component path, and the file's current stamp.

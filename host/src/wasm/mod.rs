@@ -388,11 +388,7 @@ impl WasmHost {
             path: shown.clone(),
             source,
         })?;
-        let loaded = self.load_bytes_traced(&bytes, &shown)?;
-        if let Some(cache) = &self.cache {
-            cache.remember_source(path, &bytes);
-        }
-        Ok(loaded)
+        self.load_bytes_from(&bytes, &shown, Some(path))
     }
 
     /// Like [`WasmHost::load_bytes`], and says whether the cache served it
@@ -401,6 +397,17 @@ impl WasmHost {
         &self,
         bytes: &[u8],
         name: &str,
+    ) -> Result<(Component, Option<CacheOutcome>), LoadError> {
+        self.load_bytes_from(bytes, name, None)
+    }
+
+    /// `bytes`, read from the file `source` when there is one (the cache
+    /// then remembers the file, so its next load need not read it).
+    fn load_bytes_from(
+        &self,
+        bytes: &[u8],
+        name: &str,
+        source: Option<&Path>,
     ) -> Result<(Component, Option<CacheOutcome>), LoadError> {
         let not = |why: &str| LoadError::NotAComponent {
             path: name.to_string(),
@@ -421,9 +428,11 @@ impl WasmHost {
         };
         let (component, outcome) = match &self.cache {
             Some(cache) => {
-                let (c, o) = cache
-                    .get_or_compile(&self.engine, bytes)
-                    .map_err(rejected)?;
+                let (c, o) = match source {
+                    Some(file) => cache.get_or_compile_file(&self.engine, bytes, file),
+                    None => cache.get_or_compile(&self.engine, bytes),
+                }
+                .map_err(rejected)?;
                 (c, Some(o))
             }
             None => (Component::new(&self.engine, bytes).map_err(rejected)?, None),
