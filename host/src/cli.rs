@@ -183,7 +183,7 @@ pub fn run(cli: Cli) -> i32 {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("sbx-wasm: error: {e:#}");
+            eprintln!("sbx-wasm: error: {}", describe(&e));
             if e.downcast_ref::<Internal>().is_some() {
                 EXIT_INTERNAL
             } else {
@@ -191,6 +191,24 @@ pub fn run(cli: Cli) -> i32 {
             }
         }
     }
+}
+
+/// An error and its causes on one line, `a: b: c`, leaving out a cause whose
+/// text the line already ends with (the library's errors say their cause
+/// in their own message, and also expose it as their source).
+pub(crate) fn describe(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if line.ends_with(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
 }
 
 /// Marks an error that is the host's fault, not the user's input.
