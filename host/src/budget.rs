@@ -22,6 +22,11 @@ pub const DEFAULT_MAX_FUEL: u64 = 10_000_000_000;
 /// Default for [`Budget::max_memory_bytes`]: 256 MiB of guest linear memory.
 pub const DEFAULT_MAX_MEMORY_BYTES: u64 = 256 * 1024 * 1024;
 
+/// Default for [`Budget::max_write_bytes`]: 1 GiB written into write mounts.
+pub const DEFAULT_MAX_WRITE_BYTES: u64 = 1024 * 1024 * 1024;
+/// Default for [`Budget::max_files`]: 10,000 files and folders created.
+pub const DEFAULT_MAX_FILES: u64 = 10_000;
+
 /// Largest accepted `max_ops`.
 pub const LIMIT_MAX_OPS: u64 = 1_000_000_000;
 /// Largest accepted `max_output_bytes` (1 TiB).
@@ -32,6 +37,10 @@ pub const LIMIT_MAX_WALL: Duration = Duration::from_secs(24 * 60 * 60);
 pub const LIMIT_MAX_FUEL: u64 = 1_000_000_000_000_000;
 /// Largest accepted `max_memory_bytes`: a wasm32 memory cannot exceed 4 GiB.
 pub const LIMIT_MAX_MEMORY_BYTES: u64 = 4 * 1024 * 1024 * 1024;
+/// Largest accepted `max_write_bytes` (1 TiB).
+pub const LIMIT_MAX_WRITE_BYTES: u64 = 1 << 40;
+/// Largest accepted `max_files`.
+pub const LIMIT_MAX_FILES: u64 = 100_000_000;
 
 /// The resource budget of one run. Exceeding any of these is a hard halt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,6 +60,13 @@ pub struct Budget {
     /// Guest linear memory (wasm front door only). Default
     /// [`DEFAULT_MAX_MEMORY_BYTES`].
     pub max_memory_bytes: u64,
+    /// Bytes written into write mounts (plan `fs_write` contents; WASI
+    /// writes through descriptors and streams; file growth by `set-size`).
+    /// Default [`DEFAULT_MAX_WRITE_BYTES`].
+    pub max_write_bytes: u64,
+    /// Files, folders and links created in write mounts. Default
+    /// [`DEFAULT_MAX_FILES`].
+    pub max_files: u64,
 }
 
 impl Default for Budget {
@@ -61,6 +77,8 @@ impl Default for Budget {
             max_wall: DEFAULT_MAX_WALL,
             max_fuel: DEFAULT_MAX_FUEL,
             max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES,
+            max_write_bytes: DEFAULT_MAX_WRITE_BYTES,
+            max_files: DEFAULT_MAX_FILES,
         }
     }
 }
@@ -78,6 +96,63 @@ pub struct Usage {
     pub wall_ms: u64,
     /// Peak guest memory (wasm front door only; `None` for plans).
     pub memory_peak_bytes: Option<u64>,
+    /// Bytes written into write mounts.
+    #[serde(default)]
+    pub write_bytes: u64,
+    /// Files, folders and links created in write mounts.
+    #[serde(default)]
+    pub files: u64,
+}
+
+/// The write quota (`max_write_bytes`, `max_files`), shared by the gate
+/// (plan writes, WASI calls that create) and the wasm host's file output
+/// streams, which write without passing the gate call by call.
+#[derive(Debug)]
+pub struct WriteMeter {
+    max_bytes: u64,
+    max_files: u64,
+    bytes: AtomicU64,
+    files: AtomicU64,
+}
+
+impl WriteMeter {
+    /// A meter allowing `max_bytes` written and `max_files` created.
+    pub fn new(max_bytes: u64, max_files: u64) -> Self {
+        WriteMeter {
+            max_bytes,
+            max_files,
+            bytes: AtomicU64::new(0),
+            files: AtomicU64::new(0),
+        }
+    }
+
+    /// Bytes charged so far.
+    pub fn bytes(&self) -> u64 {
+        self.bytes.load(Ordering::SeqCst)
+    }
+
+    /// Files charged so far.
+    pub fn files(&self) -> u64 {
+        self.files.load(Ordering::SeqCst)
+    }
+
+    fn charge(counter: &AtomicU64, max: u64, n: u64) -> bool {
+        counter
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |used| {
+                used.checked_add(n).filter(|total| *total <= max)
+            })
+            .is_ok()
+    }
+
+    /// Charge `n` bytes if they fit (nothing is charged otherwise).
+    pub fn try_bytes(&self, n: u64) -> bool {
+        Self::charge(&self.bytes, self.max_bytes, n)
+    }
+
+    /// Charge `n` created files if they fit (nothing is charged otherwise).
+    pub fn try_files(&self, n: u64) -> bool {
+        Self::charge(&self.files, self.max_files, n)
+    }
 }
 
 /// The `max_output_bytes` meter, shared by everything that returns bytes to

@@ -2,7 +2,8 @@
 //! in that order. Nothing in this file may panic on any input, and no effect
 //! happens before the check allows it.
 
-use crate::budget::{Clock, MonotonicClock, OutputMeter, Usage};
+use crate::bound::{MAX_TOOL_INPUT_BYTES, MAX_TOOL_NAME_BYTES, clip, quote, record_target};
+use crate::budget::{Clock, MonotonicClock, OutputMeter, Usage, WriteMeter};
 use crate::caps::Capabilities;
 use crate::error::Error;
 use crate::fs::{Access, FsError, MountTable, OpenMount, check_path};
@@ -28,9 +29,18 @@ pub struct SandboxBuilder {
     tools: ToolRegistry,
     clock: Arc<dyn Clock>,
     output: Option<Arc<OutputMeter>>,
+    writes: Option<Arc<WriteMeter>>,
 }
 
 impl SandboxBuilder {
+    /// Share `meter` as the write quota (`max_write_bytes`, `max_files`);
+    /// the wasm host shares it with the guest's file output streams.
+    /// Default: a meter of its own with the caps' budget.
+    pub fn write_meter(mut self, meter: Arc<WriteMeter>) -> Self {
+        self.writes = Some(meter);
+        self
+    }
+
     /// Share `meter` as the `max_output_bytes` meter (the wasm host shares it
     /// with the guest's stdout and stderr). Default: a meter of its own with
     /// the caps' budget.
@@ -94,8 +104,13 @@ impl SandboxBuilder {
         let output = self
             .output
             .unwrap_or_else(|| Arc::new(OutputMeter::new(self.caps.budget().max_output_bytes)));
+        let b = self.caps.budget();
+        let writes = self
+            .writes
+            .unwrap_or_else(|| Arc::new(WriteMeter::new(b.max_write_bytes, b.max_files)));
         Ok(Sandbox {
             output,
+            writes,
             caps: self.caps,
             mounts,
             net: self.net,
@@ -148,6 +163,7 @@ pub struct Sandbox {
     seq: u64,
     ops: u64,
     output: Arc<OutputMeter>,
+    writes: Arc<WriteMeter>,
     halted: Option<Denial>,
     audit: Vec<AuditEvent>,
     denials: Vec<DenialRecord>,
@@ -156,6 +172,16 @@ pub struct Sandbox {
 enum Failure {
     Denied(Denial),
     Error(OpError),
+}
+
+/// How [`Sandbox::run_with`] treats an op that passes the check.
+#[derive(Clone, Copy)]
+enum Mode<'a> {
+    /// Perform its effect here.
+    Perform,
+    /// Someone else performs it (WASI); check it against the mount the
+    /// descriptor it goes through belongs to, when given.
+    Admit(Option<&'a str>),
 }
 
 impl Sandbox {
@@ -168,6 +194,7 @@ impl Sandbox {
             tools: ToolRegistry::new(),
             clock: Arc::new(MonotonicClock::new()),
             output: None,
+            writes: None,
         }
     }
 
@@ -194,6 +221,8 @@ impl Sandbox {
             fuel: None,
             wall_ms: u64::try_from(self.elapsed.as_millis()).unwrap_or(u64::MAX),
             memory_peak_bytes: None,
+            write_bytes: self.writes.bytes(),
+            files: self.writes.files(),
         }
     }
 
@@ -221,7 +250,7 @@ impl Sandbox {
 
     /// Decide whether the grant allows `op`, without charging budgets or
     /// performing anything. `Ok` names the rule that allows it. This is the
-    /// same check [`Sandbox::run`] applies.
+    /// same check [`Sandbox::run`] applies, request bounds included.
     pub fn check(&self, op: &Op) -> Result<String, Denial> {
         match op {
             Op::FsRead { path } | Op::FsList { path } | Op::FsStat { path } => self
@@ -230,17 +259,45 @@ impl Sandbox {
             Op::FsWrite { path, .. } | Op::FsRemove { path } | Op::FsMkdir { path } => self
                 .resolve(path, Access::ReadWrite)
                 .map(|(mount, _)| mount.mount.rule()),
-            Op::NetFetch { url, .. } => self.caps.egress().check(url).map(|(_, rule)| rule),
-            Op::ToolCall { name, .. } => {
-                if !self.caps.tools().contains(name) {
+            Op::NetFetch {
+                method,
+                url,
+                headers,
+                body,
+            } => {
+                // Bounds first: nothing of an oversized request is parsed.
+                check_request(method, url, headers, body)?;
+                self.caps.egress().check(url).map(|(_, rule)| rule)
+            }
+            Op::ToolCall { name, input } => {
+                if name.len() > MAX_TOOL_NAME_BYTES {
+                    Err(Denial::new(
+                        Violation::InvalidRequest,
+                        format!(
+                            "tool name is {} bytes long; at most {MAX_TOOL_NAME_BYTES} are accepted",
+                            name.len()
+                        ),
+                    ))
+                } else if input.len() > MAX_TOOL_INPUT_BYTES {
+                    Err(Denial::new(
+                        Violation::InvalidRequest,
+                        format!(
+                            "tool input is {} bytes; at most {MAX_TOOL_INPUT_BYTES} are accepted",
+                            input.len()
+                        ),
+                    ))
+                } else if !self.caps.tools().contains(name) {
                     Err(Denial::new(
                         Violation::ToolDenied,
-                        format!("tool {name:?} is not on the allow-list"),
+                        format!("tool {} is not on the allow-list", quote(name)),
                     ))
                 } else if self.tools.get(name).is_none() {
                     Err(Denial::new(
                         Violation::ToolDenied,
-                        format!("tool {name:?} is allowed but no implementation is registered"),
+                        format!(
+                            "tool {} is allowed but no implementation is registered",
+                            quote(name)
+                        ),
                     ))
                 } else {
                     Ok(format!("tool {name}"))
@@ -263,35 +320,214 @@ impl Sandbox {
         let Some((mount, rel)) = self.mounts.find(&path) else {
             return Err(Denial::new(
                 violation,
-                format!("{path} is outside every mount the guest may {verb}"),
+                format!(
+                    "{} is outside every mount the guest may {verb}",
+                    clip(&path)
+                ),
             ));
         };
         if access == Access::ReadWrite && mount.mount.access != Access::ReadWrite {
             return Err(Denial::new(
                 violation,
-                format!("{path} is in read-only mount {}", mount.mount.guest),
+                format!(
+                    "{} is in read-only mount {}",
+                    clip(&path),
+                    mount.mount.guest
+                ),
             ));
         }
         Ok((mount, rel))
+    }
+
+    /// The check of a filesystem op performed through a descriptor of the
+    /// mount at guest path `via` (the WASI door): the effect lands in that
+    /// mount's host folder whatever the path string says, so that mount
+    /// decides. `via` naming no mount (the empty root) allows nothing.
+    fn check_via(&self, op: &Op, via: &str) -> Result<String, Denial> {
+        let (raw, access) = match op {
+            Op::FsRead { path } | Op::FsList { path } | Op::FsStat { path } => {
+                (path, Access::ReadOnly)
+            }
+            Op::FsWrite { path, .. } | Op::FsRemove { path } | Op::FsMkdir { path } => {
+                (path, Access::ReadWrite)
+            }
+            _ => return self.check(op),
+        };
+        let path = check_path(raw)?;
+        let (violation, verb) = match access {
+            Access::ReadOnly => (Violation::FsReadDenied, "read"),
+            Access::ReadWrite => (Violation::FsWriteDenied, "write"),
+        };
+        let outside = || {
+            Denial::new(
+                violation,
+                format!(
+                    "{} is outside every mount the guest may {verb}",
+                    clip(&path)
+                ),
+            )
+        };
+        let Some(mount) = self.mounts.by_guest(via) else {
+            return Err(outside());
+        };
+        if !path.is_under(&mount.mount.guest) {
+            return Err(outside());
+        }
+        if matches!(op, Op::FsRemove { .. }) && path == mount.mount.guest {
+            return Err(Denial::new(
+                violation,
+                format!(
+                    "{} is a mount point; it cannot be renamed or removed",
+                    clip(&path)
+                ),
+            ));
+        }
+        if access == Access::ReadWrite && mount.mount.access != Access::ReadWrite {
+            return Err(Denial::new(
+                violation,
+                format!(
+                    "{} is reached through read-only mount {}",
+                    clip(&path),
+                    mount.mount.guest
+                ),
+            ));
+        }
+        Ok(mount.mount.rule())
     }
 
     /// Charge, check and audit a filesystem op whose effect someone else
     /// performs (the wasm host lets WASI perform it through its preopens).
     /// `Ok` names the rule; `Err` is the denial (hard ones halt the run).
     pub fn admit(&mut self, op: Op) -> Result<String, Denial> {
-        let r = self.run_with(op, false);
+        let r = self.run_with(op, Mode::Admit(None));
         match r.denial {
             Some(d) => Err(d),
             None => Ok(r.rule.unwrap_or_default()),
         }
     }
 
-    /// Run one operation through the gate. Never panics; a denial is a value.
-    pub fn run(&mut self, op: Op) -> SandboxResult {
-        self.run_with(op, true)
+    /// [`Sandbox::admit`] for an op performed through a descriptor of the
+    /// mount at guest path `via`. `Ok` is the op's sequence number, for
+    /// [`Sandbox::refuse_admitted`] should the effect then be refused.
+    pub(crate) fn admit_via(&mut self, op: Op, via: &str) -> Result<u64, Denial> {
+        let r = self.run_with(op, Mode::Admit(Some(via)));
+        match r.denial {
+            Some(d) => Err(d),
+            None => Ok(r.seq),
+        }
     }
 
-    fn run_with(&mut self, op: Op, perform: bool) -> SandboxResult {
+    /// Record that admitted op `seq` was refused after all (the file layer
+    /// refused it as an escape, or its effect would pass a quota): the
+    /// audit then says what happened (a denial), not `allowed`. A hard
+    /// refusal halts the run.
+    pub(crate) fn refuse_admitted(&mut self, seq: u64, denial: Denial) {
+        if denial.hard && self.halted.is_none() {
+            self.halted = Some(denial.clone());
+        }
+        let Some(event) = self.audit.iter_mut().rev().find(|e| e.seq == seq) else {
+            return;
+        };
+        event.decision = "denied".into();
+        event.violation = Some(denial.violation);
+        event.hard = denial.hard;
+        event.detail = Some(denial.message);
+        self.denials.push(DenialRecord {
+            seq,
+            op: event.op.clone(),
+            target: event.target.clone(),
+            violation: denial.violation,
+            hard: denial.hard,
+        });
+        self.denials.sort_by_key(|d| d.seq);
+    }
+
+    /// Whether `guest` (below the mount at `via`) leads outside that mount
+    /// through a symbolic link, as the mount's own handle resolves it.
+    pub(crate) fn escapes(&self, via: &str, guest: &str) -> bool {
+        let (Some(mount), Ok(path)) = (self.mounts.by_guest(via), check_path(guest)) else {
+            return false;
+        };
+        path.strip_base(&mount.mount.guest)
+            .is_some_and(|rel| mount.escapes(&rel))
+    }
+
+    /// The write quota's meter, for writes that do not pass the gate call by
+    /// call (WASI file output streams).
+    pub(crate) fn write_meter(&self) -> Arc<WriteMeter> {
+        self.writes.clone()
+    }
+
+    /// Charge the write quota for an effect performed elsewhere (WASI):
+    /// `bytes` written, `files` created. Over the quota, the run halts and
+    /// the refusal is recorded against `target`.
+    /// When the effect belongs to an admitted op (`admitted` is its
+    /// sequence number), that op's record becomes the refusal.
+    pub(crate) fn charge_writes(
+        &mut self,
+        kind: &'static str,
+        target: &str,
+        (bytes, files): (u64, u64),
+        admitted: Option<u64>,
+    ) -> Result<(), Denial> {
+        let Err(d) = self.quota(bytes, files) else {
+            return Ok(());
+        };
+        if let Some(seq) = admitted {
+            self.refuse_admitted(seq, d.clone());
+            return Err(d);
+        }
+        self.seq += 1;
+        let op = Op::Invalid {
+            op: kind.to_string(),
+            reason: String::new(),
+        };
+        self.finish(&op, None, Err(Failure::Denied(d.clone())));
+        // Named as the effect it stopped, not as the placeholder op.
+        let target = record_target(target);
+        if let Some(ev) = self.audit.last_mut() {
+            ev.op = kind.to_string();
+            ev.target = target.clone();
+        }
+        if let Some(rec) = self.denials.last_mut() {
+            rec.op = kind.to_string();
+            rec.target = target;
+        }
+        Err(d)
+    }
+
+    /// Charge the write quota, or say which part of it is spent.
+    fn quota(&self, bytes: u64, files: u64) -> Result<(), Denial> {
+        let b = self.caps.budget();
+        if bytes > 0 && !self.writes.try_bytes(bytes) {
+            return Err(Denial::new(
+                Violation::MaxWriteBytes,
+                format!(
+                    "writing {bytes} bytes would pass max_write_bytes = {} ({} written)",
+                    b.max_write_bytes,
+                    self.writes.bytes()
+                ),
+            ));
+        }
+        if files > 0 && !self.writes.try_files(files) {
+            return Err(Denial::new(
+                Violation::MaxFiles,
+                format!(
+                    "creating {files} more would pass max_files = {} ({} created)",
+                    b.max_files,
+                    self.writes.files()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Run one operation through the gate. Never panics; a denial is a value.
+    pub fn run(&mut self, op: Op) -> SandboxResult {
+        self.run_with(op, Mode::Perform)
+    }
+
+    fn run_with(&mut self, op: Op, mode: Mode<'_>) -> SandboxResult {
         self.seq += 1;
         if let Some(h) = &self.halted {
             let d = Denial {
@@ -328,14 +564,25 @@ impl Sandbox {
             );
             return self.finish(&op, None, Err(Failure::Denied(d)));
         }
-        let rule = match self.check(&op) {
+        let checked = match mode {
+            Mode::Admit(Some(via)) => self.check_via(&op, via),
+            _ => self.check(&op),
+        };
+        let rule = match checked {
             Ok(rule) => rule,
             Err(d) => return self.finish(&op, None, Err(Failure::Denied(d))),
         };
-        if !perform {
+        if let Mode::Admit(_) = mode {
             return self.finish(&op, Some(rule), Ok(Output::Admitted));
         }
         let (outcome, trace) = self.perform(&op);
+        if matches!(op, Op::NetFetch { .. } | Op::ToolCall { .. }) {
+            // A fetch or a tool may take most of the budget: the record and
+            // the report say when it ended, not when it began. (File ops
+            // take no time worth a clock reading: a tick clock advances
+            // once per op for them.)
+            self.elapsed = self.clock.now().saturating_sub(self.start);
+        }
         let rule = trace.rule.clone().unwrap_or(rule);
         let outcome = match outcome {
             Ok(out) => {
@@ -414,9 +661,6 @@ impl Sandbox {
         headers: &[(String, String)],
         body: &[u8],
     ) -> (Result<Output, Failure>, FetchTrace) {
-        if let Err(d) = check_request(method, headers, body) {
-            return (Err(Failure::Denied(d)), FetchTrace::default());
-        }
         let wall_left = self.wall_left();
         let req = FetchRequest {
             method: method.to_string(),
@@ -515,12 +759,17 @@ impl Sandbox {
                     content: Content(b),
                 })
                 .map_err(fail),
-            Op::FsWrite { content, .. } => mount
-                .write(&rel, content)
-                .map(|()| Output::Written {
-                    bytes: content.len() as u64,
-                })
-                .map_err(fail),
+            Op::FsWrite { content, .. } => {
+                let new_file = u64::from(!mount.exists(&rel));
+                self.quota(content.len() as u64, new_file)
+                    .map_err(Failure::Denied)?;
+                mount
+                    .write(&rel, content)
+                    .map(|()| Output::Written {
+                        bytes: content.len() as u64,
+                    })
+                    .map_err(fail)
+            }
             Op::FsList { .. } => mount
                 .list(&rel)
                 .map(|entries| Output::Entries { entries })
@@ -530,7 +779,11 @@ impl Sandbox {
                 .map(|stat| Output::Stat { stat })
                 .map_err(fail),
             Op::FsRemove { .. } => mount.remove(&rel).map(|()| Output::Removed).map_err(fail),
-            Op::FsMkdir { .. } => mount.mkdir(&rel).map(|()| Output::Created).map_err(fail),
+            Op::FsMkdir { .. } => {
+                self.quota(0, mount.missing_dirs(&rel))
+                    .map_err(Failure::Denied)?;
+                mount.mkdir(&rel).map(|()| Output::Created).map_err(fail)
+            }
             _ => Err(Failure::Error(OpError::new(
                 ErrorKind::Io,
                 "not a filesystem op",
@@ -554,10 +807,11 @@ impl Sandbox {
         outcome: Result<Output, Failure>,
         trace: &FetchTrace,
     ) -> SandboxResult {
+        // Records keep a bounded target, whatever the guest passed.
         let mut result = SandboxResult {
             seq: self.seq,
             op: op.kind().to_string(),
-            target: op.target().to_string(),
+            target: record_target(op.target()),
             ok: false,
             rule: None,
             output: None,
@@ -576,7 +830,12 @@ impl Sandbox {
             address: trace.address.map(|a| a.to_string()),
             status: trace.status,
             redirects: (trace.redirects > 0).then_some(trace.redirects),
-            detail: None,
+            detail: (!trace.dropped_headers.is_empty()).then(|| {
+                format!(
+                    "headers dropped at a cross-origin redirect: {}",
+                    trace.dropped_headers.join(", ")
+                )
+            }),
             elapsed_ms: u64::try_from(self.elapsed.as_millis()).unwrap_or(u64::MAX),
         };
         match outcome {
@@ -591,7 +850,10 @@ impl Sandbox {
             Err(Failure::Error(e)) => {
                 event.decision = "allowed".into();
                 event.rule = rule.clone();
-                event.detail = Some(e.message.clone());
+                event.detail = Some(match event.detail.take() {
+                    Some(d) => format!("{}; {d}", e.message),
+                    None => e.message.clone(),
+                });
                 result.rule = rule;
                 result.error = Some(e);
             }
@@ -602,7 +864,13 @@ impl Sandbox {
                 }
                 event.violation = Some(d.violation);
                 event.hard = d.hard;
-                event.detail = Some(d.message.clone());
+                // A fetch halted after its connection keeps the rule that
+                // let it connect (and the address, above).
+                event.rule = rule;
+                event.detail = Some(match event.detail.take() {
+                    Some(dd) => format!("{}; {dd}", d.message),
+                    None => d.message.clone(),
+                });
                 self.denials.push(DenialRecord {
                     seq: self.seq,
                     op: result.op.clone(),

@@ -40,6 +40,7 @@
 #![warn(missing_docs)]
 
 pub mod agent;
+pub mod bound;
 pub mod budget;
 pub mod caps;
 #[cfg(feature = "wasm")]
@@ -63,7 +64,7 @@ pub mod wasm;
 struct ReadmeDoctests;
 
 pub use agent::{AgentRun, SandboxedAgent, StoppedReason};
-pub use budget::{Budget, Clock, MonotonicClock, TickClock, Usage};
+pub use budget::{Budget, Clock, MonotonicClock, TickClock, Usage, WriteMeter};
 pub use caps::{Capabilities, CapabilitiesBuilder};
 pub use error::{CapsError, Error};
 pub use gate::{Sandbox, SandboxBuilder};

@@ -245,7 +245,9 @@ impl Output {
         match self {
             Output::Data { content } => content.0.len() as u64,
             Output::Entries { entries } => entries.iter().map(|e| e.name.len() as u64 + 1).sum(),
-            Output::Response { body, .. } => body.0.len() as u64,
+            Output::Response { headers, body, .. } => {
+                crate::net::header_bytes(headers) + body.0.len() as u64
+            }
             Output::ToolOutput { output } => output.len() as u64,
             Output::Written { .. }
             | Output::Stat { .. }

@@ -66,6 +66,12 @@ pub struct Limits {
     pub wall_ms: u64,
     /// `max_memory_bytes`.
     pub memory_peak_bytes: u64,
+    /// `max_write_bytes`.
+    #[serde(default)]
+    pub write_bytes: u64,
+    /// `max_files`.
+    #[serde(default)]
+    pub files: u64,
 }
 
 impl From<&Budget> for Limits {
@@ -76,6 +82,8 @@ impl From<&Budget> for Limits {
             fuel: b.max_fuel,
             wall_ms: u64::try_from(b.max_wall.as_millis()).unwrap_or(u64::MAX),
             memory_peak_bytes: b.max_memory_bytes,
+            write_bytes: b.max_write_bytes,
+            files: b.max_files,
         }
     }
 }

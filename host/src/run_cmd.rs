@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use sbx_wasm::confine::Policy;
 use sbx_wasm::report::{KernelWall, RunReport, Status};
 use sbx_wasm::wasm::{ArtifactCache, CacheOutcome, RunOptions, WasmHost, WasmRun};
-use std::io::{IsTerminal, Read};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
@@ -60,9 +60,6 @@ pub(crate) struct RunArgs {
     pub(crate) no_kernel_confinement: bool,
 }
 
-/// Largest stdin handed to a guest.
-const MAX_STDIN: u64 = 64 * 1024 * 1024;
-
 pub(crate) fn run(a: RunArgs) -> i32 {
     match run_inner(&a) {
         Ok(code) => code,
@@ -110,30 +107,31 @@ fn run_inner(a: &RunArgs) -> Result<i32> {
         (a.component.clone(), a.args.clone())
     };
     let (component, outcome) = progress::while_loading(&program, || host.load_traced(&program))?;
-    let mut stdin = Vec::new();
-    if !a.no_stdin && !std::io::stdin().is_terminal() {
-        std::io::stdin()
-            .take(MAX_STDIN)
-            .read_to_end(&mut stdin)
-            .context("cannot read stdin")?;
-    }
     let mut opts = RunOptions::new(caps.clone());
     opts.program_name = program
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "agent".into());
     opts.args = args;
-    opts.stdin = stdin;
+    // Streamed, never read ahead: `sleep 100 | sbx-wasm run ...` must not
+    // wait for the pipe to close before the guest starts.
+    opts.inherit_stdin = !a.no_stdin && !std::io::stdin().is_terminal();
     opts.deterministic = a.deterministic;
     opts.seed = a.seed;
+    let mut staged = Vec::new();
+    let mut helper = None;
     if a.no_kernel_confinement {
         opts.tools = registry(&caps);
     } else {
-        // A confined process cannot start programs: command tools run in a
-        // helper started now, before confinement.
-        opts.tools =
-            tool_helper::spawn(caps.tool_commands()).context("cannot start the tool helper")?;
-        opts.confine = Some(policy(&caps, &a.files)?);
+        // A confined process can neither start programs nor rename files
+        // outside its mounts: command tools run in a helper started now,
+        // before confinement, which also moves the report and audit log
+        // (written into staged temp files) into place at the end.
+        staged = a.files.stage()?;
+        let (tools, h) = tool_helper::spawn(caps.tool_commands(), &staged)
+            .context("cannot start the tool helper")?;
+        (opts.tools, helper) = (tools, h);
+        opts.confine = Some(policy(&caps, &staged));
         opts.require_confinement = a.require_kernel_confinement;
     }
     let mut run = host.run(&component, opts)?;
@@ -146,7 +144,19 @@ fn run_inner(a: &RunArgs) -> Result<i32> {
             ..KernelWall::default()
         });
     }
-    a.files.write(&run.report, &run.audit)?;
+    match &helper {
+        Some(helper) => {
+            let texts = a.files.texts(&run.report, &run.audit)?;
+            for (i, ((tmp, path), (_, text))) in staged.iter().zip(texts).enumerate() {
+                std::fs::write(tmp, text)
+                    .and_then(|()| helper.rename(i))
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+            }
+        }
+        None => a.files.write(&run.report, &run.audit)?,
+    }
+    // Waits for the helper: no run leaves a process behind.
+    drop(helper);
     if let Some(msg) = &run.trap {
         eprintln!("sbx-wasm: guest trapped: {msg}");
     }
@@ -163,21 +173,14 @@ fn run_inner(a: &RunArgs) -> Result<i32> {
 }
 
 /// The kernel confinement of a `run` under `caps`: the grant's policy, plus
-/// write access to the report and audit files (created now, empty, so the
-/// confined process can fill them).
-pub(crate) fn policy(caps: &sbx_wasm::Capabilities, files: &OutputFiles) -> Result<Policy> {
+/// write access to the staged temp files of the report and audit log
+/// (created empty before confinement; the helper renames them into place).
+pub(crate) fn policy(caps: &sbx_wasm::Capabilities, staged: &[(PathBuf, PathBuf)]) -> Policy {
     let mut p = Policy::for_caps(caps);
-    for (path, why) in [
-        (&files.report, "the report file"),
-        (&files.audit, "the audit log file"),
-    ] {
-        if let Some(path) = path {
-            std::fs::File::create(path)
-                .with_context(|| format!("cannot write {}", path.display()))?;
-            p = p.allow_write_file(path, why);
-        }
+    for (tmp, _) in staged {
+        p = p.allow_write_file(tmp, "a staged report or audit log file");
     }
-    Ok(p)
+    p
 }
 
 fn exit_code(r: &RunReport) -> i32 {
@@ -265,7 +268,12 @@ pub(crate) fn cache(action: &str) -> Result<i32> {
     match action {
         "ls" => {
             for e in cache.list()? {
-                println!("{:>12}  {}", e.bytes, e.name);
+                let partial = if e.partial {
+                    "  (partial: being written, or left by a writer that died)"
+                } else {
+                    ""
+                };
+                println!("{:>12}  {}{partial}", e.bytes, e.name);
             }
         }
         "clear" => println!("removed {} cached artifacts", cache.clear()?),

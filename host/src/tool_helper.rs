@@ -1,11 +1,19 @@
-//! Command tools for a confined `run`: the confined process may not create
-//! processes, so a helper, started before confinement, runs them.
+//! The helper of a confined `run`: the confined process may not create
+//! processes, nor rename files outside its mounts, so a helper started
+//! before confinement does both for it.
 //!
 //! The helper is this binary re-executed as `sbx-wasm __tool-helper`. It is
-//! told the caps file's command tools once, on its first stdin line, and then
-//! answers one request per line: it runs only those commands (by name, with
-//! their argv, folder and timeout from the caps file), so the authority it
-//! keeps outside the kernel wall is "run these N programs", nothing more.
+//! told, once, on its first stdin line, the caps file's command tools and
+//! the staged output files (the report and audit log, written by the run
+//! into temp files beside their final names); then it answers one request
+//! per line: run one of those commands (by name, with their argv, folder
+//! and timeout from the caps file), or move one staged file into place. So
+//! the authority it keeps outside the kernel wall is "run these N programs,
+//! rename these M files", nothing more.
+//!
+//! It never outlives the run: the kernel kills it when its parent dies
+//! (parent-death signal), it exits when its stdin closes (removing staged
+//! files that were never moved into place), and the run waits for it.
 
 use sbx_wasm::tools::{CommandTool, Tool, ToolError, ToolLimits, ToolRegistry};
 use serde_json::{Value, json};
@@ -14,22 +22,84 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The argument that starts the helper.
 pub(crate) const HELPER_ARG: &str = "__tool-helper";
 
 struct Conn {
-    _child: Child,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
 }
 
-/// A registry whose command tools run in a helper process.
-pub(crate) fn spawn(tools: &BTreeMap<String, CommandTool>) -> std::io::Result<ToolRegistry> {
+impl Conn {
+    /// One request, one answer line.
+    fn ask(&mut self, request: &Value) -> std::io::Result<Value> {
+        writeln!(self.stdin, "{request}")?;
+        let mut line = String::new();
+        if self.stdout.read_line(&mut line)? == 0 {
+            return Err(std::io::Error::other("exited"));
+        }
+        serde_json::from_str(&line).map_err(std::io::Error::other)
+    }
+}
+
+/// The running helper, for the run's end: move staged files into place,
+/// then wait for it.
+pub(crate) struct Helper {
+    child: Child,
+    conn: Option<Arc<Mutex<Conn>>>,
+}
+
+impl Helper {
+    /// Move staged file `index` into place.
+    pub(crate) fn rename(&self, index: usize) -> std::io::Result<()> {
+        let mut conn = self
+            .conn
+            .as_ref()
+            .ok_or_else(|| std::io::Error::other("helper finished"))?
+            .lock()
+            .map_err(|_| std::io::Error::other("helper lock poisoned"))?;
+        let answer = conn.ask(&json!({ "rename": index }))?;
+        match answer["failed"].as_str() {
+            Some(why) => Err(std::io::Error::other(why.to_string())),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Helper {
+    /// Close its stdin (the run's tool handles are gone by now) and wait
+    /// for it to exit, killing it if it has not within two seconds (a tool
+    /// it is still running gets no longer than that): no run leaves a
+    /// process behind, even under a parent that does not reap.
+    fn drop(&mut self) {
+        self.conn = None;
+        let deadline = Instant::now() + Duration::from_secs(2);
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(_)) | Err(_) => return,
+                Ok(None) if Instant::now() >= deadline => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    return;
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(1)),
+            }
+        }
+    }
+}
+
+/// A registry whose command tools run in a helper process, and the helper,
+/// which also moves each staged `(temp, final)` file into place on request.
+/// No helper is started when there is nothing for it to do.
+pub(crate) fn spawn(
+    tools: &BTreeMap<String, CommandTool>,
+    staged: &[(PathBuf, PathBuf)],
+) -> std::io::Result<(ToolRegistry, Option<Helper>)> {
     let mut registry = ToolRegistry::new();
-    if tools.is_empty() {
-        return Ok(registry);
+    if tools.is_empty() && staged.is_empty() {
+        return Ok((registry, None));
     }
     let mut child = Command::new(std::env::current_exe()?)
         .arg(HELPER_ARG)
@@ -50,12 +120,9 @@ pub(crate) fn spawn(tools: &BTreeMap<String, CommandTool>) -> std::io::Result<To
             (name.clone(), spec)
         })
         .collect();
-    writeln!(stdin, "{}", Value::Object(table))?;
-    let conn = Arc::new(Mutex::new(Conn {
-        _child: child,
-        stdin,
-        stdout,
-    }));
+    let first = json!({ "tools": Value::Object(table), "staged": staged });
+    writeln!(stdin, "{first}")?;
+    let conn = Arc::new(Mutex::new(Conn { stdin, stdout }));
     for name in tools.keys() {
         registry.register(
             name.clone(),
@@ -65,7 +132,13 @@ pub(crate) fn spawn(tools: &BTreeMap<String, CommandTool>) -> std::io::Result<To
             },
         );
     }
-    Ok(registry)
+    Ok((
+        registry,
+        Some(Helper {
+            child,
+            conn: Some(conn),
+        }),
+    ))
 }
 
 struct HelperTool {
@@ -83,14 +156,7 @@ impl Tool for HelperTool {
             "timeout_ms": limits.timeout.as_millis() as u64,
             "max_output_bytes": limits.max_output_bytes,
         });
-        writeln!(conn.stdin, "{request}").map_err(|e| gone(&e))?;
-        let mut line = String::new();
-        match conn.stdout.read_line(&mut line) {
-            Ok(0) => return Err(gone(&"exited")),
-            Ok(_) => {}
-            Err(e) => return Err(gone(&e)),
-        }
-        let answer: Value = serde_json::from_str(&line).map_err(|e| gone(&e))?;
+        let answer = conn.ask(&request).map_err(|e| gone(&e))?;
         if let Some(out) = answer["ok"].as_str() {
             return Ok(out.to_string());
         }
@@ -105,14 +171,51 @@ impl Tool for HelperTool {
 
 /// The helper's main loop: serve requests until stdin closes.
 pub(crate) fn serve() -> i32 {
+    // Die with the run: a helper must never outlive its parent (a process
+    // left behind per run would fill the process table under a parent that
+    // does not reap). If the parent is already gone, stop now.
+    let parent = rustix::process::getppid();
+    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
+    if rustix::process::getppid() != parent {
+        return 0;
+    }
     let stdin = std::io::stdin();
     let mut lines = stdin.lock().lines();
     let Some(Ok(first)) = lines.next() else {
         return 2;
     };
-    let Ok(Value::Object(table)) = serde_json::from_str::<Value>(&first) else {
+    let Ok(first) = serde_json::from_str::<Value>(&first) else {
         return 2;
     };
+    let Some(table) = first["tools"].as_object().cloned() else {
+        return 2;
+    };
+    let mut staged: Vec<Option<(PathBuf, PathBuf)>> = first["staged"]
+        .as_array()
+        .map(|pairs| {
+            pairs
+                .iter()
+                .map(|p| {
+                    let tmp = p[0].as_str().map(PathBuf::from)?;
+                    let to = p[1].as_str().map(PathBuf::from)?;
+                    Some((tmp, to))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let code = serve_requests(table, &mut staged, lines);
+    // Staged files never moved into place (the run failed) go.
+    for (tmp, _) in staged.into_iter().flatten() {
+        let _ = std::fs::remove_file(tmp);
+    }
+    code
+}
+
+fn serve_requests(
+    table: serde_json::Map<String, Value>,
+    staged: &mut [Option<(PathBuf, PathBuf)>],
+    lines: impl Iterator<Item = std::io::Result<String>>,
+) -> i32 {
     let mut tools = BTreeMap::new();
     for (name, spec) in table {
         let argv: Vec<String> = spec["argv"]
@@ -134,6 +237,23 @@ pub(crate) fn serve() -> i32 {
     for line in lines {
         let Ok(line) = line else { break };
         let answer = match serde_json::from_str::<Value>(&line) {
+            Ok(req) if req.get("rename").is_some() => {
+                let index = req["rename"].as_u64().unwrap_or(u64::MAX);
+                let pair = usize::try_from(index)
+                    .ok()
+                    .and_then(|i| staged.get_mut(i))
+                    .and_then(Option::take);
+                match pair {
+                    Some((tmp, to)) => match std::fs::rename(&tmp, &to) {
+                        Ok(()) => json!({ "ok": "" }),
+                        Err(e) => {
+                            let _ = std::fs::remove_file(&tmp);
+                            json!({ "failed": format!("cannot write {}: {e}", to.display()) })
+                        }
+                    },
+                    None => json!({ "failed": "not a file this helper was given" }),
+                }
+            }
             Ok(req) => match tools.get(req["name"].as_str().unwrap_or("")) {
                 Some(tool) => {
                     let limits = ToolLimits {

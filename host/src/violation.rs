@@ -40,11 +40,16 @@ pub enum Violation {
     MaxMemory,
     /// The guest overflowed its stack (hard; wasm front door only).
     StackOverflow,
+    /// The write quota is spent: more bytes written into write mounts than
+    /// `max_write_bytes` (hard).
+    MaxWriteBytes,
+    /// More files, folders and links created than `max_files` (hard).
+    MaxFiles,
 }
 
 impl Violation {
     /// Every violation, soft ones first.
-    pub const ALL: [Violation; 12] = [
+    pub const ALL: [Violation; 14] = [
         Violation::PathTraversal,
         Violation::FsReadDenied,
         Violation::FsWriteDenied,
@@ -57,6 +62,8 @@ impl Violation {
         Violation::MaxFuel,
         Violation::MaxMemory,
         Violation::StackOverflow,
+        Violation::MaxWriteBytes,
+        Violation::MaxFiles,
     ];
 
     /// The stable `snake_case` name.
@@ -74,6 +81,8 @@ impl Violation {
             Violation::MaxFuel => "max_fuel",
             Violation::MaxMemory => "max_memory",
             Violation::StackOverflow => "stack_overflow",
+            Violation::MaxWriteBytes => "max_write_bytes",
+            Violation::MaxFiles => "max_files",
         }
     }
 
@@ -88,6 +97,8 @@ impl Violation {
                 | Violation::MaxFuel
                 | Violation::MaxMemory
                 | Violation::StackOverflow
+                | Violation::MaxWriteBytes
+                | Violation::MaxFiles
         )
     }
 }
@@ -138,7 +149,7 @@ mod tests {
             assert_eq!(json, format!("\"{}\"", v.as_str()));
         }
         let hard: Vec<_> = Violation::ALL.iter().filter(|v| v.is_hard()).collect();
-        assert_eq!(hard.len(), 6);
+        assert_eq!(hard.len(), 8);
         assert!(!Violation::EgressDenied.is_hard());
         assert!(Violation::MaxWall.is_hard());
     }

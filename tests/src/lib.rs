@@ -121,6 +121,10 @@ enum Route {
     Stall,
     Drip,
     Redirect(&'static str),
+    /// `/redirect-to/HOST:PORT/PATH` answers 302 to `http://HOST:PORT/PATH`.
+    RedirectTo,
+    /// 200 with 16 headers of 1 KiB each and a 2-byte body.
+    BigHeaders,
     NotFound,
 }
 
@@ -133,6 +137,8 @@ fn route(path: &str) -> Route {
         "/redirect-same" => Route::Redirect("/status"),
         "/redirect-loop" => Route::Redirect("/redirect-loop"),
         "/drip" => Route::Drip,
+        "/headers" => Route::BigHeaders,
+        p if p.starts_with("/redirect-to/") => Route::RedirectTo,
         p if p.starts_with("/echo") => Route::Ok("echo"),
         _ => Route::NotFound,
     }
@@ -145,6 +151,7 @@ pub struct LoopbackServer {
     pub port: u16,
     connections: Arc<AtomicUsize>,
     requests: Arc<Mutex<Vec<String>>>,
+    headers: Arc<Mutex<Vec<String>>>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -156,8 +163,10 @@ impl LoopbackServer {
         let port = listener.local_addr().unwrap().port();
         let connections = Arc::new(AtomicUsize::new(0));
         let requests = Arc::new(Mutex::new(Vec::new()));
+        let headers = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
         let (c, r, s) = (connections.clone(), requests.clone(), stop.clone());
+        let h = headers.clone();
         let thread = std::thread::spawn(move || {
             for stream in listener.incoming() {
                 if s.load(Ordering::SeqCst) {
@@ -165,15 +174,15 @@ impl LoopbackServer {
                 }
                 let Ok(stream) = stream else { continue };
                 c.fetch_add(1, Ordering::SeqCst);
-                let r = r.clone();
-                let s = s.clone();
-                std::thread::spawn(move || serve(stream, &r, &s));
+                let (r, h, s) = (r.clone(), h.clone(), s.clone());
+                std::thread::spawn(move || serve(stream, &r, &h, &s));
             }
         });
         LoopbackServer {
             port,
             connections,
             requests,
+            headers,
             stop,
             thread: Some(thread),
         }
@@ -193,9 +202,23 @@ impl LoopbackServer {
     pub fn requests(&self) -> Vec<String> {
         self.requests.lock().unwrap().clone()
     }
+
+    /// Every request header line received so far (`name: value`, as sent).
+    pub fn headers(&self) -> Vec<String> {
+        self.headers.lock().unwrap().clone()
+    }
 }
 
-fn serve(stream: TcpStream, log: &Mutex<Vec<String>>, stop: &AtomicBool) {
+/// Bytes of header names and values `/headers` answers with (what the gate
+/// charges for them).
+pub const BIG_HEADER_BYTES: usize = 16 * (8 + 1024) + 14 + 1 + 10 + 5;
+
+fn serve(
+    stream: TcpStream,
+    log: &Mutex<Vec<String>>,
+    header_log: &Mutex<Vec<String>>,
+    stop: &AtomicBool,
+) {
     let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut line = String::new();
@@ -211,6 +234,7 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<String>>, stop: &AtomicBool) {
         if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
             content_length = v.trim().parse().unwrap_or(0);
         }
+        header_log.lock().unwrap().push(h.trim_end().to_string());
     }
     let mut body = vec![0; content_length.min(1 << 20)];
     let _ = reader.read_exact(&mut body);
@@ -234,6 +258,21 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<String>>, stop: &AtomicBool) {
             &format!("location: {to}\r\n"),
             b"",
         ),
+        Route::RedirectTo => {
+            let to = path.trim_start_matches("/redirect-to/");
+            reply(
+                &mut stream,
+                "302 Found",
+                &format!("location: http://{to}\r\n"),
+                b"",
+            )
+        }
+        Route::BigHeaders => {
+            let extra: String = (0..16)
+                .map(|i| format!("x-big-{i:02}: {}\r\n", "h".repeat(1024)))
+                .collect();
+            reply(&mut stream, "200 OK", &extra, b"ok")
+        }
         Route::NotFound => reply(&mut stream, "404 Not Found", "", b"not found"),
         Route::Drip => {
             let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n");

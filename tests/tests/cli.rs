@@ -145,6 +145,9 @@ fn deterministic_runs_write_identical_reports_and_audits() {
     let ex = Example::new();
     let mut outputs = Vec::new();
     for i in 0..2 {
+        // Same input: the write mount as the first run found it (the
+        // report counts the files a run creates).
+        let _ = std::fs::remove_file(ex.path("out/report.txt"));
         let (r, a) = (format!("r{i}.json"), format!("a{i}.jsonl"));
         let out = ex.sbx(&[
             "exec",

@@ -63,7 +63,8 @@ fn connection_goes_to_the_checked_address() {
         ev.rule.as_deref(),
         Some(format!("http://api.test:{}", s.port).as_str())
     );
-    assert_eq!(ev.bytes, 2);
+    // The body and the header names and values, all returned to the guest.
+    assert_eq!(ev.bytes, 2 + "content-length2connectionclose".len() as u64);
 }
 
 #[test]

@@ -11,6 +11,7 @@ traceback and exits 1, `sys.exit(n)` exits n.
 """
 
 import importlib.machinery
+import io
 import os
 import sys
 import traceback
@@ -121,8 +122,45 @@ def main(argv):
     return 0
 
 
+class _WholeWrites(io.RawIOBase):
+    """A raw stdout/stderr whose write delivers every byte: WASI may accept
+    part of a large write (the stream's write budget), and a text stream
+    over a raw file drops what a short write left. The host meters the
+    bytes; past max_output_bytes the run halts instead."""
+
+    def __init__(self, fd):
+        self._fd = fd
+
+    def writable(self):
+        return True
+
+    def fileno(self):
+        return self._fd
+
+    def write(self, b):
+        view = memoryview(b).cast("B")
+        done = 0
+        while done < len(view):
+            done += os.write(self._fd, view[done:])
+        return done
+
+
+def _whole_stdio():
+    for name, fd in (("stdout", 1), ("stderr", 2)):
+        old = getattr(sys, name)
+        new = io.TextIOWrapper(
+            _WholeWrites(fd),
+            encoding=getattr(old, "encoding", None) or "utf-8",
+            errors="backslashreplace",
+            write_through=True,
+        )
+        setattr(sys, name, new)
+        setattr(sys, f"__{name}__", new)
+
+
 class Run(exports.Run):
     def run(self) -> None:
+        _whole_stdio()
         status = main(sys.argv[1:])
         sys.stdout.flush()
         sys.stderr.flush()

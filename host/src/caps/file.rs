@@ -73,4 +73,6 @@ pub(crate) struct BudgetSection {
     pub max_wall_ms: Option<i64>,
     pub max_fuel: Option<i64>,
     pub max_memory_bytes: Option<i64>,
+    pub max_write_bytes: Option<i64>,
+    pub max_files: Option<i64>,
 }

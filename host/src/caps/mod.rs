@@ -118,6 +118,12 @@ impl Capabilities {
         if let Some(n) = non_negative("budget.max_memory_bytes", s.max_memory_bytes)? {
             b = b.max_memory_bytes(n);
         }
+        if let Some(n) = non_negative("budget.max_write_bytes", s.max_write_bytes)? {
+            b = b.max_write_bytes(n);
+        }
+        if let Some(n) = non_negative("budget.max_files", s.max_files)? {
+            b = b.max_files(n);
+        }
         b.build()
     }
 
@@ -197,6 +203,8 @@ impl Capabilities {
             max_wall_ms: Some(b.max_wall.as_millis() as i64),
             max_fuel: Some(b.max_fuel as i64),
             max_memory_bytes: Some(b.max_memory_bytes as i64),
+            max_write_bytes: Some(b.max_write_bytes as i64),
+            max_files: Some(b.max_files as i64),
         };
         toml::to_string(&file).unwrap_or_else(|e| format!("# cannot render: {e}\n"))
     }
@@ -229,6 +237,8 @@ fn non_negative(key: &str, v: Option<i64>) -> Result<Option<u64>, CapsError> {
 /// | `max_wall` | 30 s ([`budget::DEFAULT_MAX_WALL`]) |
 /// | `max_fuel` | 10,000,000,000 ([`budget::DEFAULT_MAX_FUEL`]) |
 /// | `max_memory_bytes` | 256 MiB ([`budget::DEFAULT_MAX_MEMORY_BYTES`]) |
+/// | `max_write_bytes` | 1 GiB ([`budget::DEFAULT_MAX_WRITE_BYTES`]) |
+/// | `max_files` | 10,000 ([`budget::DEFAULT_MAX_FILES`]) |
 ///
 /// Relative host folders resolve against [`CapabilitiesBuilder::base_dir`]
 /// (default: the current folder). Nothing is checked until
@@ -365,6 +375,18 @@ impl CapabilitiesBuilder {
     /// Set `max_memory_bytes`.
     pub fn max_memory_bytes(mut self, n: u64) -> Self {
         self.budget.max_memory_bytes = n;
+        self
+    }
+
+    /// Set `max_write_bytes` (bytes written into write mounts by one run).
+    pub fn max_write_bytes(mut self, n: u64) -> Self {
+        self.budget.max_write_bytes = n;
+        self
+    }
+
+    /// Set `max_files` (files, folders and links created by one run).
+    pub fn max_files(mut self, n: u64) -> Self {
+        self.budget.max_files = n;
         self
     }
 
@@ -578,7 +600,7 @@ fn build_mounts(raw: &[(PathBuf, String, Access)], base: &Path) -> Result<Vec<Mo
 }
 
 fn check_budget(b: &Budget) -> Result<(), CapsError> {
-    let checks: [(&str, u128, u128, &str); 5] = [
+    let checks: [(&str, u128, u128, &str); 7] = [
         (
             "max_ops",
             b.max_ops.into(),
@@ -608,6 +630,18 @@ fn check_budget(b: &Budget) -> Result<(), CapsError> {
             b.max_memory_bytes.into(),
             budget::LIMIT_MAX_MEMORY_BYTES.into(),
             " bytes (a wasm32 memory cannot exceed 4 GiB)",
+        ),
+        (
+            "max_write_bytes",
+            b.max_write_bytes.into(),
+            budget::LIMIT_MAX_WRITE_BYTES.into(),
+            " bytes (1 TiB)",
+        ),
+        (
+            "max_files",
+            b.max_files.into(),
+            budget::LIMIT_MAX_FILES.into(),
+            "",
         ),
     ];
     for (key, value, max, unit) in checks {

@@ -216,6 +216,43 @@ impl OpenMount {
         Ok(())
     }
 
+    /// Whether `rel` names something (a link counts, not followed).
+    pub(crate) fn exists(&self, rel: &str) -> bool {
+        self.dir.symlink_metadata(Self::rel(rel)).is_ok()
+    }
+
+    /// How many folders `mkdir(rel)` would create.
+    pub(crate) fn missing_dirs(&self, rel: &str) -> u64 {
+        let mut missing = 0;
+        let mut p = Path::new(rel);
+        while !p.as_os_str().is_empty() && !self.exists(&p.to_string_lossy()) {
+            missing += 1;
+            p = p.parent().unwrap_or(Path::new(""));
+        }
+        missing
+    }
+
+    /// Whether resolving `rel` (or, when it does not exist yet, its
+    /// nearest existing parent) through this mount's handle leads outside
+    /// the mount: a symlink the handle refuses to follow.
+    pub(crate) fn escapes(&self, rel: &str) -> bool {
+        let mut p = Self::rel(rel).to_path_buf();
+        loop {
+            match self.dir.canonicalize(&p) {
+                Ok(_) => return false,
+                Err(e) => match FsError::from(e) {
+                    FsError::Escape => return true,
+                    FsError::Io(e) if e.kind() == io::ErrorKind::NotFound && p.pop() => {
+                        if p.as_os_str().is_empty() {
+                            return false;
+                        }
+                    }
+                    _ => return false,
+                },
+            }
+        }
+    }
+
     /// Create a folder and any missing parents.
     pub(crate) fn mkdir(&self, rel: &str) -> Result<(), FsError> {
         if rel.is_empty() {
@@ -242,6 +279,11 @@ impl MountTable {
             .collect::<Result<Vec<_>, _>>()?;
         open.sort_by_key(|m| std::cmp::Reverse(m.mount.guest.components().count()));
         Ok(MountTable { mounts: open })
+    }
+
+    /// The mount at exactly guest path `guest`.
+    pub(crate) fn by_guest(&self, guest: &str) -> Option<&OpenMount> {
+        self.mounts.iter().find(|m| m.mount.guest.as_str() == guest)
     }
 
     /// The most specific mount covering `path`, and the path below it.

@@ -43,6 +43,12 @@ impl GuestPath {
     }
 }
 
+impl AsRef<str> for GuestPath {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
 impl fmt::Display for GuestPath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)

@@ -3,7 +3,10 @@
 //! scratch. Time is bounded by one deadline across every lookup, connection
 //! and hop.
 
-use super::{Egress, FetchLimits, FetchRequest, FetchResponse, Net, NetError, Refusal, Resolve};
+use super::{
+    Egress, FetchLimits, FetchRequest, FetchResponse, Net, NetError, Refusal, Resolve,
+    cross_origin_safe,
+};
 use crate::violation::Denial;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -19,6 +22,8 @@ pub(crate) struct FetchTrace {
     pub status: Option<u16>,
     /// Redirects followed.
     pub redirects: u32,
+    /// Request headers dropped at a cross-origin redirect (names only).
+    pub dropped_headers: Vec<String>,
 }
 
 /// Why a gated fetch produced no response.
@@ -48,7 +53,7 @@ pub(crate) fn gated_fetch(
     net: &dyn Net,
     mut req: FetchRequest,
     wall_left: Duration,
-    max_body_bytes: u64,
+    max_response_bytes: u64,
 ) -> (Result<FetchResponse, FetchFailure>, FetchTrace) {
     let deadline = Instant::now() + wall_left;
     let left = || deadline.saturating_duration_since(Instant::now());
@@ -73,7 +78,7 @@ pub(crate) fn gated_fetch(
             trace.address = Some(*addr);
             let limits = FetchLimits {
                 timeout: left(),
-                max_body_bytes,
+                max_response_bytes,
             };
             if limits.timeout.is_zero() {
                 return (Err(FetchFailure::Timeout), trace);
@@ -114,9 +119,19 @@ pub(crate) fn gated_fetch(
             }
         };
         if next.origin() != decision.url.origin() {
-            // Credentials are for the origin they were given to.
+            // Credentials are for the origin they were given to, whatever
+            // the header is called: only safelisted headers cross.
             req.headers.retain(|(k, _)| {
-                !k.eq_ignore_ascii_case("authorization") && !k.eq_ignore_ascii_case("cookie")
+                let keep = cross_origin_safe(k);
+                if !keep
+                    && !trace
+                        .dropped_headers
+                        .iter()
+                        .any(|d| d.eq_ignore_ascii_case(k))
+                {
+                    trace.dropped_headers.push(k.clone());
+                }
+                keep
             });
         }
         let to_get =

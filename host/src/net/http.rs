@@ -101,7 +101,7 @@ impl Net for HttpNet {
             .map_err(|e| NetError::Failed(format!("bad request: {e}")))?;
         let response = agent.run(request).map_err(classify)?;
         let status = response.status().as_u16();
-        let headers = response
+        let headers: Vec<(String, String)> = response
             .headers()
             .iter()
             .map(|(k, v)| {
@@ -111,11 +111,18 @@ impl Net for HttpNet {
                 )
             })
             .collect();
+        // Headers are returned too: the body gets what they leave.
+        let Some(max_body) = limits
+            .max_response_bytes
+            .checked_sub(super::header_bytes(&headers))
+        else {
+            return Err(NetError::BodyTooLarge);
+        };
         let mut body = Vec::new();
         response
             .into_body()
             .into_reader()
-            .take(limits.max_body_bytes.saturating_add(1))
+            .take(max_body.saturating_add(1))
             .read_to_end(&mut body)
             .map_err(|e| {
                 // The body reader wraps ureq's own error (a global timeout
@@ -128,7 +135,7 @@ impl Net for HttpNet {
                     _ => NetError::Failed(e.to_string()),
                 }
             })?;
-        if body.len() as u64 > limits.max_body_bytes {
+        if body.len() as u64 > max_body {
             return Err(NetError::BodyTooLarge);
         }
         Ok(FetchResponse {

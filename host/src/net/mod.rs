@@ -12,8 +12,8 @@ pub use address::special_range;
 pub(crate) use fetch::{FetchFailure, FetchTrace, gated_fetch};
 pub use http::HttpNet;
 pub use request::{
-    MAX_HEADER_BYTES, MAX_REQUEST_BODY_BYTES, MAX_REQUEST_HEADERS, MAX_RESPONSE_HEADER_BYTES,
-    check_request, forbidden_header,
+    CROSS_ORIGIN_SAFE_HEADERS, MAX_HEADER_BYTES, MAX_REQUEST_BODY_BYTES, MAX_REQUEST_HEADERS,
+    MAX_RESPONSE_HEADER_BYTES, check_request, cross_origin_safe, forbidden_header,
 };
 pub use resolve::{Resolve, StaticResolver, SystemResolver};
 pub use rules::{EgressRule, HostPattern, PortPattern, RULE_FORM, RuleError, Scheme};
@@ -223,13 +223,24 @@ pub struct FetchResponse {
     pub body: Vec<u8>,
 }
 
+/// Bytes of header names and values: text a server chose, returned to the
+/// caller beside the body, so charged to `max_output_bytes` like it.
+pub fn header_bytes(headers: &[(String, String)]) -> u64 {
+    headers
+        .iter()
+        .map(|(k, v)| (k.len() + v.len()) as u64)
+        .sum()
+}
+
 /// Bounds the gate puts on one fetch, from what is left of the budgets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FetchLimits {
     /// Give up after this long (connect and read together).
     pub timeout: Duration,
-    /// Refuse a response body longer than this.
-    pub max_body_bytes: u64,
+    /// Refuse a response whose header names and values plus body are
+    /// longer than this (all of it is returned to the caller, so all of it
+    /// is charged to `max_output_bytes`).
+    pub max_response_bytes: u64,
 }
 
 /// Why an allowed fetch did not produce a response.
@@ -243,7 +254,7 @@ pub enum NetError {
     /// The time limit ran out.
     #[error("timed out")]
     Timeout,
-    /// The body was longer than `max_body_bytes`.
+    /// Headers and body were longer than `max_response_bytes`.
     #[error("response body exceeds the output budget")]
     BodyTooLarge,
     /// Anything else (refused connection, bad response, TLS, ...).

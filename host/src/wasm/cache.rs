@@ -73,13 +73,33 @@ pub enum CacheOutcome {
     Rebuilt,
 }
 
-/// One cached artifact.
+/// One cached artifact, or one being written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CacheEntry {
     /// File name.
     pub name: String,
     /// Size in bytes.
     pub bytes: u64,
+    /// A temp file a writer has not renamed into place yet: being written
+    /// now, or left by a writer that died (removed once that writer is
+    /// gone and the file is a minute old).
+    pub partial: bool,
+}
+
+/// Whether a process with id `pid` exists (Linux: `/proc/PID`). Temp files
+/// carry their writer's pid, so those of dead writers can be told apart
+/// and removed. Without `/proc`, every writer counts as alive.
+pub fn process_alive(pid: u32) -> bool {
+    let proc_root = Path::new("/proc");
+    !proc_root.join("self").exists() || proc_root.join(pid.to_string()).exists()
+}
+
+/// How old a dead writer's temp file must be before it is removed.
+const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The writer pid of a cache temp file `.tmp-PID-N`.
+fn temp_writer(name: &str) -> Option<u32> {
+    name.strip_prefix(".tmp-")?.split('-').next()?.parse().ok()
 }
 
 /// A folder of compiled artifacts.
@@ -146,10 +166,14 @@ impl ArtifactCache {
                 dir.display()
             )));
         }
-        Ok(ArtifactCache {
+        let cache = ArtifactCache {
             dir,
             compiles: AtomicU64::new(0),
-        })
+        };
+        // A writer killed half-way leaves its temp file (up to an
+        // artifact's size); the next open clears it.
+        cache.remove_stale();
+        Ok(cache)
     }
 
     /// The folder.
@@ -324,21 +348,49 @@ impl ArtifactCache {
         )
     }
 
-    /// Every entry, sorted by name.
+    /// Every entry, and every temp file being written (`partial`), sorted
+    /// by name.
     pub fn list(&self) -> io::Result<Vec<CacheEntry>> {
         let mut out = Vec::new();
         for e in std::fs::read_dir(&self.dir)? {
             let e = e?;
             let name = e.file_name().to_string_lossy().into_owned();
-            if name.ends_with(SUFFIX) {
+            let partial = name.starts_with(".tmp-");
+            if name.ends_with(SUFFIX) || partial {
                 out.push(CacheEntry {
                     name,
                     bytes: e.metadata()?.len(),
+                    partial,
                 });
             }
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(out)
+    }
+
+    /// Remove temp files whose writer died (killed while writing an entry)
+    /// and that are older than a minute; returns how many. Called on open.
+    pub fn remove_stale(&self) -> usize {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return 0;
+        };
+        let mut n = 0;
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Some(pid) = temp_writer(&name) else {
+                continue;
+            };
+            let old = e
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age >= STALE_AFTER);
+            if old && !process_alive(pid) && std::fs::remove_file(e.path()).is_ok() {
+                n += 1;
+            }
+        }
+        n
     }
 
     /// Remove every entry (and stale temp files); returns how many entries.

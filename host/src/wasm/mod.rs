@@ -16,7 +16,7 @@ mod imports;
 mod limits;
 mod output;
 
-pub use cache::{ArtifactCache, CacheEntry, CacheOutcome};
+pub use cache::{ArtifactCache, CacheEntry, CacheOutcome, process_alive};
 pub use output::Sink;
 
 use crate::budget::{Clock, MonotonicClock, OutputMeter, TickClock};
@@ -55,6 +55,10 @@ impl std::error::Error for HardLimit {}
 
 /// How often the epoch advances; the wall deadline is checked at this grain.
 const EPOCH_TICK: Duration = Duration::from_millis(10);
+/// Fuel a guest burns between two write-backs of its count to the store
+/// (about 20 ms of a tight loop here): the error bound of `usage.fuel` when
+/// the wall deadline, not fuel, ends a run.
+const FUEL_SLICE: u64 = 100_000_000;
 /// Guest stack limit; deeper recursion is `stack_overflow`.
 const MAX_WASM_STACK: usize = 1024 * 1024;
 
@@ -63,8 +67,10 @@ pub(crate) struct HostState {
     table: ResourceTable,
     gate: Sandbox,
     limiter: MemoryLimiter,
-    /// Guest path of each directory descriptor (resource rep), for fs_gate.
-    fs_paths: std::collections::HashMap<u32, String>,
+    /// What fs_gate knows of each directory descriptor (by resource rep).
+    fs_paths: std::collections::HashMap<u32, fs_gate::DirInfo>,
+    /// File times and identities come from the virtual clock.
+    deterministic: bool,
 }
 
 impl WasiView for HostState {
@@ -154,7 +160,7 @@ pub struct WasmHost {
     ticker: Arc<AtomicBool>,
     /// Work for the epoch thread to do on itself (kernel confinement).
     ticker_jobs: Mutex<std::sync::mpsc::Sender<TickerJob>>,
-    empty_root: Mutex<Option<PathBuf>>,
+    empty_root: Mutex<Option<EmptyRoot>>,
     cache: Option<ArtifactCache>,
     allocator: Allocator,
 }
@@ -230,10 +236,26 @@ type TickerJob = Box<dyn FnOnce() + Send>;
 
 /// An empty folder for the root preopen, which grants nothing: it only makes
 /// paths outside every mount reach the host, to be refused and audited. One
-/// per host, made on first use, removed when the host is dropped, or, in a
-/// process about to be confined, as soon as the run has it open (the open
-/// handle keeps working; the confined process could not remove it later).
-fn make_empty_root() -> std::io::Result<PathBuf> {
+/// per host, made on first use.
+///
+/// The folder is removed from the file system as soon as it is open, and
+/// runs preopen it through the open handle (`/proc/self/fd/N`): a deleted
+/// folder stays empty (nothing can be created in it), and nothing is left
+/// on disk whatever ends the process, `kill -9` included; the kernel frees
+/// it with the handle. Without `/proc` the folder is kept and removed when
+/// the host is dropped (or before confinement, once the run has it open).
+#[derive(Debug)]
+struct EmptyRoot {
+    /// What a run preopens.
+    path: PathBuf,
+    /// The open folder, when `path` names it through `/proc/self/fd`.
+    _handle: Option<std::fs::File>,
+    /// The folder on disk, when it could not be removed at once.
+    on_disk: Option<PathBuf>,
+}
+
+fn make_empty_root() -> std::io::Result<EmptyRoot> {
+    use std::os::fd::AsRawFd;
     static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -245,7 +267,20 @@ fn make_empty_root() -> std::io::Result<PathBuf> {
         N.fetch_add(1, Ordering::Relaxed)
     ));
     std::fs::create_dir(&dir)?;
-    Ok(dir)
+    let handle = std::fs::File::open(&dir)?;
+    let via_fd = PathBuf::from(format!("/proc/self/fd/{}", handle.as_raw_fd()));
+    if std::fs::metadata(&via_fd).is_ok_and(|m| m.is_dir()) && std::fs::remove_dir(&dir).is_ok() {
+        return Ok(EmptyRoot {
+            path: via_fd,
+            _handle: Some(handle),
+            on_disk: None,
+        });
+    }
+    Ok(EmptyRoot {
+        path: dir.clone(),
+        _handle: None,
+        on_disk: Some(dir),
+    })
 }
 
 fn base_config() -> Config {
@@ -579,7 +614,14 @@ impl WasmHost {
         let mut argv = vec![opts.program_name.clone()];
         argv.extend(opts.args.iter().cloned());
         wasi.args(&argv);
-        wasi.stdin(MemoryInputPipe::new(opts.stdin));
+        if opts.inherit_stdin {
+            // Streamed as the guest reads it, never read ahead: a guest that
+            // never reads is not held by an open pipe, and one blocked
+            // reading ends at max_wall like any blocked call.
+            wasi.inherit_stdin();
+        } else {
+            wasi.stdin(MemoryInputPipe::new(opts.stdin));
+        }
         wasi.stdout(MeteredOutput::new(meter.clone(), opts.stdout));
         wasi.stderr(MeteredOutput::new(meter.clone(), opts.stderr));
         if opts.deterministic {
@@ -597,11 +639,21 @@ impl WasmHost {
             gate,
             limiter: MemoryLimiter::new(budget.max_memory_bytes),
             fs_paths: std::collections::HashMap::new(),
+            deterministic: opts.deterministic,
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
         store
             .set_fuel(budget.max_fuel)
+            .map_err(|e| setup(format!("fuel: {e:#}")))?;
+        // Compiled code keeps its fuel count in a register and writes it
+        // back to the store only on calls and on running out of a slice, not
+        // at an epoch check: a spinning guest halted by the wall deadline
+        // would report the fuel of its last call. Slices of this size make
+        // the count in the store at most one slice stale (and give the
+        // runtime a yield point per slice).
+        store
+            .fuel_async_yield_interval(Some(FUEL_SLICE))
             .map_err(|e| setup(format!("fuel: {e:#}")))?;
         let started = Instant::now();
         let deadline = started + budget.max_wall;
@@ -684,26 +736,28 @@ impl WasmHost {
 }
 
 impl WasmHost {
-    /// The empty root folder, made if needed.
+    /// The empty root folder's preopen path, made if needed.
     fn empty_root(&self) -> Result<PathBuf, LoadError> {
         let mut slot = self
             .empty_root
             .lock()
             .map_err(|_| setup("empty root lock poisoned".into()))?;
-        if let Some(p) = slot.as_ref() {
-            return Ok(p.clone());
+        if let Some(root) = slot.as_ref() {
+            return Ok(root.path.clone());
         }
-        let p = make_empty_root()
+        let root = make_empty_root()
             .map_err(|e| setup(format!("cannot create the empty root folder: {e}")))?;
-        *slot = Some(p.clone());
-        Ok(p)
+        let path = root.path.clone();
+        *slot = Some(root);
+        Ok(path)
     }
 
     fn drop_empty_root(&self) {
         if let Ok(mut slot) = self.empty_root.lock()
-            && let Some(p) = slot.take()
+            && let Some(root) = slot.take()
+            && let Some(dir) = root.on_disk
         {
-            let _ = std::fs::remove_dir(p);
+            let _ = std::fs::remove_dir(dir);
         }
     }
 
@@ -712,9 +766,16 @@ impl WasmHost {
     /// itself: on kernels without Landlock's thread sync it would otherwise
     /// keep the process's full authority.
     fn confine(&self, policy: &crate::confine::Policy) -> crate::KernelWall {
-        // The run holds the root open already; a confined process could not
-        // remove the folder later.
-        self.drop_empty_root();
+        // A root kept on disk (no /proc) must go now: the run holds it open
+        // already, and a confined process could not remove it later.
+        if let Ok(mut slot) = self.empty_root.lock()
+            && slot.as_ref().is_some_and(|r| r.on_disk.is_some())
+            && let Some(EmptyRoot {
+                on_disk: Some(dir), ..
+            }) = slot.take()
+        {
+            let _ = std::fs::remove_dir(dir);
+        }
         let mut wall = policy.apply();
         let (tx, rx) = std::sync::mpsc::channel();
         let mut own = policy.clone();
@@ -875,6 +936,9 @@ fn seed_bytes(seed: u64) -> Vec<u8> {
         .collect()
 }
 
+/// The deterministic wall clock's reading: 2026-01-01T00:00:00Z.
+const FIXED_WALL_SECONDS: u64 = 1_767_225_600;
+
 /// Deterministic wall clock: always 2026-01-01T00:00:00Z.
 struct FixedWallClock;
 
@@ -883,7 +947,7 @@ impl wasmtime_wasi::HostWallClock for FixedWallClock {
         Duration::from_secs(1)
     }
     fn now(&self) -> Duration {
-        Duration::from_secs(1_767_225_600)
+        Duration::from_secs(FIXED_WALL_SECONDS)
     }
 }
 
@@ -910,8 +974,12 @@ pub struct RunOptions {
     pub program_name: String,
     /// Arguments after `argv[0]`.
     pub args: Vec<String>,
-    /// Standard input, whole.
+    /// Standard input, whole (unless `inherit_stdin`).
     pub stdin: Vec<u8>,
+    /// Give the guest this process's standard input instead of `stdin`,
+    /// streamed as the guest reads it (never read ahead, so an open pipe
+    /// the guest never reads does not hold the run).
+    pub inherit_stdin: bool,
     /// Where guest stdout goes.
     pub stdout: Sink,
     /// Where guest stderr goes.
@@ -943,7 +1011,7 @@ pub struct RunOptions {
 }
 
 impl RunOptions {
-    /// Defaults: `argv[0]` `agent`, no args, empty stdin, output to this
+    /// Defaults: `argv[0]` `agent`, no args, empty stdin (not inherited), output to this
     /// process's stdout and stderr, no tools, the real network
     /// ([`crate::net::HttpNet`]) and resolver ([`crate::net::SystemResolver`]),
     /// real clocks and randomness, seed 0, no kernel confinement.
@@ -953,6 +1021,7 @@ impl RunOptions {
             program_name: "agent".into(),
             args: Vec::new(),
             stdin: Vec::new(),
+            inherit_stdin: false,
             stdout: Arc::new(Mutex::new(std::io::stdout())),
             stderr: Arc::new(Mutex::new(std::io::stderr())),
             tools: ToolRegistry::new(),

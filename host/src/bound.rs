@@ -1,0 +1,116 @@
+//! Size bounds on what a guest hands the host, and on what the host keeps of
+//! it.
+//!
+//! `max_memory_bytes` bounds the guest's own memory; these bound the host's.
+//! Every string or buffer a guest passes to a host call (a path, a URL, a
+//! header, a body, a tool name or input) is measured against its bound
+//! *before* the host copies or records it; past the bound the op is
+//! `invalid_request` (still charged to `max_ops` and audited). And whatever
+//! the op, an audit or denial record keeps at most [`MAX_RECORD_TARGET_BYTES`]
+//! of its target, so the audit of a run is at most `max_ops` records of
+//! bounded size, however long the strings the guest passes.
+
+use sha2::{Digest, Sha256};
+
+/// Longest URL accepted by `net_fetch`, in bytes.
+pub const MAX_URL_BYTES: usize = 64 * 1024;
+/// Longest tool name accepted by `tool_call`, in bytes.
+pub const MAX_TOOL_NAME_BYTES: usize = 256;
+/// Largest tool input accepted by `tool_call`, in bytes.
+pub const MAX_TOOL_INPUT_BYTES: usize = 10 * 1024 * 1024;
+/// Most bytes of an op's target (path, URL, tool name) kept in an audit or
+/// denial record; a longer target is cut there and marked with its full
+/// length and a SHA-256 prefix, so two records of the same long target still
+/// compare equal.
+pub const MAX_RECORD_TARGET_BYTES: usize = 1024;
+/// Most bytes of a guest-supplied string quoted inside a message.
+pub const MAX_QUOTED_BYTES: usize = 256;
+
+/// The longest prefix of `s` of at most `max` bytes that ends on a character
+/// boundary.
+fn prefix(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// `s` as an audit record keeps it: whole when it fits
+/// [`MAX_RECORD_TARGET_BYTES`], else its first bytes, an ellipsis, its full
+/// length and the first 12 hex digits of its SHA-256.
+///
+/// # Examples
+///
+/// ```
+/// use sbx_wasm::bound::{record_target, MAX_RECORD_TARGET_BYTES};
+///
+/// assert_eq!(record_target("/work/a.txt"), "/work/a.txt");
+/// let long = format!("/work/{}", "a".repeat(8 << 20));
+/// let kept = record_target(&long);
+/// assert!(kept.len() < MAX_RECORD_TARGET_BYTES + 64);
+/// assert!(kept.contains("(8388614 bytes, sha256 "));
+/// ```
+pub fn record_target(s: &str) -> String {
+    if s.len() <= MAX_RECORD_TARGET_BYTES {
+        return s.to_string();
+    }
+    let digest = Sha256::digest(s.as_bytes());
+    let hex: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{}… ({} bytes, sha256 {hex})",
+        prefix(s, MAX_RECORD_TARGET_BYTES),
+        s.len()
+    )
+}
+
+/// `s` quoted for a message, cut at [`MAX_QUOTED_BYTES`] (the message never
+/// repeats a long target; the record's target field holds it, bounded).
+pub fn quote(s: &str) -> String {
+    if s.len() <= MAX_QUOTED_BYTES {
+        format!("{s:?}")
+    } else {
+        format!("{:?}… ({} bytes)", prefix(s, MAX_QUOTED_BYTES), s.len())
+    }
+}
+
+/// `s` cut at [`MAX_QUOTED_BYTES`] with an ellipsis, unquoted (for paths in
+/// messages).
+pub fn clip(s: impl AsRef<str>) -> String {
+    let s = s.as_ref();
+    if s.len() <= MAX_QUOTED_BYTES {
+        s.to_string()
+    } else {
+        format!("{}…", prefix(s, MAX_QUOTED_BYTES))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_targets_are_cut_on_a_char_boundary_and_fingerprinted() {
+        let s = "é".repeat(MAX_RECORD_TARGET_BYTES); // 2 bytes each
+        let kept = record_target(&s);
+        assert!(kept.starts_with(&"é".repeat(MAX_RECORD_TARGET_BYTES / 2)));
+        assert!(kept.contains(&format!("({} bytes, sha256 ", s.len())));
+        assert_eq!(record_target(&s), kept, "same target, same record");
+        let mut other = s.clone();
+        other.push('x');
+        assert_ne!(record_target(&other), kept);
+        let exact = "a".repeat(MAX_RECORD_TARGET_BYTES);
+        assert_eq!(record_target(&exact), exact);
+    }
+
+    #[test]
+    fn quotes_are_bounded() {
+        assert_eq!(quote("a\"b"), "\"a\\\"b\"");
+        let q = quote(&"x".repeat(1 << 20));
+        assert!(q.len() < MAX_QUOTED_BYTES + 40, "{}", q.len());
+        assert!(q.ends_with("(1048576 bytes)"));
+    }
+}
