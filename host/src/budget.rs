@@ -289,6 +289,50 @@ impl Clock for TickClock {
     }
 }
 
+/// A clock that moves only when told to: for tests, and for embedders that
+/// drive time themselves (a simulation, a replay). Share it (`Arc`) between
+/// the run and the code that advances it.
+///
+/// # Examples
+///
+/// ```
+/// use sbx_wasm::{Clock, ManualClock};
+/// use std::time::Duration;
+///
+/// let clock = ManualClock::new();
+/// assert_eq!(clock.now(), Duration::ZERO);
+/// clock.advance(Duration::from_secs(2));
+/// assert_eq!(clock.now(), Duration::from_secs(2));
+/// assert_eq!(clock.now(), Duration::from_secs(2), "reading it moves nothing");
+/// ```
+#[derive(Debug, Default)]
+pub struct ManualClock {
+    nanos: AtomicU64,
+}
+
+impl ManualClock {
+    /// A clock at zero.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Move the clock forward by `d`.
+    pub fn advance(&self, d: Duration) {
+        let d = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        let _ = self
+            .nanos
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                Some(n.saturating_add(d))
+            });
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> Duration {
+        Duration::from_nanos(self.nanos.load(Ordering::SeqCst))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

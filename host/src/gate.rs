@@ -226,6 +226,11 @@ impl Sandbox {
         }
     }
 
+    /// Time on the injected clock since the run started (one reading).
+    pub(crate) fn elapsed_now(&self) -> Duration {
+        self.clock.now().saturating_sub(self.start)
+    }
+
     /// Every decision so far.
     pub fn audit(&self) -> &[AuditEvent] {
         &self.audit

@@ -64,7 +64,7 @@ pub mod wasm;
 struct ReadmeDoctests;
 
 pub use agent::{AgentRun, SandboxedAgent, StoppedReason};
-pub use budget::{Budget, Clock, MonotonicClock, TickClock, Usage, WriteMeter};
+pub use budget::{Budget, Clock, ManualClock, MonotonicClock, TickClock, Usage, WriteMeter};
 pub use caps::{Capabilities, CapabilitiesBuilder};
 pub use error::{CapsError, Error};
 pub use gate::{Sandbox, SandboxBuilder};

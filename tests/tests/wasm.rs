@@ -803,3 +803,91 @@ fn a_pool_that_cannot_be_reserved_falls_back_to_on_demand() {
     );
     prepared_runs_on(&h);
 }
+
+/// The epoch deadline reads the run's clock: advancing an injected clock
+/// past the wall budget halts a spinning guest at the next epoch tick, with
+/// no real time spent near the budget, and the report's wall time is the
+/// clock's.
+#[test]
+fn the_wall_deadline_reads_the_injected_clock() {
+    let t = Tree::new();
+    let clock = Arc::new(sbx_wasm::ManualClock::new());
+    let caps = t
+        .caps()
+        .max_wall(Duration::from_secs(30))
+        .max_fuel(1_000_000_000_000_000)
+        .build()
+        .unwrap();
+    let component = host().load(&guest("spin")).unwrap();
+    let mut opts = RunOptions::new(caps);
+    opts.clock = Some(clock.clone());
+    opts.stdout = sink().0;
+    opts.stderr = sink().0;
+    let run = std::thread::spawn(move || host().run(&component, opts).unwrap());
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        !run.is_finished(),
+        "the clock has not moved: the guest spins on"
+    );
+    let advanced = Instant::now();
+    clock.advance(Duration::from_millis(30_001));
+    let run = run.join().unwrap();
+    assert_eq!(
+        run.report.violation,
+        Some(Violation::MaxWall),
+        "{:?}",
+        run.report
+    );
+    // Ticks come every 10 ms; the real-time backstop is 30 s away.
+    assert!(
+        advanced.elapsed() < Duration::from_secs(10),
+        "halted by the backstop, not the clock"
+    );
+    assert_eq!(run.report.usage.wall_ms, 30_001);
+}
+
+/// A clock slower than real time (here: stopped) never lets a guest outlive
+/// the real-time backstop at `max_wall_ms`.
+#[test]
+fn a_stopped_clock_does_not_outlive_the_real_time_backstop() {
+    let t = Tree::new();
+    let caps = t
+        .caps()
+        .max_wall(Duration::from_millis(500))
+        .max_fuel(1_000_000_000_000_000)
+        .build()
+        .unwrap();
+    let component = host().load(&guest("spin")).unwrap();
+    let mut opts = RunOptions::new(caps);
+    opts.clock = Some(Arc::new(sbx_wasm::ManualClock::new()));
+    opts.stdout = sink().0;
+    opts.stderr = sink().0;
+    let started = Instant::now();
+    let run = host().run(&component, opts).unwrap();
+    assert_eq!(
+        run.report.violation,
+        Some(Violation::MaxWall),
+        "{:?}",
+        run.report
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "ran {:?}",
+        started.elapsed()
+    );
+    // The neighbour: the same guest under the real clock ends the same way.
+    let caps = t
+        .caps()
+        .max_wall(Duration::from_millis(500))
+        .build()
+        .unwrap();
+    let mut opts = RunOptions::new(caps);
+    opts.stdout = sink().0;
+    opts.stderr = sink().0;
+    let run = host().run(&component, opts).unwrap();
+    assert!(matches!(
+        run.report.violation,
+        Some(Violation::MaxWall | Violation::MaxFuel)
+    ));
+    assert!(run.report.usage.wall_ms >= 400, "{:?}", run.report.usage);
+}

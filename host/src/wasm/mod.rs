@@ -655,11 +655,17 @@ impl WasmHost {
         store
             .fuel_async_yield_interval(Some(FUEL_SLICE))
             .map_err(|e| setup(format!("fuel: {e:#}")))?;
-        let started = Instant::now();
-        let deadline = started + budget.max_wall;
+        // The wall budget is the run's clock's, the same the gate charges:
+        // at every epoch tick the guest's time is read from it, so an
+        // injected clock decides when a spinning guest has spent its wall.
+        // Under --deterministic the virtual clock moves only when the guest
+        // calls the host (reading it here would make the readings depend on
+        // real timing): fuel is the deterministic budget there. Either way,
+        // the timeout around the call below is the real-time backstop.
+        let deterministic = opts.deterministic;
         store.set_epoch_deadline(1);
-        store.epoch_deadline_callback(move |_| {
-            if Instant::now() >= deadline {
+        store.epoch_deadline_callback(move |ctx| {
+            if !deterministic && ctx.data().gate.elapsed_now() > budget.max_wall {
                 Err(wasmtime::Error::new(HardLimit(Violation::MaxWall)))
             } else {
                 Ok(UpdateDeadline::Yield(1))
@@ -706,7 +712,9 @@ impl WasmHost {
         report.usage.wall_ms = if opts.deterministic {
             report.usage.wall_ms
         } else {
-            u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
+            // The run's clock, read once more: the real time a run took,
+            // or the injected clock's when there is one.
+            u64::try_from(state.gate.elapsed_now().as_millis()).unwrap_or(u64::MAX)
         };
         let mut trap = None;
         match end {
@@ -990,12 +998,20 @@ pub struct RunOptions {
     pub net: Option<Arc<dyn Net>>,
     /// The resolver for fetches (default [`crate::net::SystemResolver`]).
     pub resolver: Option<Arc<dyn Resolve>>,
-    /// The clock of the gate's wall meter and the report's `wall_ms` for
-    /// gated ops (default: [`MonotonicClock`], or a 1 ms [`TickClock`] when
-    /// `deterministic`). The hard wall deadline always runs on real time.
+    /// The run's clock: the gate's wall meter, the epoch deadline (read at
+    /// every epoch tick, every 10 ms, while guest code runs) and the
+    /// report's `wall_ms` (default: [`MonotonicClock`], or a 1 ms
+    /// [`TickClock`] when `deterministic`, which the epoch deadline does not
+    /// read: see [`RunOptions::deterministic`]). Whatever the clock says, a
+    /// real-time timeout at `max_wall_ms` around the whole call is the
+    /// backstop: a clock slower than real time never lets a guest outlive
+    /// it. A [`crate::ManualClock`] lets a test or an embedder drive time.
     pub clock: Option<Arc<dyn Clock>>,
     /// Virtual clocks and seeded randomness: the same component, caps and
-    /// input give the same output, report and audit log.
+    /// input give the same output, report and audit log. The virtual clock
+    /// advances only when the guest calls the host, so a guest that never
+    /// does is bounded by `max_fuel` (the deterministic budget) and by the
+    /// real-time backstop at `max_wall_ms`.
     pub deterministic: bool,
     /// Seed for deterministic randomness.
     pub seed: u64,
