@@ -16,7 +16,7 @@ tools="$here/.tools"
 mkdir -p "$tools"
 
 echo "bench: building sbx-wasm, the harness and the guests (release)" >&2
-(cd "$root" && cargo build --quiet --release -p sbx-wasm -p sbx-wasm-bench)
+(cd "$root" && cargo build --quiet --release -p sbx-wasm-cli -p sbx-wasm-bench)
 cargo build --quiet --release --target wasm32-wasip2 --manifest-path "$root/guest-examples/Cargo.toml"
 bash "$root/guest-examples/python/build.sh"
 

@@ -6,7 +6,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 bash "$root/guest-examples/python/build.sh"
-(cd "$root" && cargo build --quiet -p sbx-wasm)
+(cd "$root" && cargo build --quiet -p sbx-wasm-cli)
 sbx="$root/target/debug/sbx-wasm"
 rm -f "$here/out/summary.json"
 

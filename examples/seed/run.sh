@@ -9,7 +9,7 @@ root=$(cd "$here/../.." && pwd)
 port=18080
 
 rustup target add wasm32-wasip2 >/dev/null 2>&1 || true
-cargo build --quiet --manifest-path "$root/Cargo.toml" -p sbx-wasm
+cargo build --quiet --manifest-path "$root/Cargo.toml" -p sbx-wasm-cli
 cargo build --quiet --release --target wasm32-wasip2 --manifest-path "$root/guest-examples/Cargo.toml"
 
 if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then

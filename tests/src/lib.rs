@@ -305,7 +305,8 @@ impl Drop for LoopbackServer {
 }
 
 /// The `sbx-wasm` binary built by this `cargo test` run. Cargo builds it
-/// because the `sbx-wasm` package has integration tests of its own.
+/// because the `sbx-wasm-cli` package (`cli/`) has integration tests of its
+/// own.
 pub fn sbx_bin() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     // target/<profile>/deps/<test> -> target/<profile>/sbx-wasm

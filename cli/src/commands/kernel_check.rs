@@ -3,7 +3,7 @@
 //! and no gate in the way, and print what the kernel allowed. It shows what
 //! an attacker who escaped the wasm sandbox would find.
 
-use crate::cli::load_caps;
+use crate::common::load_caps;
 use anyhow::Result;
 use sbx_wasm::confine::Policy;
 use std::io::{Read, Write};
@@ -50,7 +50,13 @@ fn write(path: &Path) -> std::io::Result<()> {
         .write_all(b"kernel-check\n")
 }
 
-pub(crate) fn run(a: &KernelCheckArgs) -> Result<i32> {
+impl KernelCheckArgs {
+    pub(crate) fn execute(&self) -> Result<i32> {
+        run(self)
+    }
+}
+
+fn run(a: &KernelCheckArgs) -> Result<i32> {
     let caps = load_caps(&a.caps)?;
     // What `run` applies, less the report and audit files it adds.
     let wall = Policy::for_caps(&caps).apply();

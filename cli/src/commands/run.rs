@@ -1,14 +1,14 @@
 //! `sbx-wasm run`: load the caps and the component, run it, write the report
 //! and audit log (also after a halt or a trap), print a one-line summary.
 
-use crate::cli::{
-    EXIT_RUN_HARD_LIMIT, EXIT_RUN_SETUP, EXIT_RUN_TRAP, OutputFiles, load_caps, registry,
-};
-use crate::{progress, python_cmd, tool_helper};
+use crate::common::{engine, load_caps, open_cache, registry};
+use crate::exit::{EXIT_RUN_HARD_LIMIT, EXIT_RUN_SETUP, EXIT_RUN_TRAP, describe};
+use crate::output::OutputFiles;
+use crate::{progress, python, tool_helper};
 use anyhow::{Context, Result};
 use sbx_wasm::confine::Policy;
 use sbx_wasm::report::{KernelWall, RunReport, Status};
-use sbx_wasm::wasm::{ArtifactCache, CacheOutcome, RunOptions, WasmHost, WasmRun};
+use sbx_wasm::wasm::{CacheOutcome, RunOptions, WasmRun};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
@@ -60,12 +60,15 @@ pub(crate) struct RunArgs {
     pub(crate) no_kernel_confinement: bool,
 }
 
-pub(crate) fn run(a: RunArgs) -> i32 {
-    match run_inner(&a) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("sbx-wasm: error: {}", crate::cli::describe(&e));
-            EXIT_RUN_SETUP
+impl RunArgs {
+    /// Every error of `run` before the guest ran is a setup error (125).
+    pub(crate) fn execute(&self) -> i32 {
+        match run_inner(self) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("sbx-wasm: error: {}", describe(&e));
+                EXIT_RUN_SETUP
+            }
         }
     }
 }
@@ -95,10 +98,10 @@ fn run_inner(a: &RunArgs) -> Result<i32> {
             }
         }
     };
-    let python = a.python || python_cmd::is_script(&a.component);
+    let python = a.python || python::is_script(&a.component);
     let (program, args) = if python {
-        let runner = python_cmd::find_runner(a.python_runner.as_deref())?;
-        let args = python_cmd::runner_args(&a.component, &a.args)?;
+        let runner = python::find_runner(a.python_runner.as_deref())?;
+        let args = python::runner_args(&a.component, &a.args)?;
         (runner, args)
     } else {
         if a.python_runner.is_some() {
@@ -175,7 +178,7 @@ fn run_inner(a: &RunArgs) -> Result<i32> {
 /// The kernel confinement of a `run` under `caps`: the grant's policy, plus
 /// write access to the staged temp files of the report and audit log
 /// (created empty before confinement; the helper renames them into place).
-pub(crate) fn policy(caps: &sbx_wasm::Capabilities, staged: &[(PathBuf, PathBuf)]) -> Policy {
+fn policy(caps: &sbx_wasm::Capabilities, staged: &[(PathBuf, PathBuf)]) -> Policy {
     let mut p = Policy::for_caps(caps);
     for (tmp, _) in staged {
         p = p.allow_write_file(tmp, "a staged report or audit log file");
@@ -228,56 +231,4 @@ fn summary(run: &WasmRun) -> String {
         mib(u.memory_peak_bytes.unwrap_or(0)),
         mib(l.memory_peak_bytes),
     )
-}
-
-fn engine() -> Result<WasmHost> {
-    WasmHost::new().map_err(|e| anyhow::anyhow!("cannot start the wasm engine: {e:#}"))
-}
-
-fn open_cache() -> Result<ArtifactCache> {
-    let dir = ArtifactCache::default_dir()
-        .context("no cache folder: set SBX_WASM_CACHE_DIR (or HOME / XDG_CACHE_HOME)")?;
-    ArtifactCache::open(&dir).with_context(|| format!("cache folder {}", dir.display()))
-}
-
-/// `sbx-wasm compile`: fill the cache for one component.
-pub(crate) fn compile(component: &std::path::Path) -> Result<i32> {
-    let host = engine()?.with_cache(open_cache()?);
-    let started = std::time::Instant::now();
-    let (_, outcome) = progress::while_loading(component, || host.load_traced(component))?;
-    let what = match outcome {
-        Some(CacheOutcome::Hit) => "already cached",
-        Some(CacheOutcome::Rebuilt) => "recompiled (bad entry replaced)",
-        _ => "compiled",
-    };
-    println!(
-        "{}: {what} in {} ms -> {}",
-        component.display(),
-        started.elapsed().as_millis(),
-        host.cache()
-            .and_then(|c| c.entry_for_file(host.engine(), component))
-            .unwrap_or_default()
-            .display()
-    );
-    Ok(0)
-}
-
-/// `sbx-wasm cache ls|clear|dir`.
-pub(crate) fn cache(action: &str) -> Result<i32> {
-    let cache = open_cache()?;
-    match action {
-        "ls" => {
-            for e in cache.list()? {
-                let partial = if e.partial {
-                    "  (partial: being written, or left by a writer that died)"
-                } else {
-                    ""
-                };
-                println!("{:>12}  {}{partial}", e.bytes, e.name);
-            }
-        }
-        "clear" => println!("removed {} cached artifacts", cache.clear()?),
-        _ => println!("{}", cache.dir().display()),
-    }
-    Ok(0)
 }

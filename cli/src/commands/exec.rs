@@ -1,0 +1,152 @@
+//! `sbx-wasm exec`: run a JSON plan through the gate, print a line per
+//! decision (or the whole run as JSON), write the report and audit log.
+
+use crate::common::{load_caps, sandbox};
+use crate::exit::{EXIT_HARD_LIMIT, EXIT_OK, Internal};
+use crate::output::OutputFiles;
+use anyhow::{Context, Result};
+use sbx_wasm::op::Output;
+use sbx_wasm::{AgentRun, SandboxResult, SandboxedAgent, StoppedReason};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+#[derive(clap::Args, Debug)]
+pub(crate) struct ExecArgs {
+    /// The caps file (TOML) that grants what the plan may touch.
+    #[arg(long, value_name = "FILE")]
+    caps: PathBuf,
+    /// The plan: a JSON list of ops; `-` reads standard input.
+    #[arg(value_name = "PLAN")]
+    plan: PathBuf,
+    /// Print the whole run (results and report) as JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    files: OutputFiles,
+    /// Use a virtual clock (1 ms per reading) so runs are reproducible.
+    #[arg(long)]
+    deterministic: bool,
+}
+
+impl ExecArgs {
+    pub(crate) fn execute(&self) -> Result<i32> {
+        exec(
+            &self.caps,
+            &self.plan,
+            self.json,
+            &self.files,
+            self.deterministic,
+        )
+    }
+}
+
+fn exec(
+    caps_path: &Path,
+    plan_path: &Path,
+    json: bool,
+    files: &OutputFiles,
+    deterministic: bool,
+) -> Result<i32> {
+    let caps = load_caps(caps_path)?;
+    let text = if plan_path == Path::new("-") {
+        std::io::read_to_string(std::io::stdin()).context("cannot read the plan from stdin")?
+    } else {
+        std::fs::read_to_string(plan_path)
+            .with_context(|| format!("cannot read plan {}", plan_path.display()))?
+    };
+    let ops = sbx_wasm::plan::parse_plan(&text)
+        .with_context(|| format!("plan {}", plan_path.display()))?;
+    let mut agent = SandboxedAgent::new(sandbox(caps, deterministic)?);
+    let run = agent.run_all(ops);
+
+    files.write(&run.report, agent.sandbox().audit())?;
+    let mut out = std::io::stdout().lock();
+    if json {
+        let text = serde_json::to_string_pretty(&run).map_err(|e| Internal(e.to_string()))?;
+        writeln!(out, "{text}")?;
+    } else {
+        print_run(&mut out, &run)?;
+    }
+    Ok(match run.stopped_reason {
+        StoppedReason::HardLimit => EXIT_HARD_LIMIT,
+        _ => EXIT_OK,
+    })
+}
+
+fn preview(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let escaped: String = text.escape_debug().collect();
+    format!("\"{}\"", short(&escaped, 32))
+}
+
+fn describe_output(o: &Output) -> String {
+    match o {
+        Output::Data { content } => format!("{} bytes {}", content.0.len(), preview(&content.0)),
+        Output::Written { bytes } => format!("wrote {bytes} bytes"),
+        Output::Entries { entries } => format!("{} entries", entries.len()),
+        Output::Stat { stat } => format!("{}, {} bytes", stat.kind, stat.size),
+        Output::Removed => "removed".into(),
+        Output::Created => "created".into(),
+        Output::Response { status, body, .. } => {
+            format!("HTTP {status}, {} bytes {}", body.0.len(), preview(&body.0))
+        }
+        Output::ToolOutput { output } => format!("output {}", preview(output.as_bytes())),
+        _ => "done".into(),
+    }
+}
+
+fn short(s: &str, max: usize) -> String {
+    let s: String = s
+        .chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect();
+    if s.chars().count() <= max {
+        s
+    } else {
+        let head: String = s.chars().take(max.saturating_sub(1)).collect();
+        format!("{head}…")
+    }
+}
+
+fn print_result(out: &mut impl Write, r: &SandboxResult) -> std::io::Result<()> {
+    let head = format!("{:>3}  {:<9}  {:<40}", r.seq, r.op, short(&r.target, 40));
+    if let Some(d) = &r.denial {
+        let kind = if d.hard { "HARD" } else { "soft" };
+        writeln!(
+            out,
+            "{head}  DENIED   {} ({kind}): {}",
+            d.violation, d.message
+        )
+    } else if let Some(e) = &r.error {
+        let rule = r.rule.as_deref().unwrap_or("");
+        writeln!(out, "{head}  allowed  by {rule}; failed: {}", e.message)
+    } else {
+        let rule = r.rule.as_deref().unwrap_or("");
+        let what = r.output.as_ref().map(describe_output).unwrap_or_default();
+        writeln!(out, "{head}  allowed  by {rule}; {what}")
+    }
+}
+
+fn print_run(out: &mut impl Write, run: &AgentRun) -> std::io::Result<()> {
+    for r in &run.results {
+        print_result(out, r)?;
+    }
+    let rep = &run.report;
+    let soft = rep.denials.iter().filter(|d| !d.hard).count();
+    let usage = format!(
+        "ops {}/{}, output {}/{} bytes, wall {}/{} ms",
+        rep.usage.ops,
+        rep.limits.ops,
+        rep.usage.output_bytes,
+        rep.limits.output_bytes,
+        rep.usage.wall_ms,
+        rep.limits.wall_ms
+    );
+    match rep.violation {
+        Some(v) => writeln!(
+            out,
+            "halted: hard_limit ({v}); {soft} soft denials; {usage}"
+        ),
+        None => writeln!(out, "completed; {soft} soft denials; {usage}"),
+    }
+}

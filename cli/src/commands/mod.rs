@@ -1,0 +1,61 @@
+//! The subcommands: one file each, none importing another; what they share
+//! lives beside them (`common`, `output`, `exit`).
+
+mod cache;
+mod check;
+mod exec;
+mod kernel_check;
+mod run;
+
+use crate::exit::EXIT_CODES;
+use clap::{Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "sbx-wasm",
+    version,
+    about = "Run untrusted, model-proposed actions under a capability grant",
+    after_help = EXIT_CODES
+)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a wasm component (wasm32-wasip2 command) under the grant.
+    #[command(after_help = EXIT_CODES)]
+    Run(run::RunArgs),
+    /// Compile a component into the artifact cache, so `run` starts without
+    /// compiling.
+    #[command(after_help = EXIT_CODES)]
+    Compile(cache::CompileArgs),
+    /// Inspect or empty the artifact cache ($SBX_WASM_CACHE_DIR, else
+    /// $XDG_CACHE_HOME/sbx-wasm, else ~/.cache/sbx-wasm).
+    Cache(cache::CacheArgs),
+    /// Run a JSON plan (a list of model-proposed ops) through the gate.
+    #[command(after_help = EXIT_CODES)]
+    Exec(exec::ExecArgs),
+    /// Apply the kernel confinement `run` applies for a caps file, then try
+    /// raw reads, writes, connections and program starts, and print what
+    /// the kernel allowed (no wasm, no gate: what an escape would find).
+    KernelCheck(kernel_check::KernelCheckArgs),
+    /// Validate a caps file and print the effective grant, or explain one op.
+    #[command(after_help = EXIT_CODES)]
+    Check(check::CheckArgs),
+}
+
+impl Cli {
+    /// Run the parsed command; returns the exit code.
+    pub(crate) fn execute(self) -> i32 {
+        match self.command {
+            Command::Run(c) => c.execute(),
+            Command::Compile(c) => crate::exit::finish(c.execute()),
+            Command::Cache(c) => crate::exit::finish(c.execute()),
+            Command::Exec(c) => crate::exit::finish(c.execute()),
+            Command::KernelCheck(c) => crate::exit::finish(c.execute()),
+            Command::Check(c) => crate::exit::finish(c.execute()),
+        }
+    }
+}

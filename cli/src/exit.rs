@@ -1,0 +1,70 @@
+//! Exit codes (see [`EXIT_CODES`]) and how an error becomes one.
+
+/// Success: the plan completed, the caps file is valid, the op is allowed.
+pub(crate) const EXIT_OK: i32 = 0;
+/// `check --explain`: the op would be denied.
+pub(crate) const EXIT_DENIED: i32 = 1;
+/// Bad usage, caps file or plan file.
+pub(crate) const EXIT_USAGE: i32 = 2;
+/// `exec`: a budget halted the run.
+pub(crate) const EXIT_HARD_LIMIT: i32 = 3;
+/// A bug or an unexpected host failure (EX_SOFTWARE).
+pub(crate) const EXIT_INTERNAL: i32 = 70;
+/// `run`: the guest trapped (not a limit).
+pub(crate) const EXIT_RUN_TRAP: i32 = 123;
+/// `run`: a budget halted the guest.
+pub(crate) const EXIT_RUN_HARD_LIMIT: i32 = 124;
+/// `run`: sbx-wasm could not start the guest (caps file, component, setup).
+pub(crate) const EXIT_RUN_SETUP: i32 = 125;
+
+pub(crate) const EXIT_CODES: &str = "\
+Exit codes:
+  0   success: the plan completed (soft denials included), the caps file is valid,
+      or the explained op would be allowed
+  1   check --explain: the op would be denied
+  2   usage error: bad arguments, caps file or plan file
+  3   exec: a budget (max_ops, max_output_bytes, max_wall) halted the run
+  70  internal error
+run passes the guest's own exit code through, except:
+  123 run: the guest trapped (not a limit; the report has the message)
+  124 run: a budget (ops, output, wall, fuel, memory, stack) halted the guest
+  125 run: the guest could not be started (caps file, component, setup)";
+
+/// The exit code of a command's result, printing the error if any: a
+/// usage error (2) unless the error is marked [`Internal`] (70).
+pub(crate) fn finish(result: anyhow::Result<i32>) -> i32 {
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("sbx-wasm: error: {}", describe(&e));
+            if e.downcast_ref::<Internal>().is_some() {
+                EXIT_INTERNAL
+            } else {
+                EXIT_USAGE
+            }
+        }
+    }
+}
+
+/// An error and its causes on one line, `a: b: c`, leaving out a cause whose
+/// text the line already ends with (the library's errors say their cause
+/// in their own message, and also expose it as their source).
+pub(crate) fn describe(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if line.ends_with(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
+}
+
+/// Marks an error that is the host's fault, not the user's input.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct Internal(pub(crate) String);

@@ -1,0 +1,111 @@
+//! For a door that performs effects itself (the wasm host lets WASI perform
+//! file calls through its preopens): admit an op through a given mount,
+//! turn an admitted op into the refusal it became, charge the write quota
+//! for effects the gate did not perform.
+
+use super::{Failure, Mode, Sandbox};
+use crate::bound::record_target;
+use crate::budget::WriteMeter;
+use crate::fs::check_path;
+use crate::op::Op;
+use crate::report::DenialRecord;
+use crate::violation::Denial;
+use std::sync::Arc;
+use std::time::Duration;
+
+impl Sandbox {
+    /// Time on the injected clock since the run started (one reading).
+    pub(crate) fn elapsed_now(&self) -> Duration {
+        self.clock.now().saturating_sub(self.start)
+    }
+
+    /// [`Sandbox::admit`] for an op performed through a descriptor of the
+    /// mount at guest path `via`. `Ok` is the op's sequence number, for
+    /// [`Sandbox::refuse_admitted`] should the effect then be refused.
+    pub(crate) fn admit_via(&mut self, op: Op, via: &str) -> Result<u64, Denial> {
+        let r = self.run_with(op, Mode::Admit(Some(via)));
+        match r.denial {
+            Some(d) => Err(d),
+            None => Ok(r.seq),
+        }
+    }
+
+    /// Record that admitted op `seq` was refused after all (the file layer
+    /// refused it as an escape, or its effect would pass a quota): the
+    /// audit then says what happened (a denial), not `allowed`. A hard
+    /// refusal halts the run.
+    pub(crate) fn refuse_admitted(&mut self, seq: u64, denial: Denial) {
+        if denial.hard && self.halted.is_none() {
+            self.halted = Some(denial.clone());
+        }
+        let Some(event) = self.audit.iter_mut().rev().find(|e| e.seq == seq) else {
+            return;
+        };
+        event.decision = "denied".into();
+        event.violation = Some(denial.violation);
+        event.hard = denial.hard;
+        event.detail = Some(denial.message);
+        self.denials.push(DenialRecord {
+            seq,
+            op: event.op.clone(),
+            target: event.target.clone(),
+            violation: denial.violation,
+            hard: denial.hard,
+        });
+        self.denials.sort_by_key(|d| d.seq);
+    }
+
+    /// Whether `guest` (below the mount at `via`) leads outside that mount
+    /// through a symbolic link, as the mount's own handle resolves it.
+    pub(crate) fn escapes(&self, via: &str, guest: &str) -> bool {
+        let (Some(mount), Ok(path)) = (self.mounts.by_guest(via), check_path(guest)) else {
+            return false;
+        };
+        path.strip_base(&mount.mount.guest)
+            .is_some_and(|rel| mount.escapes(&rel))
+    }
+
+    /// The write quota's meter, for writes that do not pass the gate call by
+    /// call (WASI file output streams).
+    pub(crate) fn write_meter(&self) -> Arc<WriteMeter> {
+        self.writes.clone()
+    }
+
+    /// Charge the write quota for an effect performed elsewhere (WASI):
+    /// `bytes` written, `files` created. Over the quota, the run halts and
+    /// the refusal is recorded against `target`.
+    /// When the effect belongs to an admitted op (`admitted` is its
+    /// sequence number), that op's record becomes the refusal.
+    pub(crate) fn charge_writes(
+        &mut self,
+        kind: &'static str,
+        target: &str,
+        (bytes, files): (u64, u64),
+        admitted: Option<u64>,
+    ) -> Result<(), Denial> {
+        let Err(d) = self.quota(bytes, files) else {
+            return Ok(());
+        };
+        if let Some(seq) = admitted {
+            self.refuse_admitted(seq, d.clone());
+            return Err(d);
+        }
+        self.seq += 1;
+        let op = Op::Invalid {
+            op: kind.to_string(),
+            reason: String::new(),
+        };
+        self.finish(&op, None, Err(Failure::Denied(d.clone())));
+        // Named as the effect it stopped, not as the placeholder op.
+        let target = record_target(target);
+        if let Some(ev) = self.audit.last_mut() {
+            ev.op = kind.to_string();
+            ev.target = target.clone();
+        }
+        if let Some(rec) = self.denials.last_mut() {
+            rec.op = kind.to_string();
+            rec.target = target;
+        }
+        Err(d)
+    }
+}

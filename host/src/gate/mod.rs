@@ -1,0 +1,341 @@
+//! The gate: every operation is charged, checked, performed and audited here,
+//! in that order: the pipeline is [`Sandbox::run`] in this file; the check
+//! is `check.rs`, the effects `effect.rs`, the records `record.rs`, and the
+//! entry points of a door that performs effects itself (the wasm host's
+//! WASI) `door.rs`. Nothing here may panic on any input, and no effect
+//! happens before the check allows it.
+
+mod check;
+#[cfg(feature = "wasm")]
+mod door;
+mod effect;
+mod record;
+
+use crate::budget::{Clock, MonotonicClock, OutputMeter, Usage, WriteMeter};
+use crate::caps::Capabilities;
+use crate::error::Error;
+use crate::fs::MountTable;
+use crate::net::{HttpNet, Net, Resolve, SystemResolver};
+use crate::op::{Op, OpError, Output, SandboxResult};
+use crate::report::{AuditEvent, DenialRecord, Limits, RunReport, Status};
+use crate::tools::ToolRegistry;
+use crate::violation::{Denial, Violation};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Sets up a [`Sandbox`]. Defaults: [`HttpNet`] for fetches, the
+/// [`SystemResolver`] for names, an empty [`ToolRegistry`], and a
+/// [`MonotonicClock`].
+pub struct SandboxBuilder {
+    caps: Capabilities,
+    net: Arc<dyn Net>,
+    resolver: Arc<dyn Resolve>,
+    tools: ToolRegistry,
+    clock: Arc<dyn Clock>,
+    output: Option<Arc<OutputMeter>>,
+    writes: Option<Arc<WriteMeter>>,
+}
+
+impl SandboxBuilder {
+    /// Share `meter` as the write quota (`max_write_bytes`, `max_files`);
+    /// the wasm host shares it with the guest's file output streams.
+    /// Default: a meter of its own with the caps' budget.
+    pub fn write_meter(mut self, meter: Arc<WriteMeter>) -> Self {
+        self.writes = Some(meter);
+        self
+    }
+
+    /// Share `meter` as the `max_output_bytes` meter (the wasm host shares it
+    /// with the guest's stdout and stderr). Default: a meter of its own with
+    /// the caps' budget.
+    pub fn output_meter(mut self, meter: Arc<OutputMeter>) -> Self {
+        self.output = Some(meter);
+        self
+    }
+
+    /// Perform allowed fetches with `net`.
+    pub fn net(mut self, net: impl Net + 'static) -> Self {
+        self.net = Arc::new(net);
+        self
+    }
+
+    /// Resolve host names with `resolver` (each fetch resolves once, and the
+    /// connection goes to a checked address).
+    pub fn resolver(mut self, resolver: impl Resolve + 'static) -> Self {
+        self.resolver = Arc::new(resolver);
+        self
+    }
+
+    /// Run allowed tool calls from `tools` (a tool must be both allowed by
+    /// the caps and registered here).
+    pub fn tools(mut self, tools: ToolRegistry) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// Read wall time from `clock`.
+    pub fn clock(mut self, clock: impl Clock + 'static) -> Self {
+        self.clock = Arc::new(clock);
+        self
+    }
+
+    /// Read wall time from a clock shared with other meters.
+    pub fn clock_shared(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Perform allowed fetches with a shared `net`.
+    pub fn net_shared(mut self, net: Arc<dyn Net>) -> Self {
+        self.net = net;
+        self
+    }
+
+    /// Resolve names with a shared `resolver`.
+    pub fn resolver_shared(mut self, resolver: Arc<dyn Resolve>) -> Self {
+        self.resolver = resolver;
+        self
+    }
+
+    /// Open the mounts and start the wall clock.
+    pub fn build(self) -> Result<Sandbox, Error> {
+        let mounts = MountTable::open(self.caps.mounts()).map_err(|(m, source)| Error::Mount {
+            guest: m.guest.to_string(),
+            host: m.host,
+            source,
+        })?;
+        let start = self.clock.now();
+        let output = self
+            .output
+            .unwrap_or_else(|| Arc::new(OutputMeter::new(self.caps.budget().max_output_bytes)));
+        let b = self.caps.budget();
+        let writes = self
+            .writes
+            .unwrap_or_else(|| Arc::new(WriteMeter::new(b.max_write_bytes, b.max_files)));
+        Ok(Sandbox {
+            output,
+            writes,
+            caps: self.caps,
+            mounts,
+            net: self.net,
+            resolver: self.resolver,
+            tools: self.tools,
+            clock: self.clock,
+            start,
+            elapsed: Duration::ZERO,
+            seq: 0,
+            ops: 0,
+            halted: None,
+            audit: Vec::new(),
+            denials: Vec::new(),
+        })
+    }
+}
+
+/// A capability-gated executor for one run.
+///
+/// Each [`Sandbox::run`] charges `max_ops` and `max_wall` (hard), checks the
+/// capability (soft), performs the effect through the mount handles, the
+/// [`Net`] or the [`ToolRegistry`], then charges `max_output_bytes` (hard).
+/// After a hard violation every later op is refused with `hard = true`.
+///
+/// # Examples
+///
+/// ```
+/// use sbx_wasm::{Capabilities, Op, Sandbox, Violation};
+///
+/// let data = tempfile::tempdir()?;
+/// std::fs::write(data.path().join("a.txt"), "hello")?;
+/// let caps = Capabilities::builder().read_mount(data.path(), "/work").build()?;
+/// let mut sandbox = Sandbox::new(caps)?;
+///
+/// assert!(sandbox.run(Op::read("/work/a.txt")).ok);
+/// let denied = sandbox.run(Op::read("/etc/passwd"));
+/// assert_eq!(denied.violation(), Some(Violation::FsReadDenied));
+/// assert!(!denied.hard());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Sandbox {
+    caps: Capabilities,
+    mounts: MountTable,
+    net: Arc<dyn Net>,
+    resolver: Arc<dyn Resolve>,
+    tools: ToolRegistry,
+    clock: Arc<dyn Clock>,
+    start: Duration,
+    elapsed: Duration,
+    seq: u64,
+    ops: u64,
+    output: Arc<OutputMeter>,
+    writes: Arc<WriteMeter>,
+    halted: Option<Denial>,
+    audit: Vec<AuditEvent>,
+    denials: Vec<DenialRecord>,
+}
+
+enum Failure {
+    Denied(Denial),
+    Error(OpError),
+}
+
+/// How [`Sandbox::run_with`] treats an op that passes the check.
+#[derive(Clone, Copy)]
+enum Mode<'a> {
+    /// Perform its effect here.
+    Perform,
+    /// Someone else performs it (WASI); check it against the mount the
+    /// descriptor it goes through belongs to, when given.
+    Admit(Option<&'a str>),
+}
+
+impl Sandbox {
+    /// Start configuring a sandbox for `caps`.
+    pub fn builder(caps: Capabilities) -> SandboxBuilder {
+        SandboxBuilder {
+            caps,
+            net: Arc::new(HttpNet::new()),
+            resolver: Arc::new(SystemResolver),
+            tools: ToolRegistry::new(),
+            clock: Arc::new(MonotonicClock::new()),
+            output: None,
+            writes: None,
+        }
+    }
+
+    /// A sandbox with the defaults of [`SandboxBuilder`].
+    pub fn new(caps: Capabilities) -> Result<Self, Error> {
+        Self::builder(caps).build()
+    }
+
+    /// The grant.
+    pub fn caps(&self) -> &Capabilities {
+        &self.caps
+    }
+
+    /// The hard violation that halted the run, if any.
+    pub fn halted(&self) -> Option<&Denial> {
+        self.halted.as_ref()
+    }
+
+    /// What the run has used so far.
+    pub fn usage(&self) -> Usage {
+        Usage {
+            ops: self.ops,
+            output_bytes: self.output.used(),
+            fuel: None,
+            wall_ms: u64::try_from(self.elapsed.as_millis()).unwrap_or(u64::MAX),
+            memory_peak_bytes: None,
+            write_bytes: self.writes.bytes(),
+            files: self.writes.files(),
+        }
+    }
+
+    /// Every decision so far.
+    pub fn audit(&self) -> &[AuditEvent] {
+        &self.audit
+    }
+
+    /// The report of the run so far.
+    pub fn report(&self) -> RunReport {
+        RunReport {
+            status: if self.halted.is_some() {
+                Status::HardLimit
+            } else {
+                Status::Completed
+            },
+            exit_code: None,
+            violation: self.halted.as_ref().map(|d| d.violation),
+            usage: self.usage(),
+            limits: Limits::from(self.caps.budget()),
+            denials: self.denials.clone(),
+            kernel_wall: None,
+        }
+    }
+
+    /// Charge, check and audit a filesystem op whose effect someone else
+    /// performs (the wasm host lets WASI perform it through its preopens).
+    /// `Ok` names the rule; `Err` is the denial (hard ones halt the run).
+    pub fn admit(&mut self, op: Op) -> Result<String, Denial> {
+        let r = self.run_with(op, Mode::Admit(None));
+        match r.denial {
+            Some(d) => Err(d),
+            None => Ok(r.rule.unwrap_or_default()),
+        }
+    }
+
+    /// Run one operation through the gate. Never panics; a denial is a value.
+    pub fn run(&mut self, op: Op) -> SandboxResult {
+        self.run_with(op, Mode::Perform)
+    }
+
+    fn run_with(&mut self, op: Op, mode: Mode<'_>) -> SandboxResult {
+        self.seq += 1;
+        if let Some(h) = &self.halted {
+            let d = Denial {
+                violation: h.violation,
+                hard: true,
+                message: format!(
+                    "the run was halted by {}; no further operations",
+                    h.violation
+                ),
+            };
+            return self.finish(&op, None, Err(Failure::Denied(d)));
+        }
+        self.ops += 1;
+        self.elapsed = self.clock.now().saturating_sub(self.start);
+        let budget = *self.caps.budget();
+        if self.ops > budget.max_ops {
+            let d = Denial::new(
+                Violation::MaxOps,
+                format!(
+                    "operation {} exceeds max_ops = {}",
+                    self.ops, budget.max_ops
+                ),
+            );
+            return self.finish(&op, None, Err(Failure::Denied(d)));
+        }
+        if self.elapsed > budget.max_wall {
+            let d = Denial::new(
+                Violation::MaxWall,
+                format!(
+                    "{} ms elapsed, over max_wall_ms = {}",
+                    self.elapsed.as_millis(),
+                    budget.max_wall.as_millis()
+                ),
+            );
+            return self.finish(&op, None, Err(Failure::Denied(d)));
+        }
+        let checked = match mode {
+            Mode::Admit(Some(via)) => self.check_via(&op, via),
+            _ => self.check(&op),
+        };
+        let rule = match checked {
+            Ok(rule) => rule,
+            Err(d) => return self.finish(&op, None, Err(Failure::Denied(d))),
+        };
+        if let Mode::Admit(_) = mode {
+            return self.finish(&op, Some(rule), Ok(Output::Admitted));
+        }
+        let (outcome, trace) = self.perform(&op);
+        if matches!(op, Op::NetFetch { .. } | Op::ToolCall { .. }) {
+            // A fetch or a tool may take most of the budget: the record and
+            // the report say when it ended, not when it began. (File ops
+            // take no time worth a clock reading: a tick clock advances
+            // once per op for them.)
+            self.elapsed = self.clock.now().saturating_sub(self.start);
+        }
+        let rule = trace.rule.clone().unwrap_or(rule);
+        let outcome = match outcome {
+            Ok(out) => {
+                let bytes = out.charged_bytes();
+                if self.output.try_charge(bytes) {
+                    Ok(out)
+                } else {
+                    Err(Failure::Denied(self.output_denial(bytes)))
+                }
+            }
+            Err(f) => Err(f),
+        };
+        self.finish_traced(&op, Some(rule), outcome, &trace)
+    }
+}

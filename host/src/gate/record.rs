@@ -1,0 +1,104 @@
+//! Records: every decision becomes one audit event (and a denial record
+//! when refused), with a bounded target; a hard denial trips the breaker.
+
+use super::{Failure, Sandbox};
+use crate::bound::record_target;
+use crate::net::FetchTrace;
+use crate::op::{Op, Output, SandboxResult};
+use crate::report::{AuditEvent, DenialRecord};
+
+impl Sandbox {
+    pub(super) fn finish(
+        &mut self,
+        op: &Op,
+        rule: Option<String>,
+        outcome: Result<Output, Failure>,
+    ) -> SandboxResult {
+        self.finish_traced(op, rule, outcome, &FetchTrace::default())
+    }
+
+    pub(super) fn finish_traced(
+        &mut self,
+        op: &Op,
+        rule: Option<String>,
+        outcome: Result<Output, Failure>,
+        trace: &FetchTrace,
+    ) -> SandboxResult {
+        // Records keep a bounded target, whatever the guest passed.
+        let mut result = SandboxResult {
+            seq: self.seq,
+            op: op.kind().to_string(),
+            target: record_target(op.target()),
+            ok: false,
+            rule: None,
+            output: None,
+            denial: None,
+            error: None,
+        };
+        let mut event = AuditEvent {
+            seq: self.seq,
+            op: result.op.clone(),
+            target: result.target.clone(),
+            decision: "denied".into(),
+            violation: None,
+            hard: false,
+            rule: None,
+            bytes: 0,
+            address: trace.address.map(|a| a.to_string()),
+            status: trace.status,
+            redirects: (trace.redirects > 0).then_some(trace.redirects),
+            detail: (!trace.dropped_headers.is_empty()).then(|| {
+                format!(
+                    "headers dropped at a cross-origin redirect: {}",
+                    trace.dropped_headers.join(", ")
+                )
+            }),
+            elapsed_ms: u64::try_from(self.elapsed.as_millis()).unwrap_or(u64::MAX),
+        };
+        match outcome {
+            Ok(out) => {
+                event.decision = "allowed".into();
+                event.rule = rule.clone();
+                event.bytes = out.charged_bytes();
+                result.ok = true;
+                result.rule = rule;
+                result.output = Some(out);
+            }
+            Err(Failure::Error(e)) => {
+                event.decision = "allowed".into();
+                event.rule = rule.clone();
+                event.detail = Some(match event.detail.take() {
+                    Some(d) => format!("{}; {d}", e.message),
+                    None => e.message.clone(),
+                });
+                result.rule = rule;
+                result.error = Some(e);
+            }
+            Err(Failure::Denied(d)) => {
+                // The one place the breaker trips: any hard denial halts.
+                if d.hard && self.halted.is_none() {
+                    self.halted = Some(d.clone());
+                }
+                event.violation = Some(d.violation);
+                event.hard = d.hard;
+                // A fetch halted after its connection keeps the rule that
+                // let it connect (and the address, above).
+                event.rule = rule;
+                event.detail = Some(match event.detail.take() {
+                    Some(dd) => format!("{}; {dd}", d.message),
+                    None => d.message.clone(),
+                });
+                self.denials.push(DenialRecord {
+                    seq: self.seq,
+                    op: result.op.clone(),
+                    target: result.target.clone(),
+                    violation: d.violation,
+                    hard: d.hard,
+                });
+                result.denial = Some(d);
+            }
+        }
+        self.audit.push(event);
+        result
+    }
+}

@@ -1,0 +1,231 @@
+//! The engine (fuel, epochs, async, the pooling allocator when asked), the
+//! linker (WASI 0.2, the gated filesystem, the `sbx:agent` imports), the
+//! epoch thread, and the kernel wall applied around a run.
+
+use super::root::EmptyRoot;
+use super::{ArtifactCache, EPOCH_TICK, HostState, MAX_WASM_STACK, WasmHost, fs_gate, imports};
+use crate::caps::Capabilities;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use wasmtime::component::{HasSelf, Linker};
+use wasmtime::{Config, Engine};
+
+/// How instances get their memory, tables and stacks.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Allocator {
+    /// mmap per instance, the default.
+    OnDemand,
+    /// Slots reserved up front by [`WasmHost::with_pool`].
+    Pooling(PoolSizes),
+    /// The pool was asked for and could not be reserved; instances use
+    /// mmap per instance instead. The reason says why.
+    OnDemandFallback(String),
+}
+
+/// Sizes of the pooling allocator, derived from a grant by
+/// [`PoolSizes::for_caps`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolSizes {
+    /// Sandboxes alive at once.
+    pub sandboxes: u32,
+    /// Largest linear memory, in bytes (the grant's `max_memory_bytes`).
+    pub max_memory_bytes: u64,
+    /// Core instances one component may create (the Python runner has
+    /// about a dozen; a Rust guest, a handful).
+    pub core_instances_per_sandbox: u32,
+    /// Linear memories one component may create.
+    pub memories_per_sandbox: u32,
+    /// Tables one component may create.
+    pub tables_per_sandbox: u32,
+    /// Largest table, in elements.
+    pub table_elements: usize,
+}
+
+impl PoolSizes {
+    /// Slots for `sandboxes` concurrent runs under `caps`: memories no
+    /// larger than the grant allows, and room for components as large as
+    /// the Python runner (32 core instances, 8 memories, 32 tables of up to
+    /// 100,000 elements each).
+    pub fn for_caps(caps: &Capabilities, sandboxes: u32) -> Self {
+        PoolSizes {
+            sandboxes,
+            max_memory_bytes: caps.budget().max_memory_bytes,
+            core_instances_per_sandbox: 32,
+            memories_per_sandbox: 8,
+            tables_per_sandbox: 32,
+            table_elements: 100_000,
+        }
+    }
+}
+
+impl Drop for WasmHost {
+    fn drop(&mut self) {
+        self.ticker.store(false, Ordering::SeqCst);
+        self.drop_empty_root();
+    }
+}
+
+pub(super) type TickerJob = Box<dyn FnOnce() + Send>;
+fn base_config() -> Config {
+    let mut config = Config::new();
+    config.consume_fuel(true);
+    config.epoch_interruption(true);
+    config.wasm_component_model(true);
+    config.max_wasm_stack(MAX_WASM_STACK);
+    config
+}
+
+fn pooled_engine(sizes: &PoolSizes) -> wasmtime::Result<Engine> {
+    let mut pool = wasmtime::PoolingAllocationConfig::new();
+    let n = sizes.sandboxes.max(1);
+    pool.total_component_instances(n)
+        .total_core_instances(n.saturating_mul(sizes.core_instances_per_sandbox))
+        .total_memories(n.saturating_mul(sizes.memories_per_sandbox))
+        .total_tables(n.saturating_mul(sizes.tables_per_sandbox))
+        .total_stacks(n)
+        .max_core_instances_per_component(sizes.core_instances_per_sandbox)
+        .max_memories_per_component(sizes.memories_per_sandbox)
+        .max_tables_per_component(sizes.tables_per_sandbox)
+        .table_elements(sizes.table_elements)
+        .max_memory_size(usize::try_from(sizes.max_memory_bytes).unwrap_or(usize::MAX));
+    let mut config = base_config();
+    config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(pool));
+    Engine::new(&config)
+}
+
+impl WasmHost {
+    /// An engine with fuel, epoch interruption and async support, and a
+    /// linker with WASI 0.2 and the `sbx:agent` imports. Instances are
+    /// allocated on demand (see [`WasmHost::with_pool`] for many runs).
+    pub fn new() -> wasmtime::Result<Self> {
+        Self::build(Engine::new(&base_config())?, Allocator::OnDemand)
+    }
+
+    /// Like [`WasmHost::new`], with instance slots reserved up front for
+    /// `sizes.sandboxes` concurrent runs: instantiation then reuses slots
+    /// instead of mapping memory per run. If the pool cannot be reserved
+    /// (address-space limits, `ulimit -v`), the host falls back to on-demand
+    /// allocation; [`WasmHost::allocator`] says which one it got.
+    ///
+    /// A run needing more than the sizes allow (more concurrent sandboxes,
+    /// a larger table) fails to instantiate with wasmtime's message.
+    pub fn with_pool(sizes: PoolSizes) -> wasmtime::Result<Self> {
+        match pooled_engine(&sizes) {
+            Ok(engine) => Self::build(engine, Allocator::Pooling(sizes)),
+            Err(e) => Self::build(
+                Engine::new(&base_config())?,
+                Allocator::OnDemandFallback(format!("{e:#}")),
+            ),
+        }
+    }
+
+    /// Which instance allocator this host uses.
+    pub fn allocator(&self) -> &Allocator {
+        &self.allocator
+    }
+
+    fn build(engine: Engine, allocator: Allocator) -> wasmtime::Result<Self> {
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        fs_gate::add_to_linker(&mut linker)?;
+        imports::Agent::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
+        // The epoch advances on its own thread; each store's callback decides
+        // what a tick means for it.
+        let ticker = Arc::new(AtomicBool::new(true));
+        let (e, alive) = (engine.weak(), ticker.clone());
+        let (jobs_tx, jobs) = std::sync::mpsc::channel::<TickerJob>();
+        std::thread::spawn(move || {
+            let mut next = Instant::now() + EPOCH_TICK;
+            while alive.load(Ordering::SeqCst) {
+                // Sleep until the next tick, waking at once for a job (a
+                // run waits on its confinement job before starting).
+                match jobs.recv_timeout(next.saturating_duration_since(Instant::now())) {
+                    Ok(job) => {
+                        job();
+                        continue;
+                    }
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+                }
+                next += EPOCH_TICK;
+                match e.upgrade() {
+                    Some(engine) => engine.increment_epoch(),
+                    None => break,
+                }
+            }
+        });
+        Ok(WasmHost {
+            engine,
+            linker,
+            ticker,
+            ticker_jobs: Mutex::new(jobs_tx),
+            empty_root: Mutex::new(None),
+            cache: None,
+            allocator,
+        })
+    }
+
+    /// Keep compiled components in `cache`: a component compiled once loads
+    /// without a compile on every later run.
+    pub fn with_cache(mut self, cache: ArtifactCache) -> Self {
+        self.cache = Some(cache);
+        self
+    }
+
+    /// The artifact cache, if any.
+    pub fn cache(&self) -> Option<&ArtifactCache> {
+        self.cache.as_ref()
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+}
+
+impl WasmHost {
+    /// Apply `policy` on this thread and the whole process, then have the
+    /// epoch thread (started before) apply the same Landlock rules on
+    /// itself: on kernels without Landlock's thread sync it would otherwise
+    /// keep the process's full authority.
+    pub(super) fn confine(&self, policy: &crate::confine::Policy) -> crate::KernelWall {
+        // A root kept on disk (no /proc) must go now: the run holds it open
+        // already, and a confined process could not remove it later.
+        if let Ok(mut slot) = self.empty_root.lock()
+            && slot.as_ref().is_some_and(|r| r.on_disk.is_some())
+            && let Some(EmptyRoot {
+                on_disk: Some(dir), ..
+            }) = slot.take()
+        {
+            let _ = std::fs::remove_dir(dir);
+        }
+        let mut wall = policy.apply();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut own = policy.clone();
+        own.seccomp = false; // already installed on every thread
+        let job: TickerJob = Box::new(move || {
+            let _ = tx.send(own.apply());
+        });
+        let sent = self
+            .ticker_jobs
+            .lock()
+            .map(|j| j.send(job).is_ok())
+            .unwrap_or(false);
+        match rx.recv_timeout(Duration::from_secs(2)) {
+            Ok(t) if sent && t.landlock == wall.landlock => {}
+            Ok(t) => {
+                wall.up = false;
+                wall.notes
+                    .push(format!("epoch thread: landlock {}", t.landlock));
+            }
+            Err(_) => {
+                wall.up = false;
+                wall.notes
+                    .push("epoch thread did not confine itself".into());
+            }
+        }
+        wall
+    }
+}

@@ -1,0 +1,182 @@
+//! What the host knows of each directory descriptor, and admitting a path
+//! call through the gate; after the effect, the audit made true to it.
+
+use super::{Res, code, hard};
+use crate::op::Op;
+use crate::violation::{Denial, Violation};
+use crate::wasm::HostState;
+use wasmtime_wasi::p2::FsError;
+use wasmtime_wasi::p2::bindings::filesystem::types::{
+    Datetime, DescriptorStat, ErrorCode, MetadataHashValue,
+};
+
+/// Every file time a guest sees under `--deterministic`: the virtual wall
+/// clock's 2026-01-01T00:00:00Z.
+const FIXED_TIME: Datetime = Datetime {
+    seconds: crate::wasm::clocks::FIXED_WALL_SECONDS,
+    nanoseconds: 0,
+};
+
+/// What the host knows of a directory descriptor.
+#[derive(Clone, Debug)]
+pub(crate) struct DirInfo {
+    /// The guest path it stands for.
+    pub(super) path: String,
+    /// The guest path of the preopen it descends from: its effects land in
+    /// that mount's host folder.
+    pub(super) via: String,
+}
+
+/// An admitted path call: its guest path, the mount it goes through, and
+/// its sequence number in the audit.
+pub(super) struct Admitted {
+    pub(super) full: String,
+    pub(super) via: String,
+    pub(super) seq: u64,
+    pub(super) write: bool,
+}
+
+impl HostState {
+    /// The guest path for `path` relative to directory `fd`, and the mount
+    /// the descriptor reaches.
+    pub(super) fn guest_path(&self, fd: u32, path: &str) -> Result<(String, String), Denial> {
+        let Some(dir) = self.fs_paths.get(&fd) else {
+            return Err(Denial::new(
+                Violation::InvalidRequest,
+                "unknown directory descriptor",
+            ));
+        };
+        if path.starts_with('/') {
+            return Err(Denial::new(
+                Violation::InvalidRequest,
+                format!(
+                    "absolute path {} in a directory-relative call",
+                    crate::bound::quote(path)
+                ),
+            ));
+        }
+        let full = if dir.path == "/" {
+            format!("/{path}")
+        } else {
+            format!("{}/{path}", dir.path)
+        };
+        Ok((full, dir.via.clone()))
+    }
+
+    /// Admit one path op; `Ok` carries what the effect needs to know, `Err`
+    /// the guest's error code, and a hard limit traps.
+    pub(super) fn admit_path(
+        &mut self,
+        fd: u32,
+        path: &str,
+        make: fn(String) -> Op,
+    ) -> wasmtime::Result<Result<Admitted, ErrorCode>> {
+        let (full, via) = match self.guest_path(fd, path) {
+            Ok(p) => p,
+            Err(d) => {
+                // Still charged and audited: run the malformed request through the gate.
+                let op = Op::Invalid {
+                    op: make(String::new()).kind().to_string(),
+                    reason: d.message.clone(),
+                };
+                return match self.gate.admit(op) {
+                    Err(d) if d.hard => Err(hard(d)),
+                    _ => Ok(Err(code(&d))),
+                };
+            }
+        };
+        let op = make(full.clone());
+        let write = matches!(
+            op,
+            Op::FsWrite { .. } | Op::FsRemove { .. } | Op::FsMkdir { .. }
+        );
+        match self.gate.admit_via(op, &via) {
+            Ok(seq) => Ok(Ok(Admitted {
+                full,
+                via,
+                seq,
+                write,
+            })),
+            Err(d) if d.hard => Err(hard(d)),
+            Err(d) => Ok(Err(code(&d))),
+        }
+    }
+
+    /// After the effect: if the filesystem layer refused it and the path
+    /// leads out of its mount through a symlink, record the denial it is.
+    pub(super) fn settle<T>(&mut self, a: &Admitted, r: Result<T, FsError>) -> Res<T> {
+        let r = match r {
+            Ok(v) => return Ok((Ok(v),)),
+            Err(e) => e.downcast()?,
+        };
+        let refused = matches!(
+            r,
+            ErrorCode::NotPermitted | ErrorCode::Access | ErrorCode::Loop
+        );
+        if refused && self.gate.escapes(&a.via, &a.full) {
+            let violation = if a.write {
+                Violation::FsWriteDenied
+            } else {
+                Violation::FsReadDenied
+            };
+            let message = format!(
+                "{} leads outside its mount through a symbolic link",
+                crate::bound::clip(&a.full)
+            );
+            self.gate
+                .refuse_admitted(a.seq, Denial::new(violation, message));
+        }
+        Ok((Err(r),))
+    }
+
+    /// Charge `files` created by admitted call `a` to the write quota; a
+    /// spent quota turns its record into the refusal and halts the run.
+    pub(super) fn charge_files(&mut self, a: &Admitted, files: u64) -> wasmtime::Result<()> {
+        let kind = if a.write { "fs_write" } else { "fs_read" };
+        self.gate
+            .charge_writes(kind, &a.full, (0, files), Some(a.seq))
+            .map_err(hard)
+    }
+
+    /// Charge `bytes` written through descriptor `fd` to the write quota;
+    /// a spent quota halts the run.
+    pub(super) fn charge_bytes(&mut self, fd: u32, bytes: u64) -> wasmtime::Result<()> {
+        let name = self.fd_name(fd);
+        self.gate
+            .charge_writes("fs_write", &name, (bytes, 0), None)
+            .map_err(hard)
+    }
+
+    /// A file's guest path, for records (directories are known; a file
+    /// descriptor is named by what opened it).
+    pub(super) fn fd_name(&self, fd: u32) -> String {
+        self.fs_paths
+            .get(&fd)
+            .map(|d| d.path.clone())
+            .unwrap_or_else(|| "(file descriptor)".into())
+    }
+
+    pub(super) fn fix_times(&self, mut st: DescriptorStat) -> DescriptorStat {
+        if self.deterministic {
+            st.data_access_timestamp = st.data_access_timestamp.map(|_| FIXED_TIME);
+            st.data_modification_timestamp = st.data_modification_timestamp.map(|_| FIXED_TIME);
+            st.status_change_timestamp = st.status_change_timestamp.map(|_| FIXED_TIME);
+        }
+        st
+    }
+
+    /// Under `--deterministic`, a file's identity hash comes from its guest
+    /// path, not the host's device and inode numbers.
+    pub(super) fn fix_hash(&self, name: &str, h: MetadataHashValue) -> MetadataHashValue {
+        if !self.deterministic {
+            return h;
+        }
+        use sha2::{Digest, Sha256};
+        let d = Sha256::digest(name.as_bytes());
+        let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
+        MetadataHashValue {
+            lower: word(&d[..8]),
+            upper: word(&d[8..16]),
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! Loading: read and compile a component (through the artifact cache when
+//! there is one), with errors that say what the file is, and link it once
+//! for many runs.
+
+use super::{CacheOutcome, PreparedAgent, WasmHost};
+use std::path::Path;
+use wasmtime::component::Component;
+use wasmtime_wasi::p2::bindings::CommandPre;
+
+/// Why a component could not be run at all (before any guest code ran).
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Not WebAssembly, or a core module rather than a component.
+    #[error("{path}: {why}")]
+    NotAComponent {
+        /// The file.
+        path: String,
+        /// What it is instead.
+        why: String,
+    },
+    /// wasmtime rejected it (invalid, or imports the sandbox does not
+    /// provide: the message names them).
+    #[error("{path}: {message}")]
+    Rejected {
+        /// The file.
+        path: String,
+        /// wasmtime's message.
+        message: String,
+    },
+    /// The grant's mounts could not be opened.
+    #[error(transparent)]
+    Setup(#[from] crate::Error),
+}
+
+impl WasmHost {
+    /// Read and compile a component, with errors that say what the file is.
+    pub fn load(&self, path: &Path) -> Result<Component, LoadError> {
+        self.load_traced(path).map(|(c, _)| c)
+    }
+
+    /// Compile a component from bytes; `name` appears in errors.
+    pub fn load_bytes(&self, bytes: &[u8], name: &str) -> Result<Component, LoadError> {
+        self.load_bytes_traced(bytes, name).map(|(c, _)| c)
+    }
+
+    /// Like [`WasmHost::load`], and says whether the cache served it
+    /// (`None` without a cache).
+    pub fn load_traced(&self, path: &Path) -> Result<(Component, Option<CacheOutcome>), LoadError> {
+        let shown = path.display().to_string();
+        if let Some(cache) = &self.cache
+            && let Some(component) = cache.get_by_file(&self.engine, path)
+        {
+            self.prepare_named(&component, &shown)?;
+            return Ok((component, Some(CacheOutcome::Hit)));
+        }
+        let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
+            path: shown.clone(),
+            source,
+        })?;
+        self.load_bytes_from(&bytes, &shown, Some(path))
+    }
+
+    /// Like [`WasmHost::load_bytes`], and says whether the cache served it
+    /// (`None` without a cache).
+    pub fn load_bytes_traced(
+        &self,
+        bytes: &[u8],
+        name: &str,
+    ) -> Result<(Component, Option<CacheOutcome>), LoadError> {
+        self.load_bytes_from(bytes, name, None)
+    }
+
+    /// `bytes`, read from the file `source` when there is one (the cache
+    /// then remembers the file, so its next load need not read it).
+    fn load_bytes_from(
+        &self,
+        bytes: &[u8],
+        name: &str,
+        source: Option<&Path>,
+    ) -> Result<(Component, Option<CacheOutcome>), LoadError> {
+        let not = |why: &str| LoadError::NotAComponent {
+            path: name.to_string(),
+            why: why.to_string(),
+        };
+        if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
+            return Err(not("not a WebAssembly file"));
+        }
+        if bytes[4..8] == [1, 0, 0, 0] {
+            return Err(not(
+                "a core WebAssembly module, not a component; build for wasm32-wasip2 \
+                 (or wrap it with `wasm-tools component new`)",
+            ));
+        }
+        let rejected = |e: wasmtime::Error| LoadError::Rejected {
+            path: name.to_string(),
+            message: format!("{e:#}"),
+        };
+        let (component, outcome) = match &self.cache {
+            Some(cache) => {
+                let (c, o) = match source {
+                    Some(file) => cache.get_or_compile_file(&self.engine, bytes, file),
+                    None => cache.get_or_compile(&self.engine, bytes),
+                }
+                .map_err(rejected)?;
+                (c, Some(o))
+            }
+            None => (Component::new(&self.engine, bytes).map_err(rejected)?, None),
+        };
+        self.prepare_named(&component, name)?;
+        Ok((component, outcome))
+    }
+
+    /// Link `component` once for many runs (see [`PreparedAgent`]).
+    pub fn prepare(&self, component: &Component) -> Result<PreparedAgent, LoadError> {
+        self.prepare_named(component, "component")
+    }
+
+    fn prepare_named(&self, component: &Component, name: &str) -> Result<PreparedAgent, LoadError> {
+        let rejected = |message: String| LoadError::Rejected {
+            path: name.to_string(),
+            message,
+        };
+        let pre = self
+            .linker
+            .instantiate_pre(component)
+            .map_err(|e| rejected(format!("needs imports the sandbox does not provide: {e:#}")))?;
+        let pre = CommandPre::new(pre).map_err(|e| {
+            rejected(format!(
+                "not a WASI command (no wasi:cli/run export): {e:#}"
+            ))
+        })?;
+        Ok(PreparedAgent {
+            pre,
+            engine: self.engine.clone(),
+        })
+    }
+}
