@@ -1,0 +1,13 @@
+//! The end-to-end tests, as one test binary: each binary links wasmtime,
+//! and linking it once instead of once per file saves minutes of CI on two
+//! cores. Each module is one area (`cargo test -p sbx-wasm-tests -- egress::`
+//! runs one).
+
+mod abuse;
+mod cli;
+mod egress;
+mod hostile;
+mod kernel;
+mod python;
+mod seed_behaviours;
+mod wasm;
