@@ -2,6 +2,7 @@
 //! crate with clap and anyhow; the library (`sbx-wasm`) has neither.
 
 #![forbid(unsafe_code)]
+#![warn(unreachable_pub)]
 
 mod commands;
 mod common;

@@ -38,6 +38,7 @@
 // One audited exception: loading a cached compiled artifact (wasm::cache).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
+#![warn(unreachable_pub)]
 
 pub mod agent;
 pub mod bound;

@@ -12,6 +12,8 @@
 
 mod cache;
 mod clocks;
+// The guest fuzzer's entry, not part of the embedding API.
+#[cfg(any(test, feature = "fuzzing"))]
 mod core;
 mod engine;
 mod fs_gate;
@@ -23,6 +25,7 @@ mod root;
 mod run;
 
 pub use cache::{ArtifactCache, CacheEntry, CacheOutcome, process_alive};
+#[cfg(any(test, feature = "fuzzing"))]
 pub use core::CoreOutcome;
 pub use engine::{Allocator, PoolSizes};
 pub use load::LoadError;
@@ -46,7 +49,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 /// A hard limit hit inside the host (an import, the output meter, the memory
 /// limiter): the error that traps the guest, and how the report names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HardLimit(pub Violation);
+pub(crate) struct HardLimit(pub(crate) Violation);
 
 impl fmt::Display for HardLimit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
