@@ -2,11 +2,12 @@
 //! wasmtime embedding, with no gate, no budgets, no mounts. `sbx:agent`
 //! imports answer directly (a tool call returns an empty string).
 
+use std::path::Path;
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
 use wasmtime::{Config, Engine, Store};
 use wasmtime_wasi::p2::bindings::CommandPre;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
-use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 wasmtime::component::bindgen!({
     path: "../wit",
@@ -68,6 +69,48 @@ impl Bare {
 
     pub fn prepare(&self, component: &Component) -> wasmtime::Result<CommandPre<State>> {
         CommandPre::new(self.linker.instantiate_pre(component)?)
+    }
+
+    /// Compile and link a component file.
+    pub fn load_file(&self, path: &Path) -> wasmtime::Result<CommandPre<State>> {
+        self.prepare(&Component::from_file(&self.engine, path)?)
+    }
+
+    /// Run once as `wasmtime run --dir HOST::GUEST` would: `dirs` preopened
+    /// in order (read-only ones with read-only permissions), `args`, and
+    /// the guest's stdout returned. `Err` when the guest failed or trapped.
+    pub async fn run_with_dirs(
+        &self,
+        pre: &CommandPre<State>,
+        dirs: &[(&Path, &str, bool)],
+        args: &[&str],
+    ) -> wasmtime::Result<String> {
+        let mut argv = vec!["agent"];
+        argv.extend_from_slice(args);
+        let stdout = MemoryOutputPipe::new(1 << 20);
+        let mut wasi = WasiCtxBuilder::new();
+        wasi.args(&argv).stdout(stdout.clone());
+        for (host, guest, writable) in dirs {
+            let perms = if *writable {
+                FsPerms::ReadWrite
+            } else {
+                FsPerms::ReadOnly
+            };
+            wasi.preopened_dir(host, guest, perms)?;
+        }
+        let mut store = Store::new(
+            &self.engine,
+            State {
+                wasi: wasi.build(),
+                table: ResourceTable::new(),
+            },
+        );
+        let command = pre.instantiate_async(&mut store).await?;
+        let ok = command.wasi_cli_run().call_run(&mut store).await?;
+        drop(store);
+        let out = String::from_utf8_lossy(&stdout.contents()).into_owned();
+        ok.map(|()| out)
+            .map_err(|()| wasmtime::format_err!("guest failed"))
     }
 
     /// Instantiate and run once with `args`; stdout is captured and dropped.

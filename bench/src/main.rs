@@ -11,7 +11,7 @@
 //!   interpreter binaries to compare with, `:`-separated (optional: the
 //!   Python rows are skipped without them).
 
-mod bare;
+use sbx_wasm_bench::bare;
 
 #[path = "../../guest-examples/agents/src/cpu_work.rs"]
 mod cpu_work;

@@ -22,8 +22,10 @@ for what, attempt in attempts:
         print(f"{what}: ALLOWED (this should not happen)")
     except sbx.Denied as e:
         print(f"{what}: denied ({e.violation})")
-    except PermissionError as e:
-        print(f"{what}: denied by the filesystem ({e.strerror})")
+    except OSError as e:
+        # WASI gives the errno a plain host would: no such file outside the
+        # mounts, not permitted for `..` or a read-only mount.
+        print(f"{what}: refused by the filesystem ({e.strerror})")
 
 print("spinning forever...", flush=True)
 n = 0

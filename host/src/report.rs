@@ -122,6 +122,10 @@ pub struct RunReport {
     /// with confinement asked for; see `sbx_wasm::confine`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel_wall: Option<KernelWall>,
+    /// What else happened that a reader should know (wasm front door: a
+    /// stdout or stderr whose reader went away).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// What the kernel enforced around a run, besides wasm isolation.

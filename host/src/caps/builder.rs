@@ -315,7 +315,7 @@ fn build_mounts(raw: &[(PathBuf, String, Access)], base: &Path) -> Result<Vec<Mo
                 format!("fs.write[{}]", wi - 1)
             }
         };
-        let guest_form = "an absolute guest path below /, without `..`, e.g. \"/work\"";
+        let guest_form = "an absolute guest path without `..`, e.g. \"/work\" (or \"/\")";
         let g: GuestPath = check_path(guest).map_err(|d| {
             CapsError::invalid(
                 format!("{key}.guest"),
@@ -323,13 +323,6 @@ fn build_mounts(raw: &[(PathBuf, String, Access)], base: &Path) -> Result<Vec<Mo
                 guest_form,
             )
         })?;
-        if g.as_str() == "/" {
-            return Err(CapsError::invalid(
-                format!("{key}.guest"),
-                "cannot mount at /",
-                guest_form,
-            ));
-        }
         if let Some(other) = mounts.iter().find(|m| m.guest == g) {
             return Err(CapsError::invalid(
                 format!("{key}.guest"),

@@ -137,8 +137,8 @@ fn errors_name_the_file_the_key_and_the_form() {
             &["`fs.read[0].guest`", ".."],
         ),
         (
-            "[fs]\nread = [{ host = \"data\", guest = \"/\" }]\n",
-            &["`fs.read[0].guest`", "cannot mount at /"],
+            "[fs]\nread = [{ host = \"data\", guest = \"/\" }]\nwrite = [{ host = \"out\", guest = \"//\" }]\n",
+            &["`fs.write[0].guest`", "already mounted"],
         ),
         (
             "[fs]\nread = [{ host = \"data\", guest = \"/w\" }]\nwrite = [{ host = \"out\", guest = \"/w/\" }]\n",
@@ -224,4 +224,14 @@ fn builder_resolves_relative_hosts_against_base_dir() {
         .read_mount("nope", "/w")
         .build();
     assert!(err.unwrap_err().to_string().contains("fs.read[0].host"));
+}
+
+#[test]
+fn a_folder_may_be_granted_at_the_root_with_mounts_below_it() {
+    let t = Tree::new();
+    let caps = t
+        .load("[fs]\nread = [{ host = \"data\", guest = \"/\" }]\nwrite = [{ host = \"out\", guest = \"/out\" }]\n")
+        .unwrap();
+    let guests: Vec<&str> = caps.mounts().iter().map(|m| m.guest.as_str()).collect();
+    assert_eq!(guests, ["/", "/out"]);
 }

@@ -249,6 +249,7 @@ impl Sandbox {
             limits: Limits::from(self.caps.budget()),
             denials: self.denials.clone(),
             kernel_wall: None,
+            notes: Vec::new(),
         }
     }
 

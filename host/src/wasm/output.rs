@@ -1,13 +1,17 @@
 //! Guest stdout and stderr, streamed to a host sink and counted against
 //! `max_output_bytes`. The write that would pass the budget writes what fits,
 //! then traps: a hard halt the report names, instead of the guest's `println!`
-//! panicking on a full pipe with nothing said about why.
+//! panicking on a full pipe with nothing said about why. When the sink's
+//! reader goes away (a closed pipe), the guest sees its stream closed, as it
+//! would under any WASI host, instead of writing on into nothing until the
+//! budget halts it.
 
 use super::HardLimit;
 use crate::budget::OutputMeter;
 use crate::violation::Violation;
 use std::io::Write;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
@@ -21,15 +25,38 @@ pub type Sink = Arc<Mutex<dyn Write + Send>>;
 pub(crate) struct MeteredOutput {
     meter: Arc<OutputMeter>,
     sink: Sink,
+    /// The sink refused a write: its reader is gone.
+    closed: Arc<AtomicBool>,
+}
+
+/// What became of one write.
+enum Put {
+    Written,
+    /// Some bytes did not fit the budget (what fit was written).
+    OverBudget,
+    /// The sink is closed; nothing more goes out.
+    Closed,
 }
 
 impl MeteredOutput {
     pub(crate) fn new(meter: Arc<OutputMeter>, sink: Sink) -> Self {
-        MeteredOutput { meter, sink }
+        MeteredOutput {
+            meter,
+            sink,
+            closed: Arc::new(AtomicBool::new(false)),
+        }
     }
 
-    /// Write what the budget allows; `false` when some bytes did not fit.
-    fn put(&self, bytes: &[u8]) -> bool {
+    /// Whether the sink's reader went away during the run.
+    pub(crate) fn closed_flag(&self) -> Arc<AtomicBool> {
+        self.closed.clone()
+    }
+
+    /// Write what the budget allows.
+    fn put(&self, bytes: &[u8]) -> Put {
+        if self.closed.load(Ordering::SeqCst) {
+            return Put::Closed;
+        }
         let n = bytes.len() as u64;
         let (take, fits) = if self.meter.try_charge(n) {
             (bytes.len(), true)
@@ -42,11 +69,14 @@ impl MeteredOutput {
                 false,
             )
         };
-        if let Ok(mut sink) = self.sink.lock() {
-            let _ = sink.write_all(&bytes[..take]);
-            let _ = sink.flush();
+        if let Ok(mut sink) = self.sink.lock()
+            && let Err(e) = sink.write_all(&bytes[..take]).and_then(|()| sink.flush())
+            && e.kind() == std::io::ErrorKind::BrokenPipe
+        {
+            self.closed.store(true, Ordering::SeqCst);
+            return Put::Closed;
         }
-        fits
+        if fits { Put::Written } else { Put::OverBudget }
     }
 }
 
@@ -63,12 +93,12 @@ impl Pollable for MeteredOutput {
 
 impl OutputStream for MeteredOutput {
     fn write(&mut self, bytes: bytes::Bytes) -> StreamResult<()> {
-        if self.put(&bytes) {
-            Ok(())
-        } else {
-            Err(StreamError::Trap(wasmtime::Error::new(HardLimit(
+        match self.put(&bytes) {
+            Put::Written => Ok(()),
+            Put::Closed => Err(StreamError::Closed),
+            Put::OverBudget => Err(StreamError::Trap(wasmtime::Error::new(HardLimit(
                 Violation::MaxOutputBytes,
-            ))))
+            )))),
         }
     }
 
@@ -77,6 +107,9 @@ impl OutputStream for MeteredOutput {
     }
 
     fn check_write(&mut self) -> StreamResult<usize> {
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(StreamError::Closed);
+        }
         Ok(64 * 1024)
     }
 }
@@ -87,11 +120,11 @@ impl tokio::io::AsyncWrite for MeteredOutput {
         _: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        if self.put(buf) {
-            Poll::Ready(Ok(buf.len()))
-        } else {
-            Poll::Ready(Err(std::io::Error::other("max_output_bytes")))
-        }
+        Poll::Ready(match self.put(buf) {
+            Put::Written => Ok(buf.len()),
+            Put::Closed => Err(std::io::ErrorKind::BrokenPipe.into()),
+            Put::OverBudget => Err(std::io::Error::other("max_output_bytes")),
+        })
     }
 
     fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {

@@ -20,6 +20,9 @@ use wasmtime::{Engine, Store, Trap, UpdateDeadline};
 use wasmtime_wasi::p2::pipe::MemoryInputPipe;
 use wasmtime_wasi::{FsPerms, I32Exit, WasiCtx, WasiCtxBuilder};
 
+/// Each output stream's name and whether its reader went away.
+type Closed = [(&'static str, Arc<std::sync::atomic::AtomicBool>); 2];
+
 impl WasmHost {
     /// Run `component` under `opts`, blocking the calling thread (a
     /// current-thread tokio runtime drives the async WASI inside).
@@ -93,7 +96,7 @@ impl WasmHost {
         let deterministic = opts.deterministic;
         let meter = Arc::new(OutputMeter::new(budget.max_output_bytes));
         let mut opts = opts;
-        let wasi = self.wasi_context(&mut opts, &meter)?;
+        let (wasi, closed) = self.wasi_context(&mut opts, &meter)?;
         let RunOptions {
             caps,
             tools,
@@ -143,7 +146,16 @@ impl WasmHost {
             Ok(Ok(Err(()))) => End::Exit(1),
             Ok(Err(e)) => classify(&e, &store),
         };
-        Ok(finish(store, end, &meter, kernel_wall))
+        let mut run = finish(store, end, &meter, kernel_wall);
+        for (name, flag) in closed {
+            if flag.load(std::sync::atomic::Ordering::SeqCst) {
+                run.report.notes.push(format!(
+                    "{name}: its reader went away; the guest's later writes to it were \
+                     refused as a closed stream"
+                ));
+            }
+        }
+        Ok(run)
     }
 
     /// The guest's WASI: the empty root and the mounts preopened, the caps'
@@ -154,18 +166,10 @@ impl WasmHost {
         &self,
         opts: &mut RunOptions,
         meter: &Arc<OutputMeter>,
-    ) -> Result<WasiCtx, LoadError> {
+    ) -> Result<(WasiCtx, Closed), LoadError> {
         let mut wasi = WasiCtxBuilder::new();
-        if wasi
-            .preopened_dir(self.empty_root()?, "/", FsPerms::ReadOnly)
-            .is_err()
-        {
-            // Gone behind our back (no /proc, and a tmp cleaner): make a
-            // new one, once.
-            self.drop_empty_root();
-            wasi.preopened_dir(self.empty_root()?, "/", FsPerms::ReadOnly)
-                .map_err(|e| setup(format!("cannot preopen the empty root: {e:#}")))?;
-        }
+        // The grant's mounts first: a program that takes "the directory it
+        // was given" takes the first preopen.
         for m in opts.caps.mounts() {
             let perms = match m.access {
                 Access::ReadOnly => FsPerms::ReadOnly,
@@ -173,6 +177,21 @@ impl WasmHost {
             };
             wasi.preopened_dir(&m.host, m.guest.as_str(), perms)
                 .map_err(|e| setup(format!("cannot preopen {}: {e:#}", m.host.display())))?;
+        }
+        // Then the empty root, last, unless the grant mounts a folder at `/`
+        // (which then plays its part): it makes absolute paths outside
+        // every mount reach the host, where they are refused and recorded.
+        let root_mounted = opts.caps.mounts().iter().any(|m| m.guest.as_str() == "/");
+        if !root_mounted
+            && wasi
+                .preopened_dir(self.empty_root()?, "/", FsPerms::ReadOnly)
+                .is_err()
+        {
+            // Gone behind our back (no /proc, and a tmp cleaner): make a
+            // new one, once.
+            self.drop_empty_root();
+            wasi.preopened_dir(self.empty_root()?, "/", FsPerms::ReadOnly)
+                .map_err(|e| setup(format!("cannot preopen the empty root: {e:#}")))?;
         }
         let env: Vec<(&String, &String)> = opts.caps.env().iter().collect();
         wasi.envs(&env);
@@ -187,8 +206,16 @@ impl WasmHost {
         } else {
             wasi.stdin(MemoryInputPipe::new(std::mem::take(&mut opts.stdin)));
         }
-        wasi.stdout(MeteredOutput::new(meter.clone(), opts.stdout.clone()));
-        wasi.stderr(MeteredOutput::new(meter.clone(), opts.stderr.clone()));
+        let (stdout, stderr) = (
+            MeteredOutput::new(meter.clone(), opts.stdout.clone()),
+            MeteredOutput::new(meter.clone(), opts.stderr.clone()),
+        );
+        let closed = [
+            ("stdout", stdout.closed_flag()),
+            ("stderr", stderr.closed_flag()),
+        ];
+        wasi.stdout(stdout);
+        wasi.stderr(stderr);
         if opts.deterministic {
             wasi.wall_clock(FixedWallClock);
             wasi.monotonic_clock(TickMonotonic::default());
@@ -198,7 +225,7 @@ impl WasmHost {
             )));
             wasi.insecure_random_seed(u128::from(opts.seed));
         }
-        Ok(wasi.build())
+        Ok((wasi.build(), closed))
     }
 
     /// The store with the run's limits: memory, fuel (in slices), and the

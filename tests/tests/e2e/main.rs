@@ -10,4 +10,5 @@ mod hostile;
 mod kernel;
 mod python;
 mod seed_behaviours;
+mod wasi;
 mod wasm;

@@ -74,6 +74,13 @@ impl HostState {
         let (full, via) = match self.guest_path(fd, path) {
             Ok(p) => p,
             Err(d) => {
+                // WASI's own answer: an absolute path on a descriptor is
+                // not permitted; an unknown descriptor is a bad one.
+                let answer = if path.starts_with('/') {
+                    ErrorCode::NotPermitted
+                } else {
+                    ErrorCode::BadDescriptor
+                };
                 // Still charged and audited: run the malformed request through the gate.
                 let op = Op::Invalid {
                     op: make(String::new()).kind().to_string(),
@@ -81,7 +88,7 @@ impl HostState {
                 };
                 return match self.gate.admit(op) {
                     Err(d) if d.hard => Err(hard(d)),
-                    _ => Ok(Err(code(&d))),
+                    _ => Ok(Err(answer)),
                 };
             }
         };
@@ -98,7 +105,7 @@ impl HostState {
                 write,
             })),
             Err(d) if d.hard => Err(hard(d)),
-            Err(d) => Ok(Err(code(&d))),
+            Err(d) => Ok(Err(code(&d, self.gate.mount_access(&via).is_some()))),
         }
     }
 

@@ -45,11 +45,19 @@ const TYPES: &str = "wasi:filesystem/types@0.2.12";
 const PREOPENS: &str = "wasi:filesystem/preopens@0.2.12";
 type Res<T> = wasmtime::Result<(Result<T, ErrorCode>,)>;
 
-/// The error code a denied call returns to the guest.
-fn code(d: &Denial) -> ErrorCode {
+/// The error code a denied call returns to the guest through a descriptor
+/// of the mount at `via`: the code WASI itself gives for the same refusal
+/// (the report and audit keep the project's violation names). A path
+/// outside every mount gets what a program sees with no preopen there
+/// (`no-entry`); a write through a read-only mount, or at a mount's root,
+/// what a read-only preopen gives (`not-permitted`); a `..` what an escape
+/// from a preopen gives (`not-permitted`).
+fn code(d: &Denial, mounted: bool) -> ErrorCode {
     match d.violation {
         Violation::PathTraversal => ErrorCode::NotPermitted,
         Violation::InvalidRequest => ErrorCode::Invalid,
+        Violation::FsReadDenied | Violation::FsWriteDenied if !mounted => ErrorCode::NoEntry,
+        Violation::FsReadDenied | Violation::FsWriteDenied => ErrorCode::NotPermitted,
         _ => ErrorCode::Access,
     }
 }
@@ -250,7 +258,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
                 // The host tree never holds a link that leaves the grant:
                 // an operator reading the folder afterwards would follow it.
                 if let Err(d) = check_link_target(&a.full, &a.via, &old) {
-                    let code = code(&d);
+                    let code = code(&d, true);
                     state.gate.refuse_admitted(a.seq, d);
                     return Ok((Err(code),));
                 }
