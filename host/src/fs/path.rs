@@ -104,13 +104,16 @@ pub fn check_path(path: &str) -> Result<GuestPath, Denial> {
     if !path.starts_with('/') {
         return Err(Denial::new(
             Violation::InvalidRequest,
-            format!("path {path:?} is not absolute; guest paths start with /"),
+            format!(
+                "path {} is not absolute; guest paths start with /",
+                crate::bound::quote(path)
+            ),
         ));
     }
     if has_traversal(path) {
         return Err(Denial::new(
             Violation::PathTraversal,
-            format!("path {path:?} has a `..` component"),
+            format!("path {} has a `..` component", crate::bound::quote(path)),
         ));
     }
     Ok(GuestPath(canonical(path)))

@@ -63,8 +63,12 @@ pub(crate) fn gated_fetch(
             Ok(d) => d,
             Err(Refusal::Denied(mut d)) => {
                 if trace.redirects > 0 {
-                    d.message =
-                        format!("redirect {} to {}: {}", trace.redirects, req.url, d.message);
+                    d.message = format!(
+                        "redirect {} to {}: {}",
+                        trace.redirects,
+                        crate::bound::clip(&req.url),
+                        d.message
+                    );
                 }
                 return (Err(FetchFailure::Denied(d)), trace);
             }

@@ -152,7 +152,7 @@ impl Egress {
         let url = Url::parse(raw).map_err(|e| {
             Denial::new(
                 Violation::InvalidRequest,
-                format!("URL {raw:?} does not parse: {e}"),
+                format!("URL {} does not parse: {e}", crate::bound::quote(raw)),
             )
         })?;
         if Scheme::parse_url(&url).is_none() {
@@ -182,7 +182,7 @@ pub(crate) fn url_origin(url: &Url) -> String {
     format!(
         "{}://{}:{}",
         url.scheme(),
-        url.host_str().unwrap_or(""),
+        crate::bound::clip(url.host_str().unwrap_or("")),
         url.port_or_known_default().unwrap_or(0)
     )
 }
