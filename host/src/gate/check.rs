@@ -3,7 +3,7 @@
 
 use super::Sandbox;
 use crate::bound::{MAX_TOOL_INPUT_BYTES, MAX_TOOL_NAME_BYTES, clip, quote};
-use crate::fs::{Access, OpenMount, check_path};
+use crate::fs::{Access, GuestPath, OpenMount, check_path};
 use crate::net::check_request;
 use crate::op::Op;
 use crate::violation::{Denial, Violation};
@@ -78,28 +78,12 @@ impl Sandbox {
         access: Access,
     ) -> Result<(&OpenMount, String), Denial> {
         let path = check_path(raw)?;
-        let (violation, verb) = match access {
-            Access::ReadOnly => (Violation::FsReadDenied, "read"),
-            Access::ReadWrite => (Violation::FsWriteDenied, "write"),
-        };
         let Some((mount, rel)) = self.mounts.find(&path) else {
-            return Err(Denial::new(
-                violation,
-                format!(
-                    "{} is outside every mount the guest may {verb}",
-                    clip(&path)
-                ),
-            ));
+            return Err(outside(access, &path));
         };
         if access == Access::ReadWrite && mount.mount.access != Access::ReadWrite {
-            return Err(Denial::new(
-                violation,
-                format!(
-                    "{} is in read-only mount {}",
-                    clip(&path),
-                    mount.mount.guest
-                ),
-            ));
+            let why = format!("is in read-only mount {}", mount.mount.guest);
+            return Err(refuse(access, &path, why));
         }
         Ok((mount, rel))
     }
@@ -119,44 +103,35 @@ impl Sandbox {
             _ => return self.check(op),
         };
         let path = check_path(raw)?;
-        let (violation, verb) = match access {
-            Access::ReadOnly => (Violation::FsReadDenied, "read"),
-            Access::ReadWrite => (Violation::FsWriteDenied, "write"),
-        };
-        let outside = || {
-            Denial::new(
-                violation,
-                format!(
-                    "{} is outside every mount the guest may {verb}",
-                    clip(&path)
-                ),
-            )
-        };
         let Some(mount) = self.mounts.by_guest(via) else {
-            return Err(outside());
+            return Err(outside(access, &path));
         };
         if !path.is_under(&mount.mount.guest) {
-            return Err(outside());
+            return Err(outside(access, &path));
         }
         if matches!(op, Op::FsRemove { .. }) && path == mount.mount.guest {
-            return Err(Denial::new(
-                violation,
-                format!(
-                    "{} is a mount point; it cannot be renamed or removed",
-                    clip(&path)
-                ),
-            ));
+            let why = "is a mount point; it cannot be renamed or removed";
+            return Err(refuse(access, &path, why));
         }
         if access == Access::ReadWrite && mount.mount.access != Access::ReadWrite {
-            return Err(Denial::new(
-                violation,
-                format!(
-                    "{} is reached through read-only mount {}",
-                    clip(&path),
-                    mount.mount.guest
-                ),
-            ));
+            let why = format!("is reached through read-only mount {}", mount.mount.guest);
+            return Err(refuse(access, &path, why));
         }
         Ok(mount.mount.rule())
     }
+}
+
+/// The refusal of `access` to `path`, saying `why`.
+fn refuse(access: Access, path: &GuestPath, why: impl std::fmt::Display) -> Denial {
+    let violation = match access {
+        Access::ReadOnly => Violation::FsReadDenied,
+        Access::ReadWrite => Violation::FsWriteDenied,
+    };
+    Denial::new(violation, format!("{} {why}", clip(path)))
+}
+
+/// The refusal of a path no mount covers.
+fn outside(access: Access, path: &GuestPath) -> Denial {
+    let why = format!("is outside every mount the guest may {}", access.as_str());
+    refuse(access, path, why)
 }

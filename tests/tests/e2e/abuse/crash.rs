@@ -78,6 +78,17 @@ fn a_run_leaves_no_process_behind_under_a_subreaper() {
     );
 }
 
+/// `sbx-wasm run --report r.json --audit a.jsonl GUEST` in `dir`.
+fn run_with_files(dir: &Path, guest_name: &str) -> Command {
+    let mut c = Command::new(sbx_bin());
+    c.current_dir(dir)
+        .env("SBX_WASM_CACHE_DIR", dir.join("cache"))
+        .args(["run", "--caps", "caps.toml", "--report", "r.json"])
+        .args(["--audit", "a.jsonl"])
+        .arg(guest(guest_name));
+    c
+}
+
 /// Children of `pid`, from /proc.
 fn children(pid: u32) -> Vec<u32> {
     std::fs::read_dir("/proc")
@@ -99,20 +110,8 @@ fn kill_9_in_the_middle_of_a_run_leaves_no_report_no_root_and_no_helper() {
     tool_caps(t.path(), "max_wall_ms = 60000\n");
     let tmp = t.path().join("tmp");
     std::fs::create_dir(&tmp).unwrap();
-    let mut child = Command::new(sbx_bin())
-        .current_dir(t.path())
-        .env("SBX_WASM_CACHE_DIR", t.path().join("cache"))
+    let mut child = run_with_files(t.path(), "sleepy")
         .env("TMPDIR", &tmp)
-        .args([
-            "run",
-            "--caps",
-            "caps.toml",
-            "--report",
-            "r.json",
-            "--audit",
-            "a.jsonl",
-        ])
-        .arg(guest("sleepy"))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .spawn()
@@ -153,19 +152,7 @@ fn kill_9_in_the_middle_of_a_run_leaves_no_report_no_root_and_no_helper() {
     let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
     assert!(left.is_empty(), "left in the temp folder: {left:?}");
     // The next run clears the dead run's staged files and writes whole ones.
-    let out = Command::new(sbx_bin())
-        .current_dir(t.path())
-        .env("SBX_WASM_CACHE_DIR", t.path().join("cache"))
-        .args([
-            "run",
-            "--caps",
-            "caps.toml",
-            "--report",
-            "r.json",
-            "--audit",
-            "a.jsonl",
-        ])
-        .arg(guest("noop"))
+    let out = run_with_files(t.path(), "noop")
         .stdin(Stdio::null())
         .output()
         .unwrap();

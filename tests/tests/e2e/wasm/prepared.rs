@@ -99,17 +99,8 @@ fn a_pool_that_cannot_be_reserved_falls_back_to_on_demand() {
 fn the_wall_deadline_reads_the_injected_clock() {
     let t = Tree::new();
     let clock = Arc::new(sbx_wasm::ManualClock::new());
-    let caps = t
-        .caps()
-        .max_wall(Duration::from_secs(30))
-        .max_fuel(1_000_000_000_000_000)
-        .build()
-        .unwrap();
     let component = host().load(&guest("spin")).unwrap();
-    let mut opts = RunOptions::new(caps);
-    opts.clock = Some(clock.clone());
-    opts.stdout = sink().0;
-    opts.stderr = sink().0;
+    let opts = spinning(&t, Duration::from_secs(30), clock.clone());
     let run = std::thread::spawn(move || host().run(&component, opts).unwrap());
     std::thread::sleep(Duration::from_millis(300));
     assert!(
@@ -138,17 +129,9 @@ fn the_wall_deadline_reads_the_injected_clock() {
 #[test]
 fn a_stopped_clock_does_not_outlive_the_real_time_backstop() {
     let t = Tree::new();
-    let caps = t
-        .caps()
-        .max_wall(Duration::from_millis(500))
-        .max_fuel(1_000_000_000_000_000)
-        .build()
-        .unwrap();
+    let clock = Arc::new(sbx_wasm::ManualClock::new());
     let component = host().load(&guest("spin")).unwrap();
-    let mut opts = RunOptions::new(caps);
-    opts.clock = Some(Arc::new(sbx_wasm::ManualClock::new()));
-    opts.stdout = sink().0;
-    opts.stderr = sink().0;
+    let opts = spinning(&t, Duration::from_millis(500), clock);
     let started = Instant::now();
     let run = host().run(&component, opts).unwrap();
     assert_eq!(
@@ -177,4 +160,20 @@ fn a_stopped_clock_does_not_outlive_the_real_time_backstop() {
         Some(Violation::MaxWall | Violation::MaxFuel)
     ));
     assert!(run.report.usage.wall_ms >= 400, "{:?}", run.report.usage);
+}
+
+/// Options for the spinning guest: fuel for days, a wall of `wall` on
+/// `clock`, output captured.
+fn spinning(t: &Tree, wall: Duration, clock: Arc<sbx_wasm::ManualClock>) -> RunOptions {
+    let caps = t
+        .caps()
+        .max_wall(wall)
+        .max_fuel(1_000_000_000_000_000)
+        .build()
+        .unwrap();
+    let mut opts = RunOptions::new(caps);
+    opts.clock = Some(clock);
+    opts.stdout = sink().0;
+    opts.stderr = sink().0;
+    opts
 }
