@@ -43,17 +43,15 @@
 pub mod agent;
 pub mod bound;
 pub mod budget;
+pub mod capability;
 pub mod caps;
 #[cfg(feature = "wasm")]
 pub mod confine;
 pub mod error;
-pub mod fs;
 pub mod gate;
-pub mod net;
 pub mod op;
 pub mod plan;
 pub mod report;
-pub mod tools;
 pub mod violation;
 #[cfg(feature = "wasm")]
 pub mod wasm;
@@ -63,6 +61,9 @@ pub mod wasm;
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 struct ReadmeDoctests;
+
+// Each capability is also at the crate root, where it has always been.
+pub use capability::{fs, net, tools};
 
 pub use agent::{AgentRun, SandboxedAgent, StoppedReason};
 pub use budget::{Budget, Clock, ManualClock, MonotonicClock, TickClock, Usage, WriteMeter};

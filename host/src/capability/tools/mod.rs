@@ -6,6 +6,10 @@
 //! operator chose to trust. The grant decides *which* tools an agent may
 //! call, never what a tool may do.
 
+mod check;
+
+pub(crate) use check::check_call;
+
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::{Read, Write};

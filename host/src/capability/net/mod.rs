@@ -2,6 +2,7 @@
 //! seam that performs an allowed fetch (its host impl, [`HttpNet`]).
 
 mod address;
+mod check;
 mod fetch;
 mod http;
 mod request;
@@ -9,6 +10,7 @@ mod resolve;
 mod rules;
 
 pub use address::special_range;
+pub(crate) use check::check_fetch;
 pub(crate) use fetch::{FetchFailure, FetchTrace, gated_fetch};
 pub use http::HttpNet;
 pub use request::{

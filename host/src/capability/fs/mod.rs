@@ -1,6 +1,7 @@
 //! The filesystem capability: mounts (its config), the path defense (its
 //! check) and cap-std effects (its host impl).
 
+mod check;
 mod mount;
 mod path;
 

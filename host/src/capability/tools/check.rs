@@ -1,0 +1,52 @@
+//! The tool capability's check: bounded name and input, on the allow-list,
+//! and an implementation registered.
+
+use super::ToolRegistry;
+use crate::bound::{MAX_TOOL_INPUT_BYTES, MAX_TOOL_NAME_BYTES, quote};
+use crate::violation::{Denial, Violation};
+use std::collections::BTreeSet;
+
+/// Whether tool `name` may be called with `input` when `allowed` is the
+/// grant's allow-list and `registry` holds the implementations. `Ok` names
+/// the rule.
+pub(crate) fn check_call(
+    allowed: &BTreeSet<String>,
+    registry: &ToolRegistry,
+    name: &str,
+    input: &str,
+) -> Result<String, Denial> {
+    if name.len() > MAX_TOOL_NAME_BYTES {
+        return Err(Denial::new(
+            Violation::InvalidRequest,
+            format!(
+                "tool name is {} bytes long; at most {MAX_TOOL_NAME_BYTES} are accepted",
+                name.len()
+            ),
+        ));
+    }
+    if input.len() > MAX_TOOL_INPUT_BYTES {
+        return Err(Denial::new(
+            Violation::InvalidRequest,
+            format!(
+                "tool input is {} bytes; at most {MAX_TOOL_INPUT_BYTES} are accepted",
+                input.len()
+            ),
+        ));
+    }
+    if !allowed.contains(name) {
+        return Err(Denial::new(
+            Violation::ToolDenied,
+            format!("tool {} is not on the allow-list", quote(name)),
+        ));
+    }
+    if registry.get(name).is_none() {
+        return Err(Denial::new(
+            Violation::ToolDenied,
+            format!(
+                "tool {} is allowed but no implementation is registered",
+                quote(name)
+            ),
+        ));
+    }
+    Ok(format!("tool {name}"))
+}
