@@ -318,6 +318,13 @@ impl OpError {
     }
 }
 
+/// Why an effect produced no output: refused on the way (a budget spent
+/// during it, an escape the file layer caught), or allowed and failed.
+pub(crate) enum Failure {
+    Denied(Denial),
+    Error(OpError),
+}
+
 /// The gate's answer to one operation. Exactly one of `output`, `denial` and
 /// `error` is set; `ok` is `true` only with `output`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

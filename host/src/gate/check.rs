@@ -56,7 +56,7 @@ impl Sandbox {
 }
 
 /// A file op's path and the access it needs; `None` for other ops.
-fn fs_request(op: &Op) -> Option<(&str, Access)> {
+pub(super) fn fs_request(op: &Op) -> Option<(&str, Access)> {
     match op {
         Op::FsRead { path } | Op::FsList { path } | Op::FsStat { path } => {
             Some((path, Access::ReadOnly))

@@ -1,13 +1,15 @@
 //! Effects: what an allowed op does, through the mount handles, the
 //! network seam and the tool registry, within what is left of the budgets.
 
-use super::{Failure, Sandbox};
-use crate::fs::{Access, FsError};
-use crate::net::{FetchFailure, FetchRequest, FetchTrace, gated_fetch};
-use crate::op::{Content, ErrorKind, Op, OpError, Output};
-use crate::tools::{ToolError, ToolLimits};
+//! (Each capability's effect lives in its folder; this is the dispatch and
+//! the budgets lent to them.)
+
+use super::Sandbox;
+use crate::fs::Lent;
+use crate::net::{FetchLimits, FetchRequest, FetchTrace, fetch};
+use crate::op::{ErrorKind, Failure, Op, OpError, Output};
+use crate::tools::{ToolLimits, call};
 use crate::violation::{Denial, Violation};
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
 
 impl Sandbox {
@@ -62,171 +64,61 @@ impl Sandbox {
         )
     }
 
-    pub(super) fn fs_failure(&self, e: FsError, access: Access, path: &str) -> Failure {
-        match e {
-            FsError::Escape => Failure::Denied(Denial::new(
-                match access {
-                    Access::ReadOnly => Violation::FsReadDenied,
-                    Access::ReadWrite => Violation::FsWriteDenied,
-                },
-                format!("{path} leads outside its mount through a symbolic link"),
-            )),
-            FsError::TooLarge => Failure::Denied(self.output_denial(u64::MAX)),
-            FsError::MountPoint => Failure::Error(OpError::new(
-                ErrorKind::MountPoint,
-                format!("{path} is a mount point; it cannot be written or removed"),
-            )),
-            FsError::Io(e) => Failure::Error(OpError::from_io(&e)),
-        }
-    }
-
+    /// Perform an allowed op: each capability's effect, with the budgets
+    /// lent to it.
     pub(super) fn perform(&self, op: &Op) -> (Result<Output, Failure>, FetchTrace) {
-        if let Op::NetFetch {
-            method,
-            url,
-            headers,
-            body,
-        } = op
-        {
-            return self.perform_fetch(method, url, headers, body);
-        }
-        (self.perform_local(op), FetchTrace::default())
-    }
-
-    pub(super) fn perform_fetch(
-        &self,
-        method: &str,
-        url: &str,
-        headers: &[(String, String)],
-        body: &[u8],
-    ) -> (Result<Output, Failure>, FetchTrace) {
-        let wall_left = self.wall_left();
-        let req = FetchRequest {
-            method: method.to_string(),
-            url: url.to_string(),
-            headers: headers.to_vec(),
-            body: body.to_vec(),
-        };
-        let (egress, resolver, net) = (self.caps.egress(), &*self.resolver, &*self.net);
-        let run = || gated_fetch(egress, resolver, net, req, wall_left, self.output_left());
-        let (result, trace) = match catch_unwind(AssertUnwindSafe(run)) {
-            Ok(r) => r,
-            Err(_) => (
-                Err(FetchFailure::Failed("the network layer panicked".into())),
-                FetchTrace::default(),
-            ),
-        };
-        let outcome = match result {
-            Ok(resp) => Ok(Output::response(resp)),
-            Err(FetchFailure::Denied(d)) => Err(Failure::Denied(d)),
-            Err(FetchFailure::Timeout) => Err(Failure::Denied(Denial::new(
-                Violation::MaxWall,
-                format!(
-                    "fetch ran past the {} ms left of the wall budget",
-                    wall_left.as_millis()
-                ),
-            ))),
-            Err(FetchFailure::BodyTooLarge) => Err(Failure::Denied(self.output_denial(u64::MAX))),
-            Err(FetchFailure::Failed(e)) => {
-                Err(Failure::Error(OpError::new(ErrorKind::Network, e)))
-            }
-        };
-        (outcome, trace)
-    }
-
-    pub(super) fn perform_local(&self, op: &Op) -> Result<Output, Failure> {
-        match op {
-            Op::FsRead { path }
-            | Op::FsList { path }
-            | Op::FsStat { path }
-            | Op::FsWrite { path, .. }
-            | Op::FsRemove { path }
-            | Op::FsMkdir { path } => self.perform_fs(op, path),
-            Op::NetFetch { .. } => Err(Failure::Error(OpError::new(
-                ErrorKind::Network,
-                "not a local op",
-            ))),
-            Op::ToolCall { name, input } => {
-                let Some(tool) = self.tools.get(name).cloned() else {
-                    return Err(Failure::Denied(Denial::new(
-                        Violation::ToolDenied,
-                        format!("tool {name:?} is not registered"),
-                    )));
+        let over_budget = || self.output_denial(u64::MAX);
+        let outcome = match op {
+            Op::NetFetch {
+                method,
+                url,
+                headers,
+                body,
+            } => {
+                let req = FetchRequest {
+                    method: method.to_string(),
+                    url: url.to_string(),
+                    headers: headers.to_vec(),
+                    body: body.to_vec(),
                 };
+                let limits = FetchLimits {
+                    timeout: self.wall_left(),
+                    max_response_bytes: self.output_left(),
+                };
+                let (egress, resolver, net) = (self.caps.egress(), &*self.resolver, &*self.net);
+                return fetch(egress, resolver, net, req, limits, &over_budget);
+            }
+            Op::ToolCall { name, input } => {
                 let limits = ToolLimits {
                     timeout: self.wall_left(),
                     max_output_bytes: self.output_left(),
                 };
-                match catch_unwind(AssertUnwindSafe(|| tool.call(input, limits))) {
-                    Ok(Ok(output)) => Ok(Output::ToolOutput { output }),
-                    Ok(Err(ToolError::Timeout)) => Err(Failure::Denied(Denial::new(
-                        Violation::MaxWall,
-                        format!(
-                            "tool {name:?} ran past the {} ms left of the wall budget",
-                            limits.timeout.as_millis()
-                        ),
-                    ))),
-                    Ok(Err(e)) => Err(Failure::Error(OpError::new(
-                        ErrorKind::ToolFailed,
-                        format!("tool {name:?} failed: {e}"),
-                    ))),
-                    Err(_) => Err(Failure::Error(OpError::new(
-                        ErrorKind::ToolFailed,
-                        format!("tool {name:?} panicked"),
-                    ))),
-                }
+                call(&self.tools, name, input, limits)
             }
             Op::Invalid { reason, .. } => Err(Failure::Denied(Denial::new(
                 Violation::InvalidRequest,
                 reason.clone(),
             ))),
-        }
+            _ => self.perform_fs(op, &over_budget),
+        };
+        (outcome, FetchTrace::default())
     }
 
-    pub(super) fn perform_fs(&self, op: &Op, raw: &str) -> Result<Output, Failure> {
-        let access = match op {
-            Op::FsWrite { .. } | Op::FsRemove { .. } | Op::FsMkdir { .. } => Access::ReadWrite,
-            _ => Access::ReadOnly,
+    fn perform_fs(&self, op: &Op, over_budget: &dyn Fn() -> Denial) -> Result<Output, Failure> {
+        let Some((raw, access)) = super::check::fs_request(op) else {
+            return Err(Failure::Error(OpError::new(
+                ErrorKind::Io,
+                "not a filesystem op",
+            )));
         };
         // Checked already; resolving again (pure, cheap) gives the handle.
         let (mount, rel) = self.resolve(raw, access).map_err(Failure::Denied)?;
-        let fail = |e| self.fs_failure(e, access, raw);
-        match op {
-            Op::FsRead { .. } => mount
-                .read(&rel, self.output_left())
-                .map(|b| Output::Data {
-                    content: Content(b),
-                })
-                .map_err(fail),
-            Op::FsWrite { content, .. } => {
-                let new_file = u64::from(!mount.exists(&rel));
-                self.quota(content.len() as u64, new_file)
-                    .map_err(Failure::Denied)?;
-                mount
-                    .write(&rel, content)
-                    .map(|()| Output::Written {
-                        bytes: content.len() as u64,
-                    })
-                    .map_err(fail)
-            }
-            Op::FsList { .. } => mount
-                .list(&rel)
-                .map(|entries| Output::Entries { entries })
-                .map_err(fail),
-            Op::FsStat { .. } => mount
-                .stat(&rel)
-                .map(|stat| Output::Stat { stat })
-                .map_err(fail),
-            Op::FsRemove { .. } => mount.remove(&rel).map(|()| Output::Removed).map_err(fail),
-            Op::FsMkdir { .. } => {
-                self.quota(0, mount.missing_dirs(&rel))
-                    .map_err(Failure::Denied)?;
-                mount.mkdir(&rel).map(|()| Output::Created).map_err(fail)
-            }
-            _ => Err(Failure::Error(OpError::new(
-                ErrorKind::Io,
-                "not a filesystem op",
-            ))),
-        }
+        let quota = |bytes, files| self.quota(bytes, files);
+        let lent = Lent {
+            read_limit: self.output_left(),
+            quota: &quota,
+            over_budget,
+        };
+        mount.perform(op, &rel, raw, access, &lent)
     }
 }

@@ -16,7 +16,7 @@ use crate::caps::Capabilities;
 use crate::error::Error;
 use crate::fs::MountTable;
 use crate::net::{HttpNet, Net, Resolve, SystemResolver};
-use crate::op::{Op, OpError, Output, SandboxResult};
+use crate::op::{Failure, Op, Output, SandboxResult};
 use crate::report::{AuditEvent, DenialRecord, Limits, RunReport, Status};
 use crate::tools::ToolRegistry;
 use crate::violation::{Denial, Violation};
@@ -171,11 +171,6 @@ pub struct Sandbox {
     halted: Option<Denial>,
     audit: Vec<AuditEvent>,
     denials: Vec<DenialRecord>,
-}
-
-enum Failure {
-    Denied(Denial),
-    Error(OpError),
 }
 
 /// How [`Sandbox::run_with`] treats an op that passes the check.

@@ -3,6 +3,7 @@
 
 mod address;
 mod check;
+mod effect;
 mod fetch;
 mod http;
 mod request;
@@ -11,6 +12,7 @@ mod rules;
 
 pub use address::special_range;
 pub(crate) use check::check_fetch;
+pub(crate) use effect::fetch;
 pub(crate) use fetch::{FetchFailure, FetchTrace, gated_fetch};
 pub use http::HttpNet;
 pub use request::{

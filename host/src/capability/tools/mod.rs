@@ -7,8 +7,10 @@
 //! call, never what a tool may do.
 
 mod check;
+mod effect;
 
 pub(crate) use check::check_call;
+pub(crate) use effect::call;
 
 use std::collections::BTreeMap;
 use std::fmt;
