@@ -23,9 +23,16 @@ use crate::violation::{Denial, Violation};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Sets up a [`Sandbox`]. Defaults: [`HttpNet`] for fetches, the
-/// [`SystemResolver`] for names, an empty [`ToolRegistry`], and a
-/// [`MonotonicClock`].
+/// Sets up a [`Sandbox`]. Every default:
+///
+/// | setting | default |
+/// |---|---|
+/// | [`net`](SandboxBuilder::net) | [`HttpNet`] (ureq + rustls, no proxy, no redirects of its own) |
+/// | [`resolver`](SandboxBuilder::resolver) | [`SystemResolver`] (the system's name lookup) |
+/// | [`tools`](SandboxBuilder::tools) | an empty [`ToolRegistry`] (every tool call `tool_denied`) |
+/// | [`clock`](SandboxBuilder::clock) | a [`MonotonicClock`] started at [`build`](SandboxBuilder::build) |
+/// | [`output_meter`](SandboxBuilder::output_meter) | a meter of its own with the caps' `max_output_bytes` |
+/// | [`write_meter`](SandboxBuilder::write_meter) | a meter of its own with the caps' `max_write_bytes` and `max_files` |
 pub struct SandboxBuilder {
     caps: Capabilities,
     net: Arc<dyn Net>,
