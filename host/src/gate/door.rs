@@ -8,7 +8,6 @@ use crate::bound::record_target;
 use crate::budget::WriteMeter;
 use crate::fs::check_path;
 use crate::op::Op;
-use crate::report::DenialRecord;
 use crate::violation::Denial;
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,23 +40,17 @@ impl Sandbox {
     /// audit then says what happened (a denial), not `allowed`. A hard
     /// refusal halts the run.
     pub(crate) fn refuse_admitted(&mut self, seq: u64, denial: Denial) {
-        if denial.hard && self.halted.is_none() {
-            self.halted = Some(denial.clone());
-        }
         let Some(event) = self.audit.iter_mut().rev().find(|e| e.seq == seq) else {
+            // No record to amend (not expected): a hard refusal still halts.
+            self.trip(&denial);
             return;
         };
         event.decision = "denied".into();
         event.violation = Some(denial.violation);
         event.hard = denial.hard;
-        event.detail = Some(denial.message);
-        self.denials.push(DenialRecord {
-            seq,
-            op: event.op.clone(),
-            target: event.target.clone(),
-            violation: denial.violation,
-            hard: denial.hard,
-        });
+        event.detail = Some(denial.message.clone());
+        let (op, target) = (event.op.clone(), event.target.clone());
+        self.record_denial(seq, &op, &target, &denial);
         self.denials.sort_by_key(|d| d.seq);
     }
 

@@ -6,6 +6,7 @@ use crate::bound::record_target;
 use crate::net::FetchTrace;
 use crate::op::{Op, Output, SandboxResult};
 use crate::report::{AuditEvent, DenialRecord};
+use crate::violation::Denial;
 
 impl Sandbox {
     pub(super) fn finish(
@@ -67,38 +68,49 @@ impl Sandbox {
             Err(Failure::Error(e)) => {
                 event.decision = "allowed".into();
                 event.rule = rule.clone();
-                event.detail = Some(match event.detail.take() {
-                    Some(d) => format!("{}; {d}", e.message),
-                    None => e.message.clone(),
-                });
+                event.detail = Some(with_detail(&e.message, event.detail.take()));
                 result.rule = rule;
                 result.error = Some(e);
             }
             Err(Failure::Denied(d)) => {
-                // The one place the breaker trips: any hard denial halts.
-                if d.hard && self.halted.is_none() {
-                    self.halted = Some(d.clone());
-                }
                 event.violation = Some(d.violation);
                 event.hard = d.hard;
                 // A fetch halted after its connection keeps the rule that
                 // let it connect (and the address, above).
                 event.rule = rule;
-                event.detail = Some(match event.detail.take() {
-                    Some(dd) => format!("{}; {dd}", d.message),
-                    None => d.message.clone(),
-                });
-                self.denials.push(DenialRecord {
-                    seq: self.seq,
-                    op: result.op.clone(),
-                    target: result.target.clone(),
-                    violation: d.violation,
-                    hard: d.hard,
-                });
+                event.detail = Some(with_detail(&d.message, event.detail.take()));
+                self.record_denial(self.seq, &result.op, &result.target, &d);
                 result.denial = Some(d);
             }
         }
         self.audit.push(event);
         result
+    }
+
+    /// The one place the breaker trips: any hard denial halts the run.
+    pub(super) fn trip(&mut self, d: &Denial) {
+        if d.hard && self.halted.is_none() {
+            self.halted = Some(d.clone());
+        }
+    }
+
+    /// List a refusal for the report (and trip the breaker if it is hard).
+    pub(super) fn record_denial(&mut self, seq: u64, op: &str, target: &str, d: &Denial) {
+        self.trip(d);
+        self.denials.push(DenialRecord {
+            seq,
+            op: op.to_string(),
+            target: target.to_string(),
+            violation: d.violation,
+            hard: d.hard,
+        });
+    }
+}
+
+/// `message`, then what the trace already said (dropped headers), if any.
+fn with_detail(message: &str, earlier: Option<String>) -> String {
+    match earlier {
+        Some(e) => format!("{message}; {e}"),
+        None => message.to_string(),
     }
 }

@@ -112,6 +112,12 @@ impl HostState {
     /// After the effect: if the filesystem layer refused it and the path
     /// leads out of its mount through a symlink, record the denial it is.
     pub(super) fn settle<T>(&mut self, a: &Admitted, r: Result<T, FsError>) -> Res<T> {
+        self.settle_any(&[a], r)
+    }
+
+    /// [`HostState::settle`] for a call that names several paths (rename,
+    /// link): the first of them that leads out of its mount is the denial.
+    pub(super) fn settle_any<T>(&mut self, calls: &[&Admitted], r: Result<T, FsError>) -> Res<T> {
         let r = match r {
             Ok(v) => return Ok((Ok(v),)),
             Err(e) => e.downcast()?,
@@ -120,7 +126,10 @@ impl HostState {
             r,
             ErrorCode::NotPermitted | ErrorCode::Access | ErrorCode::Loop
         );
-        if refused && self.gate.escapes(&a.via, &a.full) {
+        let escaped = calls
+            .iter()
+            .find(|a| refused && self.gate.escapes(&a.via, &a.full));
+        if let Some(a) = escaped {
             let violation = if a.write {
                 Violation::FsWriteDenied
             } else {

@@ -294,10 +294,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
                 let a = admit_or_return!(state, fd.rep(), old, remove);
                 let b = admit_or_return!(state, new_fd.rep(), new, write);
                 let r = state.filesystem().rename_at(fd, old, new_fd, new).await;
-                if r.is_err() && state.gate.escapes(&a.via, &a.full) {
-                    return state.settle(&a, r);
-                }
-                state.settle(&b, r)
+                state.settle_any(&[&a, &b], r)
             })
         },
     )?;
@@ -319,10 +316,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
                 let b = admit_or_return!(state, new_fd.rep(), new, write);
                 state.charge_files(&b, 1)?;
                 let r = state.filesystem().link_at(fd, pf, old, new_fd, new).await;
-                if r.is_err() && state.gate.escapes(&a.via, &a.full) {
-                    return state.settle(&a, r);
-                }
-                state.settle(&b, r)
+                state.settle_any(&[&a, &b], r)
             })
         },
     )?;
