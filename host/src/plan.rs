@@ -9,108 +9,16 @@
 //! ]
 //! ```
 //!
-//! A malformed *op* becomes an `invalid_request` denial in its place (a model
+//! Each capability reads its own ops (`capability/*/plan.rs`); this reads
+//! the list. A malformed *op* becomes an `invalid_request` denial in its place (a model
 //! proposing nonsense is an event to record, not a crash); a file that is not
 //! a JSON list is an error.
 
+use crate::capability::op_from_plan;
+pub use crate::capability::plan_ops;
 use crate::error::Error;
 use crate::op::Op;
-use base64::Engine as _;
-use serde::Deserialize;
 use serde_json::Value;
-
-#[derive(Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
-enum PlanOp {
-    FsRead {
-        path: String,
-    },
-    FsWrite {
-        path: String,
-        content: Option<String>,
-        content_base64: Option<String>,
-    },
-    FsList {
-        path: String,
-    },
-    FsStat {
-        path: String,
-    },
-    FsRemove {
-        path: String,
-    },
-    FsMkdir {
-        path: String,
-    },
-    NetFetch {
-        url: String,
-        method: Option<String>,
-        #[serde(default)]
-        headers: Vec<(String, String)>,
-        body: Option<String>,
-    },
-    ToolCall {
-        name: String,
-        #[serde(default)]
-        input: Value,
-    },
-}
-
-/// Op names a plan may use.
-pub const PLAN_OPS: &str =
-    "fs_read, fs_write, fs_list, fs_stat, fs_remove, fs_mkdir, net_fetch, tool_call";
-
-fn to_op(p: PlanOp) -> Result<Op, String> {
-    Ok(match p {
-        PlanOp::FsRead { path } => Op::FsRead { path },
-        PlanOp::FsWrite {
-            path,
-            content,
-            content_base64,
-        } => {
-            let content = match (content, content_base64) {
-                (Some(t), None) => t.into_bytes(),
-                (None, Some(b)) => base64::engine::general_purpose::STANDARD
-                    .decode(b)
-                    .map_err(|e| format!("content_base64 is not base64: {e}"))?,
-                (None, None) => return Err("fs_write needs `content` or `content_base64`".into()),
-                (Some(_), Some(_)) => {
-                    return Err("fs_write takes `content` or `content_base64`, not both".into());
-                }
-            };
-            Op::FsWrite { path, content }
-        }
-        PlanOp::FsList { path } => Op::FsList { path },
-        PlanOp::FsStat { path } => Op::FsStat { path },
-        PlanOp::FsRemove { path } => Op::FsRemove { path },
-        PlanOp::FsMkdir { path } => Op::FsMkdir { path },
-        PlanOp::NetFetch {
-            url,
-            method,
-            headers,
-            body,
-        } => {
-            let method = method.unwrap_or_else(|| "GET".into()).to_ascii_uppercase();
-            if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
-                return Err(format!("method {method:?} is not an HTTP method"));
-            }
-            Op::NetFetch {
-                method,
-                url,
-                headers,
-                body: body.unwrap_or_default().into_bytes(),
-            }
-        }
-        PlanOp::ToolCall { name, input } => Op::ToolCall {
-            name,
-            input: match input {
-                Value::String(s) => s,
-                Value::Null => String::new(),
-                other => other.to_string(),
-            },
-        },
-    })
-}
 
 /// Turn one JSON value into an op; anything malformed becomes [`Op::Invalid`].
 pub fn op_from_json(v: Value) -> Op {
@@ -125,13 +33,13 @@ pub fn op_from_json(v: Value) -> Op {
             reason: "an operation must be a JSON object with an \"op\" key".into(),
         };
     }
-    match serde_json::from_value::<PlanOp>(v) {
-        Ok(p) => to_op(p).unwrap_or_else(|reason| Op::Invalid { op: name, reason }),
-        Err(e) => Op::Invalid {
+    if name.is_empty() {
+        return Op::Invalid {
             op: name,
-            reason: format!("{e} (ops: {PLAN_OPS})"),
-        },
+            reason: format!("the object has no \"op\" name (ops: {})", plan_ops()),
+        };
     }
+    op_from_plan(&name, v).unwrap_or_else(|reason| Op::Invalid { op: name, reason })
 }
 
 /// Parse a plan: a JSON list of op objects.
@@ -173,7 +81,7 @@ mod tests {
         );
         assert_eq!(ops[2], Op::write("/a", vec![0u8, 1]));
         assert_eq!(ops[8], Op::tool("t", r#"{"k":1}"#));
-        assert!(matches!(&ops[7], Op::NetFetch { method, .. } if method == "POST"));
+        assert!(matches!(&ops[7], Op::Net(r) if r.method == "POST"));
     }
 
     #[test]

@@ -68,8 +68,8 @@ fn check(caps_path: &Path, explain: Option<&str>, resolve: bool) -> Result<i32> 
     let op = explain_op(text)?;
     let sandbox = sandbox(caps, false)?;
     let mut out = std::io::stdout().lock();
-    if let Op::NetFetch { url, .. } = &op
-        && let Ok(u) = url::Url::parse(url)
+    if let Op::Net(req) = &op
+        && let Ok(u) = url::Url::parse(&req.url)
     {
         writeln!(
             out,
@@ -81,7 +81,7 @@ fn check(caps_path: &Path, explain: Option<&str>, resolve: bool) -> Result<i32> 
                 .map_or("(none)".into(), |p| p.to_string())
         )?;
         if resolve {
-            return explain_resolved(&mut out, sandbox.caps().egress(), &op, url);
+            return explain_resolved(&mut out, sandbox.caps().egress(), &op, &req.url);
         }
     }
     match sandbox.check(&op) {

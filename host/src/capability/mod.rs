@@ -1,11 +1,19 @@
-//! The capabilities a grant may hold, one folder each: its types, its check
-//! (which rule allows a request, or the denial) and its effect (performing
-//! an allowed request through the handles the grant opened).
+//! The capabilities a grant may hold, one folder each, and [`Op`], the one
+//! request type the gate takes: each variant is one capability's request.
 //!
 //! - [`fs`]: mounts: the path defense, cap-std handles, file effects;
 //! - [`net`]: egress: request bounds, rules, special addresses, the pinned
 //!   dial, redirects;
 //! - [`tools`]: the allow-list and the registry of tool implementations.
+//!
+//! Each folder holds the capability's request type, its caps-file section
+//! (`config.rs`), its check (which rule allows a request, or the denial),
+//! its effect (performing an allowed request through the handles the grant
+//! opened), its plan form (`plan.rs`) and, where it has one, its WIT
+//! adapter (`wit.rs`). This file is the registry: the [`Op`] variant of
+//! each capability and the one `match` that hands a request to its
+//! capability ([`Op::request`]); the gate, the plan door and the audit go
+//! through that.
 //!
 //! Budgets are not a capability but meters ([`crate::budget`]); the gate
 //! ([`crate::gate`]) charges them around every capability's check and
@@ -14,3 +22,209 @@
 pub mod fs;
 pub mod net;
 pub mod tools;
+
+use crate::caps::Capabilities;
+use crate::op::{Failure, Output};
+use crate::violation::{Denial, Violation};
+use fs::{FsOp, MountTable};
+use net::{FetchRequest, FetchTrace, Net, Resolve};
+use serde_json::Value;
+use std::time::Duration;
+use tools::{ToolCall, ToolRegistry};
+
+/// One model-proposed operation.
+///
+/// # Examples
+///
+/// ```
+/// use sbx_wasm::Op;
+///
+/// let op = Op::write("/work/out/r.txt", "text");
+/// assert_eq!(op.kind(), "fs_write");
+/// assert_eq!(op.target(), "/work/out/r.txt");
+/// ```
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// A file op, decided by the mounts.
+    Fs(FsOp),
+    /// An HTTP request, decided by the egress rules.
+    Net(FetchRequest),
+    /// A tool call, decided by the tool allow-list.
+    Tool(ToolCall),
+    /// A proposal that could not be understood; always `invalid_request`.
+    Invalid {
+        /// The op name as given, if any.
+        op: String,
+        /// What was wrong.
+        reason: String,
+    },
+}
+
+/// What every capability's request answers to. The gate runs a request
+/// through these in order: [`check`](Request::check), then
+/// [`perform`](Request::perform).
+pub(crate) trait Request {
+    /// The op's stable name, as in plans and audit logs.
+    fn kind(&self) -> &'static str;
+    /// What the op is aimed at (a path, a URL, a tool name).
+    fn target(&self) -> &str;
+    /// Which rule of the grant allows it, or the denial. Pure: no budget
+    /// charged, nothing touched.
+    fn check(&self, held: &Held<'_>) -> Result<String, Denial>;
+    /// Perform the allowed request within what the gate lends.
+    fn perform(&self, held: &Held<'_>, lent: &Lent<'_>) -> (Result<Output, Failure>, FetchTrace);
+    /// Whether the effect may take a good part of the wall budget (the gate
+    /// reads the clock again after it).
+    fn slow(&self) -> bool {
+        false
+    }
+}
+
+/// What the gate hands a capability: the grant and the handles it opened.
+pub(crate) struct Held<'a> {
+    pub(crate) caps: &'a Capabilities,
+    pub(crate) mounts: &'a MountTable,
+    pub(crate) tools: &'a ToolRegistry,
+    pub(crate) resolver: &'a dyn Resolve,
+    pub(crate) net: &'a dyn Net,
+}
+
+/// What the gate lends an effect from the budgets.
+pub(crate) struct Lent<'a> {
+    /// Time left of `max_wall`.
+    pub(crate) wall_left: Duration,
+    /// Bytes the caller may still receive (`max_output_bytes`).
+    pub(crate) output_left: u64,
+    /// Charge the write quota (bytes written, files created) before the
+    /// effect, or say which part is spent.
+    pub(crate) quota: &'a dyn Fn(u64, u64) -> Result<(), Denial>,
+    /// The refusal of a result over the output budget.
+    pub(crate) over_budget: &'a dyn Fn() -> Denial,
+}
+
+/// A capability's plan form: the op names it answers to, and the parse of
+/// one plan object carrying one of them into an [`Op`].
+struct PlanForm {
+    ops: &'static [&'static str],
+    parse: fn(&str, Value) -> Result<Op, String>,
+}
+
+/// The plan forms, one per capability.
+const PLAN_FORMS: [PlanForm; 3] = [
+    PlanForm {
+        ops: fs::PLAN_OPS,
+        parse: fs::from_plan,
+    },
+    PlanForm {
+        ops: net::PLAN_OPS,
+        parse: net::from_plan,
+    },
+    PlanForm {
+        ops: tools::PLAN_OPS,
+        parse: tools::from_plan,
+    },
+];
+
+/// Op names a plan may use, every capability's, comma-separated.
+pub fn plan_ops() -> String {
+    let names: Vec<&str> = PLAN_FORMS
+        .iter()
+        .flat_map(|f| f.ops.iter().copied())
+        .collect();
+    names.join(", ")
+}
+
+/// The op a plan object with op name `kind` asks for, or why it cannot be.
+pub(crate) fn op_from_plan(kind: &str, v: Value) -> Result<Op, String> {
+    match PLAN_FORMS.iter().find(|f| f.ops.contains(&kind)) {
+        Some(form) => (form.parse)(kind, v),
+        None => Err(format!(
+            "unknown op {} (ops: {})",
+            crate::bound::quote(kind),
+            plan_ops()
+        )),
+    }
+}
+
+impl Op {
+    /// The capability request inside, or `None` for [`Op::Invalid`]. The
+    /// one place an op is handed to its capability.
+    pub(crate) fn request(&self) -> Option<&dyn Request> {
+        match self {
+            Op::Fs(r) => Some(r),
+            Op::Net(r) => Some(r),
+            Op::Tool(r) => Some(r),
+            Op::Invalid { .. } => None,
+        }
+    }
+
+    /// Read `path`.
+    pub fn read(path: impl Into<String>) -> Op {
+        Op::Fs(FsOp::Read { path: path.into() })
+    }
+    /// Write `content` to `path`.
+    pub fn write(path: impl Into<String>, content: impl Into<Vec<u8>>) -> Op {
+        Op::Fs(FsOp::Write {
+            path: path.into(),
+            content: content.into(),
+        })
+    }
+    /// List `path`.
+    pub fn list(path: impl Into<String>) -> Op {
+        Op::Fs(FsOp::List { path: path.into() })
+    }
+    /// Stat `path`.
+    pub fn stat(path: impl Into<String>) -> Op {
+        Op::Fs(FsOp::Stat { path: path.into() })
+    }
+    /// Remove `path`.
+    pub fn remove(path: impl Into<String>) -> Op {
+        Op::Fs(FsOp::Remove { path: path.into() })
+    }
+    /// Create folder `path`.
+    pub fn mkdir(path: impl Into<String>) -> Op {
+        Op::Fs(FsOp::Mkdir { path: path.into() })
+    }
+    /// `GET url`.
+    pub fn fetch(url: impl Into<String>) -> Op {
+        Op::Net(FetchRequest {
+            method: "GET".into(),
+            url: url.into(),
+            headers: Vec::new(),
+            body: Vec::new(),
+        })
+    }
+    /// Call tool `name` with `input`.
+    pub fn tool(name: impl Into<String>, input: impl Into<String>) -> Op {
+        Op::Tool(ToolCall {
+            name: name.into(),
+            input: input.into(),
+        })
+    }
+
+    /// The op's stable name, as in plans and audit logs.
+    pub fn kind(&self) -> &'static str {
+        self.request().map_or("invalid", Request::kind)
+    }
+
+    /// What the op is aimed at: a path, a URL or a tool name.
+    pub fn target(&self) -> &str {
+        match (self.request(), self) {
+            (Some(r), _) => r.target(),
+            (None, Op::Invalid { op, .. }) => op,
+            (None, _) => "",
+        }
+    }
+
+    /// The check of this op under the grant `held`.
+    pub(crate) fn check(&self, held: &Held<'_>) -> Result<String, Denial> {
+        match (self.request(), self) {
+            (Some(r), _) => r.check(held),
+            (None, Op::Invalid { reason, .. }) => {
+                Err(Denial::new(Violation::InvalidRequest, reason.clone()))
+            }
+            (None, _) => Err(Denial::new(Violation::InvalidRequest, "unknown op")),
+        }
+    }
+}

@@ -1,14 +1,11 @@
-//! Effects: what an allowed op does, through the mount handles, the
-//! network seam and the tool registry, within what is left of the budgets.
-
-//! (Each capability's effect lives in its folder; this is the dispatch and
-//! the budgets lent to them.)
+//! Effects: what an allowed op does, within what is left of the budgets.
+//! Each capability's effect lives in its folder; this lends it the budgets
+//! (time and output left, the write quota) and hands the op over.
 
 use super::Sandbox;
-use crate::fs::Lent;
-use crate::net::{FetchLimits, FetchRequest, FetchTrace, fetch};
-use crate::op::{ErrorKind, Failure, Op, OpError, Output};
-use crate::tools::{ToolLimits, call};
+use crate::capability::Lent;
+use crate::net::FetchTrace;
+use crate::op::{Failure, Op, Output};
 use crate::violation::{Denial, Violation};
 use std::time::Duration;
 
@@ -64,61 +61,21 @@ impl Sandbox {
         )
     }
 
-    /// Perform an allowed op: each capability's effect, with the budgets
+    /// Perform an allowed op: its capability's effect, with the budgets
     /// lent to it.
     pub(super) fn perform(&self, op: &Op) -> (Result<Output, Failure>, FetchTrace) {
+        let Some(request) = op.request() else {
+            let d = Denial::new(Violation::InvalidRequest, "not a capability request");
+            return (Err(Failure::Denied(d)), FetchTrace::default());
+        };
         let over_budget = || self.output_denial(u64::MAX);
-        let outcome = match op {
-            Op::NetFetch {
-                method,
-                url,
-                headers,
-                body,
-            } => {
-                let req = FetchRequest {
-                    method: method.to_string(),
-                    url: url.to_string(),
-                    headers: headers.to_vec(),
-                    body: body.to_vec(),
-                };
-                let limits = FetchLimits {
-                    timeout: self.wall_left(),
-                    max_response_bytes: self.output_left(),
-                };
-                let (egress, resolver, net) = (self.caps.egress(), &*self.resolver, &*self.net);
-                return fetch(egress, resolver, net, req, limits, &over_budget);
-            }
-            Op::ToolCall { name, input } => {
-                let limits = ToolLimits {
-                    timeout: self.wall_left(),
-                    max_output_bytes: self.output_left(),
-                };
-                call(&self.tools, name, input, limits)
-            }
-            Op::Invalid { reason, .. } => Err(Failure::Denied(Denial::new(
-                Violation::InvalidRequest,
-                reason.clone(),
-            ))),
-            _ => self.perform_fs(op, &over_budget),
-        };
-        (outcome, FetchTrace::default())
-    }
-
-    fn perform_fs(&self, op: &Op, over_budget: &dyn Fn() -> Denial) -> Result<Output, Failure> {
-        let Some((raw, access)) = super::check::fs_request(op) else {
-            return Err(Failure::Error(OpError::new(
-                ErrorKind::Io,
-                "not a filesystem op",
-            )));
-        };
-        // Checked already; resolving again (pure, cheap) gives the handle.
-        let (mount, rel) = self.resolve(raw, access).map_err(Failure::Denied)?;
         let quota = |bytes, files| self.quota(bytes, files);
         let lent = Lent {
-            read_limit: self.output_left(),
+            wall_left: self.wall_left(),
+            output_left: self.output_left(),
             quota: &quota,
-            over_budget,
+            over_budget: &over_budget,
         };
-        mount.perform(op, &rel, raw, access, &lent)
+        request.perform(&self.held(), &lent)
     }
 }

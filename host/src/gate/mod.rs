@@ -320,7 +320,7 @@ impl Sandbox {
             return self.finish(&op, Some(rule), Ok(Output::Admitted));
         }
         let (outcome, trace) = self.perform(&op);
-        if matches!(op, Op::NetFetch { .. } | Op::ToolCall { .. }) {
+        if op.request().is_some_and(|r| r.slow()) {
             // A fetch or a tool may take most of the budget: the record and
             // the report say when it ended, not when it began. (File ops
             // take no time worth a clock reading: a tick clock advances

@@ -2,6 +2,7 @@
 //! gate as plan ops. Soft denials return as values; a hard limit traps.
 
 use super::{HardLimit, HostState};
+use crate::net::FetchRequest;
 use crate::op::{Op, Output, SandboxResult};
 
 wasmtime::component::bindgen!({
@@ -40,12 +41,12 @@ impl sbx::agent::types::Host for HostState {}
 
 impl sbx::agent::net::Host for HostState {
     fn fetch(&mut self, req: Request) -> wasmtime::Result<Result<Response, Error>> {
-        let r = self.gate.run(Op::NetFetch {
+        let r = self.gate.run(Op::Net(FetchRequest {
             method: req.method,
             url: req.url,
             headers: req.headers,
             body: req.body,
-        });
+        }));
         answer(r, |out| match out {
             Output::Response {
                 status,
@@ -63,7 +64,7 @@ impl sbx::agent::net::Host for HostState {
 
 impl sbx::agent::tools::Host for HostState {
     fn call(&mut self, name: String, input: String) -> wasmtime::Result<Result<String, Error>> {
-        let r = self.gate.run(Op::ToolCall { name, input });
+        let r = self.gate.run(Op::tool(name, input));
         answer(r, |out| match out {
             Output::ToolOutput { output } => Some(output),
             _ => None,

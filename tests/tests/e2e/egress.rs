@@ -3,6 +3,7 @@
 //! resolver fed with fixed answers (the decision code is the real one); the
 //! connect-to-the-checked-address path is exercised for real on loopback.
 
+use sbx_wasm::net::FetchRequest;
 use sbx_wasm::net::{Resolve, StaticResolver};
 use sbx_wasm::op::{ErrorKind, Output};
 use sbx_wasm::{Capabilities, Op, Sandbox, SandboxResult, Violation};
@@ -350,14 +351,16 @@ fn forbidden_headers_and_oversized_requests_never_leave() {
     let s = LoopbackServer::start();
     let caps = w.caps_builder().allow_egress(s.origin()).build().unwrap();
     let mut sb = sandbox(caps, StaticResolver::new());
-    let fetch = |headers: Vec<(&str, &str)>, body: Vec<u8>| Op::NetFetch {
-        method: "POST".into(),
-        url: format!("{}/echo", s.origin()),
-        headers: headers
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        body,
+    let fetch = |headers: Vec<(&str, &str)>, body: Vec<u8>| {
+        Op::Net(FetchRequest {
+            method: "POST".into(),
+            url: format!("{}/echo", s.origin()),
+            headers: headers
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            body,
+        })
     };
     for h in [
         ("Host", "evil.com"),

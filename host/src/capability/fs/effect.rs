@@ -1,42 +1,26 @@
 //! The file capability's effects, through the mount's cap-std handle
 //! (never ambient `std::fs`), within what the gate lends from the budgets.
 
-use super::{Access, FsError, OpenMount};
+use super::{Access, FsError, FsOp, OpenMount};
 use crate::bound::clip;
-use crate::op::{Content, ErrorKind, Failure, Op, OpError, Output};
+use crate::capability::Lent;
+use crate::op::{Content, ErrorKind, Failure, OpError, Output};
 use crate::violation::{Denial, Violation};
 
-/// What the gate lends a file effect from the budgets.
-pub(crate) struct Lent<'a> {
-    /// Bytes the caller may still receive: a longer read is refused.
-    pub(crate) read_limit: u64,
-    /// Charge the write quota (bytes written, files created) before the
-    /// effect, or say which part is spent.
-    pub(crate) quota: &'a dyn Fn(u64, u64) -> Result<(), Denial>,
-    /// The refusal of a result over the output budget.
-    pub(crate) over_budget: &'a dyn Fn() -> Denial,
-}
-
 impl OpenMount {
-    /// Perform file op `op` on `rel` below this mount (`raw` is the guest
-    /// path, for messages).
-    pub(crate) fn perform(
-        &self,
-        op: &Op,
-        rel: &str,
-        raw: &str,
-        access: Access,
-        lent: &Lent<'_>,
-    ) -> Result<Output, Failure> {
-        let fail = |e| failure(e, access, raw, lent);
+    /// Perform file op `op` on `rel` below this mount, within what the gate
+    /// lends: reads up to the output left, writes and new files charged to
+    /// the write quota first.
+    pub(crate) fn perform(&self, op: &FsOp, rel: &str, lent: &Lent<'_>) -> Result<Output, Failure> {
+        let fail = |e| failure(e, op.access(), op.path(), lent);
         match op {
-            Op::FsRead { .. } => self
-                .read(rel, lent.read_limit)
+            FsOp::Read { .. } => self
+                .read(rel, lent.output_left)
                 .map(|b| Output::Data {
                     content: Content(b),
                 })
                 .map_err(fail),
-            Op::FsWrite { content, .. } => {
+            FsOp::Write { content, .. } => {
                 let new_file = u64::from(!self.exists(rel));
                 (lent.quota)(content.len() as u64, new_file).map_err(Failure::Denied)?;
                 self.write(rel, content)
@@ -45,23 +29,19 @@ impl OpenMount {
                     })
                     .map_err(fail)
             }
-            Op::FsList { .. } => self
+            FsOp::List { .. } => self
                 .list(rel)
                 .map(|entries| Output::Entries { entries })
                 .map_err(fail),
-            Op::FsStat { .. } => self
+            FsOp::Stat { .. } => self
                 .stat(rel)
                 .map(|stat| Output::Stat { stat })
                 .map_err(fail),
-            Op::FsRemove { .. } => self.remove(rel).map(|()| Output::Removed).map_err(fail),
-            Op::FsMkdir { .. } => {
+            FsOp::Remove { .. } => self.remove(rel).map(|()| Output::Removed).map_err(fail),
+            FsOp::Mkdir { .. } => {
                 (lent.quota)(0, self.missing_dirs(rel)).map_err(Failure::Denied)?;
                 self.mkdir(rel).map(|()| Output::Created).map_err(fail)
             }
-            _ => Err(Failure::Error(OpError::new(
-                ErrorKind::Io,
-                "not a filesystem op",
-            ))),
         }
     }
 }

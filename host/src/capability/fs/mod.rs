@@ -1,12 +1,48 @@
 //! The filesystem capability: mounts (its config), the path defense (its
 //! check) and cap-std effects (its host impl).
+//!
+//! A file op is decided by the most specific mount covering its path
+//! ([`MountTable::decide`]) and performed through that mount's cap-std
+//! handle, never through ambient `std::fs`.
 
 mod check;
 mod effect;
 mod mount;
 mod path;
+mod plan;
+mod request;
 
-pub(crate) use effect::Lent;
 pub use mount::{Access, Entry, Mount, Stat};
 pub(crate) use mount::{FsError, MountTable, OpenMount};
 pub use path::{GuestPath, MAX_PATH_BYTES, canonical, check_path, has_traversal};
+pub(crate) use plan::{PLAN_OPS, from_plan};
+pub use request::FsOp;
+
+use crate::capability::{Held, Lent, Request};
+use crate::net::FetchTrace;
+use crate::op::{Failure, Output};
+use crate::violation::Denial;
+
+impl Request for FsOp {
+    fn kind(&self) -> &'static str {
+        FsOp::kind(self)
+    }
+
+    fn target(&self) -> &str {
+        self.path()
+    }
+
+    fn check(&self, held: &Held<'_>) -> Result<String, Denial> {
+        let (mount, _) = held.mounts.decide(self.path(), self.access())?;
+        Ok(mount.mount.rule())
+    }
+
+    fn perform(&self, held: &Held<'_>, lent: &Lent<'_>) -> (Result<Output, Failure>, FetchTrace) {
+        // Checked already; deciding again (pure, cheap) gives the handle.
+        let outcome = match held.mounts.decide(self.path(), self.access()) {
+            Ok((mount, rel)) => mount.perform(self, &rel, lent),
+            Err(d) => Err(Failure::Denied(d)),
+        };
+        (outcome, FetchTrace::default())
+    }
+}

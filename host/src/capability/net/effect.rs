@@ -2,31 +2,28 @@
 //! every address, dial a checked one, redirects decided hop by hop) within
 //! the time and output the gate lends.
 
-use super::{
-    Egress, FetchFailure, FetchLimits, FetchRequest, FetchTrace, Net, Resolve, gated_fetch,
-};
+use super::{FetchFailure, FetchRequest, FetchTrace, gated_fetch};
+use crate::capability::{Held, Lent};
 use crate::op::{ErrorKind, Failure, OpError, Output};
 use crate::violation::{Denial, Violation};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-/// Fetch `req` under `egress`, within `limits`; `over_budget` is the
-/// refusal of a response over the output budget.
+/// Fetch `req` under the grant `held`, within the time and output `lent`.
 pub(crate) fn fetch(
-    egress: &Egress,
-    resolver: &dyn Resolve,
-    net: &dyn Net,
-    req: FetchRequest,
-    limits: FetchLimits,
-    over_budget: &dyn Fn() -> Denial,
+    held: &Held<'_>,
+    req: &FetchRequest,
+    lent: &Lent<'_>,
 ) -> (Result<Output, Failure>, FetchTrace) {
+    let timeout = lent.wall_left;
     let run = || {
+        let egress = held.caps.egress();
         gated_fetch(
             egress,
-            resolver,
-            net,
-            req,
-            limits.timeout,
-            limits.max_response_bytes,
+            held.resolver,
+            held.net,
+            req.clone(),
+            timeout,
+            lent.output_left,
         )
     };
     let (result, trace) = match catch_unwind(AssertUnwindSafe(run)) {
@@ -43,10 +40,10 @@ pub(crate) fn fetch(
             Violation::MaxWall,
             format!(
                 "fetch ran past the {} ms left of the wall budget",
-                limits.timeout.as_millis()
+                timeout.as_millis()
             ),
         ))),
-        Err(FetchFailure::BodyTooLarge) => Err(Failure::Denied(over_budget())),
+        Err(FetchFailure::BodyTooLarge) => Err(Failure::Denied((lent.over_budget)())),
         Err(FetchFailure::Failed(e)) => Err(Failure::Error(OpError::new(ErrorKind::Network, e))),
     };
     (outcome, trace)

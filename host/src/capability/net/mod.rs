@@ -6,6 +6,7 @@ mod check;
 mod effect;
 mod fetch;
 mod http;
+mod plan;
 mod request;
 mod resolve;
 mod rules;
@@ -15,6 +16,7 @@ pub(crate) use check::check_fetch;
 pub(crate) use effect::fetch;
 pub(crate) use fetch::{FetchFailure, FetchTrace, gated_fetch};
 pub use http::HttpNet;
+pub(crate) use plan::{PLAN_OPS, from_plan};
 pub use request::{
     CROSS_ORIGIN_SAFE_HEADERS, MAX_HEADER_BYTES, MAX_REQUEST_BODY_BYTES, MAX_REQUEST_HEADERS,
     MAX_RESPONSE_HEADER_BYTES, check_request, cross_origin_safe, forbidden_header,
@@ -278,4 +280,30 @@ pub trait Net: Send + Sync {
         addr: SocketAddr,
         limits: FetchLimits,
     ) -> Result<FetchResponse, NetError>;
+}
+
+impl crate::capability::Request for FetchRequest {
+    fn kind(&self) -> &'static str {
+        "net_fetch"
+    }
+
+    fn target(&self) -> &str {
+        &self.url
+    }
+
+    fn check(&self, held: &crate::capability::Held<'_>) -> Result<String, Denial> {
+        check_fetch(held.caps.egress(), self)
+    }
+
+    fn perform(
+        &self,
+        held: &crate::capability::Held<'_>,
+        lent: &crate::capability::Lent<'_>,
+    ) -> (Result<crate::op::Output, crate::op::Failure>, FetchTrace) {
+        fetch(held, self, lent)
+    }
+
+    fn slow(&self) -> bool {
+        true
+    }
 }

@@ -8,9 +8,11 @@
 
 mod check;
 mod effect;
+mod plan;
+mod request;
 
-pub(crate) use check::check_call;
-pub(crate) use effect::call;
+pub(crate) use plan::{PLAN_OPS, from_plan};
+pub use request::ToolCall;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -189,4 +191,41 @@ pub fn valid_tool_name(name: &str) -> bool {
         && name
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"_-.".contains(&b))
+}
+
+impl crate::capability::Request for ToolCall {
+    fn kind(&self) -> &'static str {
+        "tool_call"
+    }
+
+    fn target(&self) -> &str {
+        &self.name
+    }
+
+    fn check(
+        &self,
+        held: &crate::capability::Held<'_>,
+    ) -> Result<String, crate::violation::Denial> {
+        check::check_call(held.caps.tools(), held.tools, &self.name, &self.input)
+    }
+
+    fn perform(
+        &self,
+        held: &crate::capability::Held<'_>,
+        lent: &crate::capability::Lent<'_>,
+    ) -> (
+        Result<crate::op::Output, crate::op::Failure>,
+        crate::net::FetchTrace,
+    ) {
+        let limits = ToolLimits {
+            timeout: lent.wall_left,
+            max_output_bytes: lent.output_left,
+        };
+        let outcome = effect::call(held.tools, &self.name, &self.input, limits);
+        (outcome, crate::net::FetchTrace::default())
+    }
+
+    fn slow(&self) -> bool {
+        true
+    }
 }

@@ -93,10 +93,7 @@ impl HostState {
             }
         };
         let op = make(full.clone());
-        let write = matches!(
-            op,
-            Op::FsWrite { .. } | Op::FsRemove { .. } | Op::FsMkdir { .. }
-        );
+        let write = matches!(&op, Op::Fs(r) if r.access() == crate::fs::Access::ReadWrite);
         match self.gate.admit_via(op, &via) {
             Ok(seq) => Ok(Ok(Admitted {
                 full,

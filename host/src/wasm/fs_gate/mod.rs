@@ -67,22 +67,19 @@ fn hard(d: Denial) -> wasmtime::Error {
 }
 
 fn read(p: String) -> Op {
-    Op::FsRead { path: p }
+    Op::read(p)
 }
 fn stat(p: String) -> Op {
-    Op::FsStat { path: p }
+    Op::stat(p)
 }
 fn write(p: String) -> Op {
-    Op::FsWrite {
-        path: p,
-        content: Vec::new(),
-    }
+    Op::write(p, Vec::new())
 }
 fn remove(p: String) -> Op {
-    Op::FsRemove { path: p }
+    Op::remove(p)
 }
 fn mkdir(p: String) -> Op {
-    Op::FsMkdir { path: p }
+    Op::mkdir(p)
 }
 
 macro_rules! admit_or_return {

@@ -2,6 +2,7 @@
 //! hops, request bounds first, a halted fetch keeping its rule.
 
 use super::*;
+use sbx_wasm::net::FetchRequest;
 
 #[test]
 fn response_headers_count_against_max_output_bytes() {
@@ -76,7 +77,7 @@ fn a_cross_origin_hop_forwards_only_safelisted_headers() {
         .unwrap();
     let mut sb = Sandbox::new(caps).unwrap();
     let fetch = |sb: &mut Sandbox, url: String| {
-        sb.run(Op::NetFetch {
+        sb.run(Op::Net(FetchRequest {
             method: "GET".into(),
             url,
             headers: vec![
@@ -85,7 +86,7 @@ fn a_cross_origin_hop_forwards_only_safelisted_headers() {
                 ("Accept".into(), "application/json".into()),
             ],
             body: Vec::new(),
-        })
+        }))
     };
     let r = fetch(
         &mut sb,
@@ -122,12 +123,12 @@ fn a_cross_origin_hop_forwards_only_safelisted_headers() {
         ("X-Ok", "a\u{b}b"),
         ("X-Ok", "a\u{7f}"),
     ] {
-        let r = sb.run(Op::NetFetch {
+        let r = sb.run(Op::Net(FetchRequest {
             method: "GET".into(),
             url: format!("{}/status", a.origin()),
             headers: vec![(k.into(), v.into())],
             body: Vec::new(),
-        });
+        }));
         denied(&r, Violation::InvalidRequest);
     }
     assert_eq!((a.connections(), b.connections()), before);
@@ -139,12 +140,12 @@ fn request_bounds_are_checked_before_the_rule_and_check_agrees_with_run() {
     let caps = w.caps_builder().build().unwrap();
     let mut sb = Sandbox::new(caps).unwrap();
     // A denied host with a forbidden header: the bounds decide first.
-    let op = Op::NetFetch {
+    let op = Op::Net(FetchRequest {
         method: "GET".into(),
         url: "https://evil.example/".into(),
         headers: vec![("Host".into(), "x".into())],
         body: Vec::new(),
-    };
+    });
     assert_eq!(
         sb.check(&op).unwrap_err().violation,
         Violation::InvalidRequest

@@ -1,6 +1,7 @@
 //! The host's own memory: bounded inputs, bounded records, peak RSS.
 
 use super::*;
+use sbx_wasm::net::FetchRequest;
 
 #[test]
 fn huge_strings_are_refused_before_they_are_kept_and_records_stay_bounded() {
@@ -16,12 +17,12 @@ fn huge_strings_are_refused_before_they_are_kept_and_records_stay_bounded() {
         sb.run(Op::tool(big.clone(), "x")),
         sb.run(Op::tool("summarize", "B".repeat(11 << 20))),
         sb.run(Op::fetch(format!("https://api.example/{big}"))),
-        sb.run(Op::NetFetch {
+        sb.run(Op::Net(FetchRequest {
             method: "GET".into(),
             url: "https://api.example/".into(),
             headers: vec![("X-Big".into(), big.clone())],
             body: Vec::new(),
-        }),
+        })),
         sb.run(Op::read(format!("/work/{big}"))),
         sb.run(Op::write(format!("/work/out/{big}"), "x")),
     ];
