@@ -29,11 +29,9 @@
 //! it only in a process that exists to run one grant (the CLI's `run`).
 
 use crate::caps::Capabilities;
-use crate::fs::Access;
-use crate::net::{HostPattern, PortPattern};
 use crate::report::KernelWall;
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// What the process may still do after confinement.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -54,74 +52,22 @@ pub struct Policy {
     pub seccomp: bool,
 }
 
-/// The resolver's configuration, read by `getaddrinfo` when a rule names a
-/// host by name.
-const RESOLVER_FILES: [&str; 5] = [
-    "/etc/resolv.conf",
-    "/etc/hosts",
-    "/etc/nsswitch.conf",
-    "/etc/host.conf",
-    "/etc/gai.conf",
-];
-
 impl Policy {
-    /// The policy for `caps`: its mounts, the ports its egress rules name,
-    /// the resolver's configuration files if a rule names a host by name,
-    /// and the seccomp filter.
+    /// The policy for `caps`: each capability's kernel rules (the mounts,
+    /// the ports the egress rules name, the resolver's configuration files
+    /// if a rule names a host by name), and the seccomp filter.
     pub fn for_caps(caps: &Capabilities) -> Policy {
-        let mut read = Vec::new();
-        let mut write = Vec::new();
-        for m in caps.mounts() {
-            match m.access {
-                Access::ReadOnly => read.push(m.host.clone()),
-                Access::ReadWrite => write.push(m.host.clone()),
-            }
-        }
-        let egress = caps.egress();
-        let mut ports = BTreeSet::new();
-        let mut tcp_note = None;
-        let mut names = false;
-        if egress.allows_all() {
-            tcp_note = Some("net.dangerous_allow_all allows any port".to_string());
-        }
-        for rule in egress.rules() {
-            match rule.port() {
-                PortPattern::Port(p) => {
-                    ports.insert(p);
-                }
-                PortPattern::Any => {
-                    tcp_note = Some(format!("rule {} allows any port", rule.as_str()));
-                }
-            }
-            names |= matches!(
-                rule.host(),
-                HostPattern::Name(_) | HostPattern::Subdomains(_)
-            );
-        }
-        let mut runtime_read = Vec::new();
-        if names || egress.allows_all() {
-            for f in RESOLVER_FILES {
-                if Path::new(f).exists() {
-                    runtime_read.push((
-                        PathBuf::from(f),
-                        "name lookups for egress rules that name hosts".to_string(),
-                    ));
-                }
-            }
-        }
-        Policy {
-            read,
-            write,
-            runtime_read,
+        let mut policy = Policy {
+            read: Vec::new(),
+            write: Vec::new(),
+            runtime_read: Vec::new(),
             runtime_write_files: Vec::new(),
-            tcp_connect: if tcp_note.is_some() {
-                None
-            } else {
-                Some(ports)
-            },
-            tcp_note,
+            tcp_connect: Some(BTreeSet::new()),
+            tcp_note: None,
             seccomp: true,
-        }
+        };
+        crate::capability::kernel_rules(caps, &mut policy);
+        policy
     }
 
     /// Also allow reading `path` after confinement, for `why`.

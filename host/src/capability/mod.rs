@@ -103,6 +103,14 @@ pub(crate) struct Lent<'a> {
     pub(crate) over_budget: &'a dyn Fn() -> Denial,
 }
 
+/// Each capability's kernel rules for a confined run of `caps` (tools have
+/// none: they run outside the wall, in the CLI's helper).
+#[cfg(feature = "wasm")]
+pub(crate) fn kernel_rules(caps: &Capabilities, policy: &mut crate::confine::Policy) {
+    fs::kernel::kernel_rules(caps.mounts(), policy);
+    net::kernel::kernel_rules(caps.egress(), policy);
+}
+
 /// A capability's plan form: the op names it answers to, and the parse of
 /// one plan object carrying one of them into an [`Op`].
 struct PlanForm {

@@ -1,21 +1,28 @@
 //! `Capabilities`: everything a run may touch, and nothing else. Loaded from a
 //! caps file or built in Rust, validated once, immutable afterwards (authority
 //! only ever shrinks: a run cannot widen its own grant).
+//!
+//! This file is the grant's registry: one field per capability in the
+//! grant, in the builder and in the caps file. Each capability's section,
+//! builder methods and validation live in its folder
+//! (`capability/*/config.rs`); the budget's and the environment's here
+//! (`budget.rs`, `env.rs`).
 
-mod builder;
-mod file;
-
-pub use builder::{CapabilitiesBuilder, DangerousCapabilities};
+mod budget;
+mod env;
 
 use crate::budget::Budget;
+use crate::capability::fs::config::{FsSection, RequestedMounts};
+use crate::capability::net::config::{NetSection, RequestedEgress};
+use crate::capability::tools::config::{RequestedTools, ToolsSection};
 use crate::error::CapsError;
-use crate::fs::{Access, Mount};
+use crate::fs::Mount;
 use crate::net::Egress;
 use crate::tools::CommandTool;
-use file::{BudgetSection, CapsFile, CommandEntry, MountEntry};
+use budget::{BudgetSection, check_budget};
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
 
 /// A validated, immutable grant.
 ///
@@ -30,6 +37,120 @@ pub struct Capabilities {
     env: BTreeMap<String, String>,
     budget: Budget,
     warnings: Vec<String>,
+}
+
+/// Builds a [`Capabilities`]. Starts from nothing granted:
+///
+/// | what | default |
+/// |---|---|
+/// | read mounts, write mounts | none |
+/// | egress rules | none (every fetch is `egress_denied`) |
+/// | redirects followed per fetch | 0 (a 3xx response is returned as it is) |
+/// | allow-all egress | off; only through [`CapabilitiesBuilder::dangerous`] |
+/// | tools | none (every call is `tool_denied`) |
+/// | env | none |
+/// | `max_ops` | 10,000 ([`budget::DEFAULT_MAX_OPS`]) |
+/// | `max_output_bytes` | 16 MiB ([`budget::DEFAULT_MAX_OUTPUT_BYTES`]) |
+/// | `max_wall` | 30 s ([`budget::DEFAULT_MAX_WALL`]) |
+/// | `max_fuel` | 10,000,000,000 ([`budget::DEFAULT_MAX_FUEL`]) |
+/// | `max_memory_bytes` | 256 MiB ([`budget::DEFAULT_MAX_MEMORY_BYTES`]) |
+/// | `max_write_bytes` | 1 GiB ([`budget::DEFAULT_MAX_WRITE_BYTES`]) |
+/// | `max_files` | 10,000 ([`budget::DEFAULT_MAX_FILES`]) |
+///
+/// Relative host folders resolve against [`CapabilitiesBuilder::base_dir`]
+/// (default: the current folder). Nothing is checked until
+/// [`CapabilitiesBuilder::build`].
+///
+/// # Examples
+///
+/// ```
+/// use sbx_wasm::Capabilities;
+///
+/// let data = tempfile::tempdir()?;
+/// let out = tempfile::tempdir()?;
+/// let caps = Capabilities::builder()
+///     .read_mount(data.path(), "/work")
+///     .write_mount(out.path(), "/work/out")
+///     .allow_egress("https://api.example.com")
+///     .allow_tool("summarize")
+///     .max_ops(7)
+///     .build()?;
+/// assert_eq!(caps.budget().max_ops, 7);
+/// assert_eq!(caps.mounts().len(), 2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct CapabilitiesBuilder {
+    base_dir: Option<PathBuf>,
+    pub(crate) mounts: RequestedMounts,
+    pub(crate) egress: RequestedEgress,
+    pub(crate) tools: RequestedTools,
+    env: Vec<(String, String)>,
+    budget: Budget,
+}
+
+/// The door to options that weaken the sandbox. Every use is reported in
+/// [`Capabilities::warnings`]. Each capability adds its own dangerous
+/// options here (e.g. [`DangerousCapabilities::allow_all_egress`]).
+#[derive(Debug)]
+pub struct DangerousCapabilities {
+    inner: CapabilitiesBuilder,
+}
+
+impl DangerousCapabilities {
+    pub(crate) fn into_builder(self) -> CapabilitiesBuilder {
+        self.inner
+    }
+}
+
+/// The caps file's TOML schema. Every table denies unknown keys, so a typo
+/// is an error, never a silently ignored grant.
+#[derive(Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct CapsFile {
+    #[serde(default)]
+    fs: FsSection,
+    #[serde(default)]
+    net: NetSection,
+    #[serde(default)]
+    tools: ToolsSection,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    #[serde(default)]
+    budget: BudgetSection,
+}
+
+impl CapabilitiesBuilder {
+    /// Folder that relative host paths resolve against.
+    pub fn base_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.base_dir = Some(dir.into());
+        self
+    }
+
+    /// Options that weaken the sandbox.
+    pub fn dangerous(self) -> DangerousCapabilities {
+        DangerousCapabilities { inner: self }
+    }
+
+    /// Validate everything and freeze the grant.
+    pub fn build(self) -> Result<Capabilities, CapsError> {
+        let base = self.base_dir.clone().unwrap_or_else(|| PathBuf::from("."));
+        let mut warnings = Vec::new();
+        let mounts = self.mounts.build(&base)?;
+        let egress = self.egress.build(&mut warnings)?;
+        let (tools, commands) = self.tools.build(&base, &mut warnings)?;
+        let env = env::build_env(&self.env)?;
+        check_budget(&self.budget)?;
+        Ok(Capabilities {
+            mounts,
+            egress,
+            tools,
+            commands,
+            env,
+            budget: self.budget,
+            warnings,
+        })
+    }
 }
 
 impl Capabilities {
@@ -77,57 +198,13 @@ impl Capabilities {
     fn from_parsed(file: CapsFile, base: &Path) -> Result<Self, CapsError> {
         let mut b = Capabilities::builder();
         b.base_dir = Some(base.to_path_buf());
-        for m in file.fs.read {
-            b = b.read_mount(m.host, m.guest);
-        }
-        for m in file.fs.write {
-            b = b.write_mount(m.host, m.guest);
-        }
-        for rule in file.net.allow {
-            b = b.allow_egress(rule);
-        }
-        if let Some(n) = non_negative("net.max_redirects", file.net.max_redirects)? {
-            b = b.max_redirects(u32::try_from(n).unwrap_or(u32::MAX));
-        }
-        if file.net.dangerous_allow_all {
-            b = b.dangerous().allow_all_egress();
-        }
-        for t in file.tools.allow {
-            b = b.allow_tool(t);
-        }
-        for (name, cmd) in file.tools.command {
-            let timeout =
-                non_negative(&format!("tools.command.{name}.timeout_ms"), cmd.timeout_ms)?
-                    .map(Duration::from_millis);
-            let cwd = cmd.cwd.map(|c| base.join(c));
-            b.commands.push((name, cmd.argv, cwd, timeout));
-        }
+        let b = file.fs.apply(b);
+        let b = file.net.apply(b)?;
+        let mut b = file.tools.apply(b, base)?;
         for (k, v) in file.env {
             b = b.env(k, v);
         }
-        let s = file.budget;
-        if let Some(n) = non_negative("budget.max_ops", s.max_ops)? {
-            b = b.max_ops(n);
-        }
-        if let Some(n) = non_negative("budget.max_output_bytes", s.max_output_bytes)? {
-            b = b.max_output_bytes(n);
-        }
-        if let Some(n) = non_negative("budget.max_wall_ms", s.max_wall_ms)? {
-            b = b.max_wall(Duration::from_millis(n));
-        }
-        if let Some(n) = non_negative("budget.max_fuel", s.max_fuel)? {
-            b = b.max_fuel(n);
-        }
-        if let Some(n) = non_negative("budget.max_memory_bytes", s.max_memory_bytes)? {
-            b = b.max_memory_bytes(n);
-        }
-        if let Some(n) = non_negative("budget.max_write_bytes", s.max_write_bytes)? {
-            b = b.max_write_bytes(n);
-        }
-        if let Some(n) = non_negative("budget.max_files", s.max_files)? {
-            b = b.max_files(n);
-        }
-        b.build()
+        file.budget.apply(b)?.build()
     }
 
     /// Mounts, in caps-file order (read mounts first).
@@ -168,52 +245,19 @@ impl Capabilities {
     /// The effective grant as a caps file: absolute host paths, every budget
     /// explicit. Loading it gives back an equal grant.
     pub fn to_toml(&self) -> String {
-        let entry = |m: &Mount| MountEntry {
-            host: m.host.display().to_string(),
-            guest: m.guest.as_str().to_string(),
-        };
-        let mut file = CapsFile::default();
-        for m in &self.mounts {
-            match m.access {
-                Access::ReadOnly => file.fs.read.push(entry(m)),
-                Access::ReadWrite => file.fs.write.push(entry(m)),
-            }
-        }
-        file.net.allow = self
-            .egress
-            .rules()
-            .iter()
-            .map(|r| r.as_str().to_string())
-            .collect();
-        file.net.max_redirects = Some(i64::from(self.egress.max_redirects()));
-        file.net.dangerous_allow_all = self.egress.allows_all();
-        file.tools.allow = self.tools.iter().cloned().collect();
-        for (name, c) in &self.commands {
-            file.tools.command.insert(
-                name.clone(),
-                CommandEntry {
-                    argv: c.argv.clone(),
-                    cwd: Some(c.cwd.display().to_string()),
-                    timeout_ms: c.timeout.map(|t| t.as_millis() as i64),
-                },
-            );
-        }
-        file.env = self.env.clone();
-        let b = &self.budget;
-        file.budget = BudgetSection {
-            max_ops: Some(b.max_ops as i64),
-            max_output_bytes: Some(b.max_output_bytes as i64),
-            max_wall_ms: Some(b.max_wall.as_millis() as i64),
-            max_fuel: Some(b.max_fuel as i64),
-            max_memory_bytes: Some(b.max_memory_bytes as i64),
-            max_write_bytes: Some(b.max_write_bytes as i64),
-            max_files: Some(b.max_files as i64),
+        let file = CapsFile {
+            fs: FsSection::render(&self.mounts),
+            net: NetSection::render(&self.egress),
+            tools: ToolsSection::render(&self.tools, &self.commands),
+            env: self.env.clone(),
+            budget: BudgetSection::render(&self.budget),
         };
         toml::to_string(&file).unwrap_or_else(|e| format!("# cannot render: {e}\n"))
     }
 }
 
-fn non_negative(key: &str, v: Option<i64>) -> Result<Option<u64>, CapsError> {
+/// `v` as a count, or the error naming `key` when it is negative.
+pub(crate) fn non_negative(key: &str, v: Option<i64>) -> Result<Option<u64>, CapsError> {
     match v {
         None => Ok(None),
         Some(n) if n >= 0 => Ok(Some(n as u64)),

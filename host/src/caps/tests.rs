@@ -1,5 +1,7 @@
 use super::*;
 use crate::budget;
+use crate::fs::Access;
+use std::time::Duration;
 
 struct Tree {
     dir: tempfile::TempDir,

@@ -6,7 +6,10 @@
 //! handle, never through ambient `std::fs`.
 
 mod check;
+pub(crate) mod config;
 mod effect;
+#[cfg(feature = "wasm")]
+pub(crate) mod kernel;
 mod mount;
 mod path;
 mod plan;

@@ -21,9 +21,7 @@ pub(crate) const PLAN_OPS: &[&str] = &[
 #[serde(tag = "op", deny_unknown_fields)]
 enum PlanOp {
     #[serde(rename = "fs_read")]
-    Read {
-        path: String,
-    },
+    Read { path: String },
     #[serde(rename = "fs_write")]
     Write {
         path: String,
@@ -31,21 +29,13 @@ enum PlanOp {
         content_base64: Option<String>,
     },
     #[serde(rename = "fs_list")]
-    List {
-        path: String,
-    },
+    List { path: String },
     #[serde(rename = "fs_stat")]
-    Stat {
-        path: String,
-    },
+    Stat { path: String },
     #[serde(rename = "fs_remove")]
-    Remove {
-        path: String,
-    },
+    Remove { path: String },
     #[serde(rename = "fs_mkdir")]
-    Mkdir {
-        path: String,
-    },
+    Mkdir { path: String },
 }
 
 /// The file op a plan object asks for.

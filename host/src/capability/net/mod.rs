@@ -3,9 +3,12 @@
 
 mod address;
 mod check;
+pub(crate) mod config;
 mod effect;
 mod fetch;
 mod http;
+#[cfg(feature = "wasm")]
+pub(crate) mod kernel;
 mod plan;
 mod request;
 mod resolve;

@@ -7,6 +7,7 @@
 //! call, never what a tool may do.
 
 mod check;
+pub(crate) mod config;
 mod effect;
 mod plan;
 mod request;

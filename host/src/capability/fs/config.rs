@@ -1,0 +1,173 @@
+//! The file capability's part of a grant: the `[fs]` section of a caps
+//! file, the builder's mount methods, and the validation every mount
+//! passes (from a file or from Rust).
+//!
+//! ```toml
+//! [fs]
+//! read  = [{ host = "./data", guest = "/work" }]
+//! write = [{ host = "./out",  guest = "/work/out" }]
+//! ```
+
+use super::{Access, GuestPath, Mount, check_path};
+use crate::caps::CapabilitiesBuilder;
+use crate::error::CapsError;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// `[fs]`: read mounts, then write mounts.
+#[derive(Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FsSection {
+    #[serde(default)]
+    read: Vec<MountEntry>,
+    #[serde(default)]
+    write: Vec<MountEntry>,
+}
+
+#[derive(Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct MountEntry {
+    host: String,
+    guest: String,
+}
+
+/// Mounts as the builder was given them, before validation.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RequestedMounts(Vec<(PathBuf, String, Access)>);
+
+impl FsSection {
+    /// Add this section's mounts to `b`.
+    pub(crate) fn apply(self, mut b: CapabilitiesBuilder) -> CapabilitiesBuilder {
+        for m in self.read {
+            b = b.read_mount(m.host, m.guest);
+        }
+        for m in self.write {
+            b = b.write_mount(m.host, m.guest);
+        }
+        b
+    }
+
+    /// The section that grants `mounts` (absolute host paths).
+    pub(crate) fn render(mounts: &[Mount]) -> FsSection {
+        let mut s = FsSection::default();
+        for m in mounts {
+            let entry = MountEntry {
+                host: m.host.display().to_string(),
+                guest: m.guest.as_str().to_string(),
+            };
+            match m.access {
+                Access::ReadOnly => s.read.push(entry),
+                Access::ReadWrite => s.write.push(entry),
+            }
+        }
+        s
+    }
+}
+
+impl CapabilitiesBuilder {
+    /// Show host folder `host` read-only at guest path `guest`.
+    pub fn read_mount(mut self, host: impl Into<PathBuf>, guest: impl Into<String>) -> Self {
+        self.mounts
+            .0
+            .push((host.into(), guest.into(), Access::ReadOnly));
+        self
+    }
+
+    /// Show host folder `host` read-write at guest path `guest`.
+    pub fn write_mount(mut self, host: impl Into<PathBuf>, guest: impl Into<String>) -> Self {
+        self.mounts
+            .0
+            .push((host.into(), guest.into(), Access::ReadWrite));
+        self
+    }
+}
+
+impl RequestedMounts {
+    /// Validate the mounts: guest paths, existing host folders (relative
+    /// ones against `base`), no guest path twice, no read mount inside a
+    /// write mount.
+    pub(crate) fn build(&self, base: &Path) -> Result<Vec<Mount>, CapsError> {
+        let mut mounts: Vec<Mount> = Vec::new();
+        let (mut ri, mut wi) = (0, 0);
+        for (host, guest, access) in &self.0 {
+            let key = match access {
+                Access::ReadOnly => {
+                    ri += 1;
+                    format!("fs.read[{}]", ri - 1)
+                }
+                Access::ReadWrite => {
+                    wi += 1;
+                    format!("fs.write[{}]", wi - 1)
+                }
+            };
+            let guest_form = "an absolute guest path without `..`, e.g. \"/work\" (or \"/\")";
+            let g: GuestPath = check_path(guest).map_err(|d| {
+                CapsError::invalid(
+                    format!("{key}.guest"),
+                    format!("{guest:?}: {}", d.message),
+                    guest_form,
+                )
+            })?;
+            if let Some(other) = mounts.iter().find(|m| m.guest == g) {
+                return Err(CapsError::invalid(
+                    format!("{key}.guest"),
+                    format!("{g} is already mounted (host {})", other.host.display()),
+                    "each guest path at most once",
+                ));
+            }
+            let joined = if host.is_absolute() {
+                host.clone()
+            } else {
+                base.join(host)
+            };
+            let host_form =
+                "an existing host folder (relative paths resolve against the caps file's folder)";
+            let canon = std::fs::canonicalize(&joined).map_err(|e| {
+                CapsError::invalid(
+                    format!("{key}.host"),
+                    format!("{}: {e}", joined.display()),
+                    host_form,
+                )
+            })?;
+            if !canon.is_dir() {
+                return Err(CapsError::invalid(
+                    format!("{key}.host"),
+                    format!("{} is not a folder", canon.display()),
+                    host_form,
+                ));
+            }
+            mounts.push(Mount {
+                host: canon,
+                guest: g,
+                access: *access,
+            });
+        }
+        refuse_read_inside_write(&mounts)?;
+        Ok(mounts)
+    }
+}
+
+/// A read-only folder inside (or equal to) a writable one is writable
+/// through the writable mount (a symlink is enough), so the read-only grant
+/// would be a lie.
+fn refuse_read_inside_write(mounts: &[Mount]) -> Result<(), CapsError> {
+    for ro in mounts.iter().filter(|m| m.access == Access::ReadOnly) {
+        if let Some(rw) = mounts
+            .iter()
+            .find(|m| m.access == Access::ReadWrite && ro.host.starts_with(&m.host))
+        {
+            return Err(CapsError::invalid(
+                "fs.read",
+                format!(
+                    "read mount {} (host {}) lies inside write mount {} (host {}), so the guest could write it",
+                    ro.guest,
+                    ro.host.display(),
+                    rw.guest,
+                    rw.host.display()
+                ),
+                "read-only host folders outside every write mount's host folder",
+            ));
+        }
+    }
+    Ok(())
+}

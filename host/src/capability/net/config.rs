@@ -1,0 +1,128 @@
+//! The network capability's part of a grant: the `[net]` section of a caps
+//! file, the builder's egress methods (allow-all only behind
+//! [`CapabilitiesBuilder::dangerous`]), and the validation of the rules.
+//!
+//! ```toml
+//! [net]
+//! allow = ["https://api.example.com", "http://127.0.0.1:8080/v1/*"]
+//! max_redirects = 3
+//! ```
+
+use super::{Egress, EgressRule, LIMIT_MAX_REDIRECTS, RULE_FORM};
+use crate::caps::{CapabilitiesBuilder, DangerousCapabilities, non_negative};
+use crate::error::CapsError;
+use serde::{Deserialize, Serialize};
+
+/// `[net]`: allow rules, redirects, the loudly named allow-all switch.
+#[derive(Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NetSection {
+    #[serde(default)]
+    allow: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    max_redirects: Option<i64>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    dangerous_allow_all: bool,
+}
+
+/// The egress grant as the builder was given it, before validation.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RequestedEgress {
+    rules: Vec<String>,
+    max_redirects: u32,
+    allow_all: bool,
+}
+
+impl NetSection {
+    /// Add this section's grant to `b`.
+    pub(crate) fn apply(
+        self,
+        mut b: CapabilitiesBuilder,
+    ) -> Result<CapabilitiesBuilder, CapsError> {
+        for rule in self.allow {
+            b = b.allow_egress(rule);
+        }
+        if let Some(n) = non_negative("net.max_redirects", self.max_redirects)? {
+            b = b.max_redirects(u32::try_from(n).unwrap_or(u32::MAX));
+        }
+        if self.dangerous_allow_all {
+            b = b.dangerous().allow_all_egress();
+        }
+        Ok(b)
+    }
+
+    /// The section that grants `egress`.
+    pub(crate) fn render(egress: &Egress) -> NetSection {
+        NetSection {
+            allow: egress
+                .rules()
+                .iter()
+                .map(|r| r.as_str().to_string())
+                .collect(),
+            max_redirects: Some(i64::from(egress.max_redirects())),
+            dangerous_allow_all: egress.allows_all(),
+        }
+    }
+}
+
+impl CapabilitiesBuilder {
+    /// Allow fetches matching `rule` (see [`RULE_FORM`]).
+    pub fn allow_egress(mut self, rule: impl Into<String>) -> Self {
+        self.egress.rules.push(rule.into());
+        self
+    }
+
+    /// Follow up to `n` redirects per fetch (default 0, at most
+    /// [`LIMIT_MAX_REDIRECTS`]); every hop passes the whole egress decision.
+    pub fn max_redirects(mut self, n: u32) -> Self {
+        self.egress.max_redirects = n;
+        self
+    }
+}
+
+impl DangerousCapabilities {
+    /// Allow a fetch of any http or https URL. This turns off the
+    /// anti-exfiltration control: a prompt-injected agent can send anything
+    /// it can read to any host.
+    pub fn allow_all_egress(self) -> CapabilitiesBuilder {
+        let mut b = self.into_builder();
+        b.egress.allow_all = true;
+        b
+    }
+}
+
+impl RequestedEgress {
+    /// Parse every rule; warnings for what is valid but risky.
+    pub(crate) fn build(&self, warnings: &mut Vec<String>) -> Result<Egress, CapsError> {
+        let mut rules = Vec::new();
+        for (i, text) in self.rules.iter().enumerate() {
+            let rule = EgressRule::parse(text).map_err(|e| {
+                CapsError::invalid(
+                    format!("net.allow[{i}]"),
+                    format!("{text:?}: {e}"),
+                    RULE_FORM,
+                )
+            })?;
+            rules.push(rule);
+        }
+        if self.max_redirects > LIMIT_MAX_REDIRECTS {
+            return Err(CapsError::invalid(
+                "net.max_redirects",
+                format!("{} is too many", self.max_redirects),
+                format!("0 to {LIMIT_MAX_REDIRECTS}"),
+            ));
+        }
+        if self.allow_all {
+            warnings.push(
+                "net.dangerous_allow_all is on: the guest may fetch any http(s) URL, \
+                 so nothing stops it sending what it reads to any host"
+                    .to_string(),
+            );
+        }
+        Ok(Egress {
+            rules,
+            dangerous_allow_all: self.allow_all,
+            max_redirects: self.max_redirects,
+        })
+    }
+}
