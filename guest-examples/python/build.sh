@@ -31,7 +31,7 @@ p=[p for p in pkgs if p["name"]=="wasmtime-wasi"][0]
 print(os.path.join(os.path.dirname(p["manifest_path"]),"src","p2","wit","deps"))')"
 [ -d "$wasi_wit" ] || { echo "python runner: WASI WIT not found at $wasi_wit" >&2; exit 1; }
 
-stamp="$( (cat "$here/build.sh" "$here/wit/runner.wit" "$root/wit/sbx.wit" "$here"/app/*.py; ls "$wasi_wit"; echo "$componentize_py_version") | sha256sum | cut -d' ' -f1)"
+stamp="$( (cat "$here/build.sh" "$here/wit/runner.wit" "$root"/wit/*.wit "$here"/app/*.py; ls "$wasi_wit"; echo "$componentize_py_version") | sha256sum | cut -d' ' -f1)"
 if [ -f "$out/sbx-python.wasm" ] && [ "$(cat "$out/sbx-python.stamp" 2>/dev/null)" = "$stamp" ]; then
     echo "python runner: up to date ($out/sbx-python.wasm)" >&2
     exit 0
@@ -41,7 +41,7 @@ wit="$out/wit"
 rm -rf "$wit"
 mkdir -p "$wit/deps/sbx-agent"
 cp "$here/wit/runner.wit" "$wit/"
-cp "$root/wit/sbx.wit" "$wit/deps/sbx-agent/"
+cp "$root"/wit/*.wit "$wit/deps/sbx-agent/"
 for f in "$wasi_wit"/*.wit; do
     name="$(basename "$f" .wit)"
     mkdir -p "$wit/deps/$name"

@@ -1,9 +1,11 @@
-//! The `sbx:agent` imports: `net.fetch` and `tools.call` go through the same
-//! gate as plan ops. Soft denials return as values; a hard limit traps.
+//! The `sbx:agent` world (`wit/`, one file per interface): its bindings,
+//! and the one mapping of a gate result to a guest answer. Soft denials
+//! return as values; a hard limit traps. Each interface's host side is its
+//! capability's WIT adapter (`capability/net/wit.rs`,
+//! `capability/tools/wit.rs`).
 
 use super::{HardLimit, HostState};
-use crate::net::FetchRequest;
-use crate::op::{Op, Output, SandboxResult};
+use crate::op::{Output, SandboxResult};
 
 wasmtime::component::bindgen!({
     path: "../wit",
@@ -11,11 +13,10 @@ wasmtime::component::bindgen!({
     imports: { default: trappable },
 });
 
-use sbx::agent::net::{Request, Response};
 use sbx::agent::types::{Denial, Error};
 
 /// Turn a gate result into the WIT result, or a trap for a hard limit.
-fn answer<T>(
+pub(crate) fn answer<T>(
     r: SandboxResult,
     ok: impl FnOnce(Output) -> Option<T>,
 ) -> wasmtime::Result<Result<T, Error>> {
@@ -38,40 +39,3 @@ fn answer<T>(
 }
 
 impl sbx::agent::types::Host for HostState {}
-
-impl sbx::agent::net::Host for HostState {
-    fn fetch(&mut self, req: Request) -> wasmtime::Result<Result<Response, Error>> {
-        let r = self.gate.run(Op::Net(FetchRequest {
-            method: req.method,
-            url: req.url,
-            headers: req.headers,
-            body: req.body,
-        }));
-        answer(r, |out| match out {
-            Output::Response {
-                status,
-                headers,
-                body,
-            } => Some(Response {
-                status,
-                headers,
-                body: body.0,
-            }),
-            _ => None,
-        })
-    }
-}
-
-impl sbx::agent::tools::Host for HostState {
-    fn call(&mut self, name: String, input: String) -> wasmtime::Result<Result<String, Error>> {
-        let r = self.gate.run(Op::tool(name, input));
-        answer(r, |out| match out {
-            Output::ToolOutput { output } => Some(output),
-            _ => None,
-        })
-    }
-
-    fn granted(&mut self) -> wasmtime::Result<Vec<String>> {
-        Ok(self.gate.caps().tools().iter().cloned().collect())
-    }
-}

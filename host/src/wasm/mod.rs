@@ -17,7 +17,7 @@ mod clocks;
 mod core;
 mod engine;
 mod fs_gate;
-mod imports;
+pub(crate) mod imports;
 mod limits;
 mod load;
 mod output;
@@ -77,6 +77,13 @@ pub(crate) struct HostState {
     fs_paths: std::collections::HashMap<u32, fs_gate::DirInfo>,
     /// File times and identities come from the virtual clock.
     deterministic: bool,
+}
+
+impl HostState {
+    /// The run's gate, for the capabilities' WIT adapters.
+    pub(crate) fn gate_mut(&mut self) -> &mut Sandbox {
+        &mut self.gate
+    }
 }
 
 impl WasiView for HostState {

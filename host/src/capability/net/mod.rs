@@ -13,6 +13,8 @@ mod plan;
 mod request;
 mod resolve;
 mod rules;
+#[cfg(feature = "wasm")]
+mod wit;
 
 pub use address::special_range;
 pub(crate) use check::check_fetch;

@@ -11,6 +11,8 @@ pub(crate) mod config;
 mod effect;
 mod plan;
 mod request;
+#[cfg(feature = "wasm")]
+mod wit;
 
 pub(crate) use plan::{PLAN_OPS, from_plan};
 pub use request::ToolCall;
