@@ -15,6 +15,9 @@ use sbx_wasm_bench::bare;
 
 #[path = "../../guest-examples/agents/src/cpu_work.rs"]
 mod cpu_work;
+mod timing;
+
+use timing::{fmt, join_all, rate, side_by_side};
 
 use sbx_wasm::Capabilities;
 use sbx_wasm::tools::{ToolError, ToolRegistry};
@@ -22,47 +25,12 @@ use sbx_wasm::wasm::{PoolSizes, PreparedAgent, RunOptions, WasmHost};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
 fn env_path(name: &str) -> Option<PathBuf> {
     std::env::var_os(name).map(PathBuf::from)
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
-/// Time `a` and `b` in `rounds` interleaved rounds; their medians.
-fn side_by_side(
-    rounds: usize,
-    mut a: impl FnMut() -> Res<()>,
-    mut b: impl FnMut() -> Res<()>,
-) -> Res<(Duration, Duration)> {
-    // One warm-up each (page cache, lazy init).
-    a()?;
-    b()?;
-    let (mut ta, mut tb) = (Vec::new(), Vec::new());
-    for _ in 0..rounds {
-        let t = Instant::now();
-        a()?;
-        ta.push(t.elapsed());
-        let t = Instant::now();
-        b()?;
-        tb.push(t.elapsed());
-    }
-    Ok((median(ta), median(tb)))
-}
-
-fn fmt(d: Duration) -> String {
-    let us = d.as_secs_f64() * 1e6;
-    if us >= 10_000.0 {
-        format!("{:.1} ms", us / 1000.0)
-    } else {
-        format!("{us:.1} µs")
-    }
 }
 
 struct Row {
@@ -183,35 +151,6 @@ fn p7_child(side: &str, guests: &Path, n: usize) -> Res<()> {
     }
     println!("{}", during.saturating_sub(before) as f64 / n as f64);
     Ok(())
-}
-
-/// Poll every future to completion concurrently on the current task.
-async fn join_all<F: std::future::Future>(futures: impl Iterator<Item = F>) -> Vec<F::Output> {
-    let mut pending: Vec<_> = futures.map(|f| Some(Box::pin(f))).collect();
-    let mut out: Vec<Option<F::Output>> = (0..pending.len()).map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut left = false;
-        for (i, slot) in pending.iter_mut().enumerate() {
-            if let Some(f) = slot {
-                match f.as_mut().poll(cx) {
-                    std::task::Poll::Ready(v) => {
-                        out[i] = Some(v);
-                        *slot = None;
-                    }
-                    std::task::Poll::Pending => left = true,
-                }
-            }
-        }
-        if left {
-            std::task::Poll::Pending
-        } else {
-            std::task::Poll::Ready(())
-        }
-    })
-    .await;
-    out.into_iter()
-        .map(|o| o.expect("every future finished"))
-        .collect()
 }
 
 /// Whether to measure `id`: all, or those named in `$SBX_BENCH_ONLY`
@@ -515,29 +454,4 @@ fn main() -> Res<()> {
         );
     }
     Ok(())
-}
-
-/// Operations per second of the closure `make()` builds, run on 2 threads
-/// for `window`.
-fn rate<F>(window: Duration, make: F) -> f64
-where
-    F: Fn() -> Box<dyn FnMut()> + Send + Sync + Clone + 'static,
-{
-    let threads: Vec<_> = (0..2)
-        .map(|_| {
-            let make = make.clone();
-            std::thread::spawn(move || {
-                let mut op = make();
-                op();
-                let start = Instant::now();
-                let mut n = 0u64;
-                while start.elapsed() < window {
-                    op();
-                    n += 1;
-                }
-                n as f64 / start.elapsed().as_secs_f64()
-            })
-        })
-        .collect();
-    threads.into_iter().map(|t| t.join().unwrap()).sum()
 }

@@ -57,17 +57,19 @@ impl Policy {
     /// the ports the egress rules name, the resolver's configuration files
     /// if a rule names a host by name), and the seccomp filter.
     pub fn for_caps(caps: &Capabilities) -> Policy {
-        let mut policy = Policy {
-            read: Vec::new(),
-            write: Vec::new(),
-            runtime_read: Vec::new(),
+        // Each capability says what it needs (`capability/*/kernel.rs`);
+        // tools need nothing: they run outside the wall, in the CLI's helper.
+        let (read, write) = crate::fs::kernel::kernel_needs(caps.mounts());
+        let net = crate::net::kernel::kernel_needs(caps.egress());
+        Policy {
+            read,
+            write,
+            runtime_read: net.runtime_read,
             runtime_write_files: Vec::new(),
-            tcp_connect: Some(BTreeSet::new()),
-            tcp_note: None,
+            tcp_connect: net.tcp_connect,
+            tcp_note: net.tcp_note,
             seccomp: true,
-        };
-        crate::capability::kernel_rules(caps, &mut policy);
-        policy
+        }
     }
 
     /// Also allow reading `path` after confinement, for `why`.

@@ -95,3 +95,16 @@ pub enum Error {
     #[error("{0}")]
     Setup(String),
 }
+
+/// `v` as a count, or the error naming `key` when it is negative.
+pub(crate) fn non_negative(key: &str, v: Option<i64>) -> Result<Option<u64>, CapsError> {
+    match v {
+        None => Ok(None),
+        Some(n) if n >= 0 => Ok(Some(n as u64)),
+        Some(n) => Err(CapsError::invalid(
+            key,
+            format!("{n} is negative"),
+            "a non-negative integer",
+        )),
+    }
+}

@@ -48,6 +48,7 @@ pub mod caps;
 #[cfg(feature = "wasm")]
 pub mod confine;
 pub mod error;
+mod failure;
 pub mod gate;
 pub mod op;
 pub mod plan;

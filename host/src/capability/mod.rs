@@ -9,8 +9,12 @@
 //! Each folder holds the capability's request type, its caps-file section
 //! (`config.rs`), its check (which rule allows a request, or the denial),
 //! its effect (performing an allowed request through the handles the grant
-//! opened), its plan form (`plan.rs`) and, where it has one, its WIT
-//! adapter (`wit.rs`). This file is the registry: the [`Op`] variant of
+//! opened), its plan form (`plan.rs`) and, where it needs one, what it
+//! needs from the kernel wall (`kernel.rs`). Capabilities depend on no door
+//! and no front end: the wasm door holds each interface's adapter
+//! (`wasm/imports/`), the kernel wall reads `kernel.rs`, and the grant
+//! (`crate::caps`) reads `config.rs`. This file is the registry: the
+//! [`Op`] and [`Output`] variants of
 //! each capability and the one `match` that hands a request to its
 //! capability ([`Op::request`]); the gate, the plan door and the audit go
 //! through that.
@@ -21,14 +25,17 @@
 
 pub mod fs;
 pub mod net;
+mod output;
 pub mod tools;
 
-use crate::caps::Capabilities;
-use crate::op::{Failure, Output};
+pub use output::{Content, Output};
+
+use crate::failure::Failure;
 use crate::violation::{Denial, Violation};
 use fs::{FsOp, MountTable};
-use net::{FetchRequest, FetchTrace, Net, Resolve};
+use net::{FetchRequest, Net, Resolve};
 use serde_json::Value;
+use std::net::SocketAddr;
 use std::time::Duration;
 use tools::{ToolCall, ToolRegistry};
 
@@ -73,7 +80,7 @@ pub(crate) trait Request {
     /// charged, nothing touched.
     fn check(&self, held: &Held<'_>) -> Result<String, Denial>;
     /// Perform the allowed request within what the gate lends.
-    fn perform(&self, held: &Held<'_>, lent: &Lent<'_>) -> (Result<Output, Failure>, FetchTrace);
+    fn perform(&self, held: &Held<'_>, lent: &Lent<'_>) -> (Result<Output, Failure>, Trace);
     /// Whether the effect may take a good part of the wall budget (the gate
     /// reads the clock again after it).
     fn slow(&self) -> bool {
@@ -81,10 +88,30 @@ pub(crate) trait Request {
     }
 }
 
+/// What the audit log records about an effect beyond the rule that allowed
+/// it. Only a fetch fills it in today: the rule and address of its last
+/// hop, the status, the redirects followed, the headers dropped.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Trace {
+    /// The rule that allowed the last hop.
+    pub rule: Option<String>,
+    /// The address actually dialled for the last hop.
+    pub address: Option<SocketAddr>,
+    /// The last status received.
+    pub status: Option<u16>,
+    /// Redirects followed.
+    pub redirects: u32,
+    /// Request headers dropped at a cross-origin redirect (names only).
+    pub dropped_headers: Vec<String>,
+}
+
 /// What the gate hands a capability: the grant and the handles it opened.
 pub(crate) struct Held<'a> {
-    pub(crate) caps: &'a Capabilities,
     pub(crate) mounts: &'a MountTable,
+    pub(crate) egress: &'a net::Egress,
+    /// Tool names the grant allows.
+    pub(crate) allowed_tools: &'a std::collections::BTreeSet<String>,
+    /// Tool implementations (a tool must be allowed and registered).
     pub(crate) tools: &'a ToolRegistry,
     pub(crate) resolver: &'a dyn Resolve,
     pub(crate) net: &'a dyn Net,
@@ -101,14 +128,6 @@ pub(crate) struct Lent<'a> {
     pub(crate) quota: &'a dyn Fn(u64, u64) -> Result<(), Denial>,
     /// The refusal of a result over the output budget.
     pub(crate) over_budget: &'a dyn Fn() -> Denial,
-}
-
-/// Each capability's kernel rules for a confined run of `caps` (tools have
-/// none: they run outside the wall, in the CLI's helper).
-#[cfg(feature = "wasm")]
-pub(crate) fn kernel_rules(caps: &Capabilities, policy: &mut crate::confine::Policy) {
-    fs::kernel::kernel_rules(caps.mounts(), policy);
-    net::kernel::kernel_rules(caps.egress(), policy);
 }
 
 /// A capability's plan form: the op names it answers to, and the parse of

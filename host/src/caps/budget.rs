@@ -7,9 +7,9 @@
 //! max_wall_ms = 10000
 //! ```
 
-use super::{CapabilitiesBuilder, non_negative};
+use super::CapabilitiesBuilder;
 use crate::budget::{self, Budget};
-use crate::error::CapsError;
+use crate::error::{CapsError, non_negative};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 

@@ -16,7 +16,7 @@ use crate::capability::fs::config::{FsSection, RequestedMounts};
 use crate::capability::net::config::{NetSection, RequestedEgress};
 use crate::capability::tools::config::{RequestedTools, ToolsSection};
 use crate::error::CapsError;
-use crate::fs::Mount;
+use crate::fs::{Access, Mount};
 use crate::net::Egress;
 use crate::tools::CommandTool;
 use budget::{BudgetSection, check_budget};
@@ -82,9 +82,9 @@ pub struct Capabilities {
 #[derive(Clone, Debug, Default)]
 pub struct CapabilitiesBuilder {
     base_dir: Option<PathBuf>,
-    pub(crate) mounts: RequestedMounts,
-    pub(crate) egress: RequestedEgress,
-    pub(crate) tools: RequestedTools,
+    mounts: RequestedMounts,
+    egress: RequestedEgress,
+    tools: RequestedTools,
     env: Vec<(String, String)>,
     budget: Budget,
 }
@@ -98,7 +98,11 @@ pub struct DangerousCapabilities {
 }
 
 impl DangerousCapabilities {
-    pub(crate) fn into_builder(self) -> CapabilitiesBuilder {
+    /// Allow a fetch of any http or https URL. This turns off the
+    /// anti-exfiltration control: a prompt-injected agent can send anything
+    /// it can read to any host.
+    pub fn allow_all_egress(mut self) -> CapabilitiesBuilder {
+        self.inner.egress.allow_all();
         self.inner
     }
 }
@@ -124,6 +128,47 @@ impl CapabilitiesBuilder {
     /// Folder that relative host paths resolve against.
     pub fn base_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.base_dir = Some(dir.into());
+        self
+    }
+
+    /// Show host folder `host` read-only at guest path `guest`.
+    pub fn read_mount(mut self, host: impl Into<PathBuf>, guest: impl Into<String>) -> Self {
+        self.mounts
+            .push(host.into(), guest.into(), Access::ReadOnly);
+        self
+    }
+
+    /// Show host folder `host` read-write at guest path `guest`.
+    pub fn write_mount(mut self, host: impl Into<PathBuf>, guest: impl Into<String>) -> Self {
+        self.mounts
+            .push(host.into(), guest.into(), Access::ReadWrite);
+        self
+    }
+
+    /// Allow fetches matching `rule` (see [`RULE_FORM`](crate::net::RULE_FORM)).
+    pub fn allow_egress(mut self, rule: impl Into<String>) -> Self {
+        self.egress.allow(rule.into());
+        self
+    }
+
+    /// Follow up to `n` redirects per fetch (default 0, at most
+    /// [`LIMIT_MAX_REDIRECTS`](crate::net::LIMIT_MAX_REDIRECTS)); every hop
+    /// passes the whole egress decision.
+    pub fn max_redirects(mut self, n: u32) -> Self {
+        self.egress.max_redirects(n);
+        self
+    }
+
+    /// Allow calls to the tool `name` (it must also be registered to run).
+    pub fn allow_tool(mut self, name: impl Into<String>) -> Self {
+        self.tools.allow(name.into());
+        self
+    }
+
+    /// Run tool `name` as the program `argv` (for the CLI's registry), in
+    /// the base folder.
+    pub fn tool_command(mut self, name: impl Into<String>, argv: Vec<String>) -> Self {
+        self.tools.command(name.into(), argv);
         self
     }
 
@@ -198,9 +243,9 @@ impl Capabilities {
     fn from_parsed(file: CapsFile, base: &Path) -> Result<Self, CapsError> {
         let mut b = Capabilities::builder();
         b.base_dir = Some(base.to_path_buf());
-        let b = file.fs.apply(b);
-        let b = file.net.apply(b)?;
-        let mut b = file.tools.apply(b, base)?;
+        file.fs.apply(&mut b.mounts);
+        file.net.apply(&mut b.egress)?;
+        file.tools.apply(&mut b.tools, base)?;
         for (k, v) in file.env {
             b = b.env(k, v);
         }
@@ -253,19 +298,6 @@ impl Capabilities {
             budget: BudgetSection::render(&self.budget),
         };
         toml::to_string(&file).unwrap_or_else(|e| format!("# cannot render: {e}\n"))
-    }
-}
-
-/// `v` as a count, or the error naming `key` when it is negative.
-pub(crate) fn non_negative(key: &str, v: Option<i64>) -> Result<Option<u64>, CapsError> {
-    match v {
-        None => Ok(None),
-        Some(n) if n >= 0 => Ok(Some(n as u64)),
-        Some(n) => Err(CapsError::invalid(
-            key,
-            format!("{n} is negative"),
-            "a non-negative integer",
-        )),
     }
 }
 

@@ -20,8 +20,9 @@ impl Sandbox {
     /// The grant and the handles opened for it, as capabilities see them.
     pub(super) fn held(&self) -> Held<'_> {
         Held {
-            caps: &self.caps,
             mounts: &self.mounts,
+            egress: self.caps.egress(),
+            allowed_tools: self.caps.tools(),
             tools: &self.tools,
             resolver: &*self.resolver,
             net: &*self.net,

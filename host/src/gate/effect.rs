@@ -4,7 +4,7 @@
 
 use super::Sandbox;
 use crate::capability::Lent;
-use crate::net::FetchTrace;
+use crate::capability::Trace;
 use crate::op::{Failure, Op, Output};
 use crate::violation::{Denial, Violation};
 use std::time::Duration;
@@ -63,10 +63,10 @@ impl Sandbox {
 
     /// Perform an allowed op: its capability's effect, with the budgets
     /// lent to it.
-    pub(super) fn perform(&self, op: &Op) -> (Result<Output, Failure>, FetchTrace) {
+    pub(super) fn perform(&self, op: &Op) -> (Result<Output, Failure>, Trace) {
         let Some(request) = op.request() else {
             let d = Denial::new(Violation::InvalidRequest, "not a capability request");
-            return (Err(Failure::Denied(d)), FetchTrace::default());
+            return (Err(Failure::Denied(d)), Trace::default());
         };
         let over_budget = || self.output_denial(u64::MAX);
         let quota = |bytes, files| self.quota(bytes, files);

@@ -3,7 +3,7 @@
 
 use super::{Failure, Sandbox};
 use crate::bound::record_target;
-use crate::net::FetchTrace;
+use crate::capability::Trace;
 use crate::op::{Op, Output, SandboxResult};
 use crate::report::{AuditEvent, DenialRecord};
 use crate::violation::Denial;
@@ -15,7 +15,7 @@ impl Sandbox {
         rule: Option<String>,
         outcome: Result<Output, Failure>,
     ) -> SandboxResult {
-        self.finish_traced(op, rule, outcome, &FetchTrace::default())
+        self.finish_traced(op, rule, outcome, &Trace::default())
     }
 
     pub(super) fn finish_traced(
@@ -23,7 +23,7 @@ impl Sandbox {
         op: &Op,
         rule: Option<String>,
         outcome: Result<Output, Failure>,
-        trace: &FetchTrace,
+        trace: &Trace,
     ) -> SandboxResult {
         // Records keep a bounded target, whatever the guest passed.
         let mut result = SandboxResult {

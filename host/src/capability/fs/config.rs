@@ -1,6 +1,6 @@
 //! The file capability's part of a grant: the `[fs]` section of a caps
-//! file, the builder's mount methods, and the validation every mount
-//! passes (from a file or from Rust).
+//! file, the mounts as requested, and the validation every mount passes
+//! (from a file or from the builder).
 //!
 //! ```toml
 //! [fs]
@@ -9,7 +9,6 @@
 //! ```
 
 use super::{Access, GuestPath, Mount, check_path};
-use crate::caps::CapabilitiesBuilder;
 use crate::error::CapsError;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -36,15 +35,14 @@ struct MountEntry {
 pub(crate) struct RequestedMounts(Vec<(PathBuf, String, Access)>);
 
 impl FsSection {
-    /// Add this section's mounts to `b`.
-    pub(crate) fn apply(self, mut b: CapabilitiesBuilder) -> CapabilitiesBuilder {
+    /// Request this section's mounts.
+    pub(crate) fn apply(self, to: &mut RequestedMounts) {
         for m in self.read {
-            b = b.read_mount(m.host, m.guest);
+            to.push(m.host.into(), m.guest, Access::ReadOnly);
         }
         for m in self.write {
-            b = b.write_mount(m.host, m.guest);
+            to.push(m.host.into(), m.guest, Access::ReadWrite);
         }
-        b
     }
 
     /// The section that grants `mounts` (absolute host paths).
@@ -64,25 +62,12 @@ impl FsSection {
     }
 }
 
-impl CapabilitiesBuilder {
-    /// Show host folder `host` read-only at guest path `guest`.
-    pub fn read_mount(mut self, host: impl Into<PathBuf>, guest: impl Into<String>) -> Self {
-        self.mounts
-            .0
-            .push((host.into(), guest.into(), Access::ReadOnly));
-        self
-    }
-
-    /// Show host folder `host` read-write at guest path `guest`.
-    pub fn write_mount(mut self, host: impl Into<PathBuf>, guest: impl Into<String>) -> Self {
-        self.mounts
-            .0
-            .push((host.into(), guest.into(), Access::ReadWrite));
-        self
-    }
-}
-
 impl RequestedMounts {
+    /// Show host folder `host` at guest path `guest` with `access`.
+    pub(crate) fn push(&mut self, host: PathBuf, guest: String, access: Access) {
+        self.0.push((host, guest, access));
+    }
+
     /// Validate the mounts: guest paths, existing host folders (relative
     /// ones against `base`), no guest path twice, no read mount inside a
     /// write mount.

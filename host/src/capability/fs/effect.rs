@@ -4,7 +4,8 @@
 use super::{Access, FsError, FsOp, OpenMount};
 use crate::bound::clip;
 use crate::capability::Lent;
-use crate::op::{Content, ErrorKind, Failure, OpError, Output};
+use crate::capability::{Content, Output};
+use crate::failure::{ErrorKind, Failure, OpError};
 use crate::violation::{Denial, Violation};
 
 impl OpenMount {

@@ -1,16 +1,20 @@
-//! The file capability's kernel rules: Landlock lets the confined process
-//! read beneath read mounts and read and write beneath write mounts, so a
-//! wasm escape finds only what the grant names.
+//! What the file capability needs from the kernel wall: Landlock lets the
+//! confined process read beneath read mounts and read and write beneath
+//! write mounts, so a wasm escape finds only what the grant names.
 
 use super::{Access, Mount};
-use crate::confine::Policy;
+use std::path::PathBuf;
 
-/// Add the mounts' host folders to `policy`.
-pub(crate) fn kernel_rules(mounts: &[Mount], policy: &mut Policy) {
+/// The host folders to allow reading beneath, and reading and writing
+/// beneath, for `mounts`.
+pub(crate) fn kernel_needs(mounts: &[Mount]) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let mut read = Vec::new();
+    let mut write = Vec::new();
     for m in mounts {
         match m.access {
-            Access::ReadOnly => policy.read.push(m.host.clone()),
-            Access::ReadWrite => policy.write.push(m.host.clone()),
+            Access::ReadOnly => read.push(m.host.clone()),
+            Access::ReadWrite => write.push(m.host.clone()),
         }
     }
+    (read, write)
 }

@@ -21,9 +21,10 @@ pub use path::{GuestPath, MAX_PATH_BYTES, canonical, check_path, has_traversal};
 pub(crate) use plan::{PLAN_OPS, from_plan};
 pub use request::FsOp;
 
+use crate::capability::Output;
+use crate::capability::Trace;
 use crate::capability::{Held, Lent, Request};
-use crate::net::FetchTrace;
-use crate::op::{Failure, Output};
+use crate::failure::Failure;
 use crate::violation::Denial;
 
 impl Request for FsOp {
@@ -40,12 +41,12 @@ impl Request for FsOp {
         Ok(mount.mount.rule())
     }
 
-    fn perform(&self, held: &Held<'_>, lent: &Lent<'_>) -> (Result<Output, Failure>, FetchTrace) {
+    fn perform(&self, held: &Held<'_>, lent: &Lent<'_>) -> (Result<Output, Failure>, Trace) {
         // Checked already; deciding again (pure, cheap) gives the handle.
         let outcome = match held.mounts.decide(self.path(), self.access()) {
             Ok((mount, rel)) => mount.perform(self, &rel, lent),
             Err(d) => Err(Failure::Denied(d)),
         };
-        (outcome, FetchTrace::default())
+        (outcome, Trace::default())
     }
 }

@@ -1,6 +1,6 @@
 //! The network capability's part of a grant: the `[net]` section of a caps
-//! file, the builder's egress methods (allow-all only behind
-//! [`CapabilitiesBuilder::dangerous`]), and the validation of the rules.
+//! file, the egress grant as requested (allow-all only through the
+//! builder's `dangerous()` door), and the validation of the rules.
 //!
 //! ```toml
 //! [net]
@@ -9,8 +9,7 @@
 //! ```
 
 use super::{Egress, EgressRule, LIMIT_MAX_REDIRECTS, RULE_FORM};
-use crate::caps::{CapabilitiesBuilder, DangerousCapabilities, non_negative};
-use crate::error::CapsError;
+use crate::error::{CapsError, non_negative};
 use serde::{Deserialize, Serialize};
 
 /// `[net]`: allow rules, redirects, the loudly named allow-all switch.
@@ -34,21 +33,14 @@ pub(crate) struct RequestedEgress {
 }
 
 impl NetSection {
-    /// Add this section's grant to `b`.
-    pub(crate) fn apply(
-        self,
-        mut b: CapabilitiesBuilder,
-    ) -> Result<CapabilitiesBuilder, CapsError> {
-        for rule in self.allow {
-            b = b.allow_egress(rule);
-        }
+    /// Request this section's grant.
+    pub(crate) fn apply(self, to: &mut RequestedEgress) -> Result<(), CapsError> {
+        to.rules.extend(self.allow);
         if let Some(n) = non_negative("net.max_redirects", self.max_redirects)? {
-            b = b.max_redirects(u32::try_from(n).unwrap_or(u32::MAX));
+            to.max_redirects = u32::try_from(n).unwrap_or(u32::MAX);
         }
-        if self.dangerous_allow_all {
-            b = b.dangerous().allow_all_egress();
-        }
-        Ok(b)
+        to.allow_all |= self.dangerous_allow_all;
+        Ok(())
     }
 
     /// The section that grants `egress`.
@@ -65,33 +57,22 @@ impl NetSection {
     }
 }
 
-impl CapabilitiesBuilder {
-    /// Allow fetches matching `rule` (see [`RULE_FORM`]).
-    pub fn allow_egress(mut self, rule: impl Into<String>) -> Self {
-        self.egress.rules.push(rule.into());
-        self
-    }
-
-    /// Follow up to `n` redirects per fetch (default 0, at most
-    /// [`LIMIT_MAX_REDIRECTS`]); every hop passes the whole egress decision.
-    pub fn max_redirects(mut self, n: u32) -> Self {
-        self.egress.max_redirects = n;
-        self
-    }
-}
-
-impl DangerousCapabilities {
-    /// Allow a fetch of any http or https URL. This turns off the
-    /// anti-exfiltration control: a prompt-injected agent can send anything
-    /// it can read to any host.
-    pub fn allow_all_egress(self) -> CapabilitiesBuilder {
-        let mut b = self.into_builder();
-        b.egress.allow_all = true;
-        b
-    }
-}
-
 impl RequestedEgress {
+    /// Allow fetches matching `rule`.
+    pub(crate) fn allow(&mut self, rule: String) {
+        self.rules.push(rule);
+    }
+
+    /// Follow up to `n` redirects per fetch.
+    pub(crate) fn max_redirects(&mut self, n: u32) {
+        self.max_redirects = n;
+    }
+
+    /// Allow a fetch of any http(s) URL (a dangerous option).
+    pub(crate) fn allow_all(&mut self) {
+        self.allow_all = true;
+    }
+
     /// Parse every rule; warnings for what is valid but risky.
     pub(crate) fn build(&self, warnings: &mut Vec<String>) -> Result<Egress, CapsError> {
         let mut rules = Vec::new();

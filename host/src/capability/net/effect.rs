@@ -2,9 +2,11 @@
 //! every address, dial a checked one, redirects decided hop by hop) within
 //! the time and output the gate lends.
 
-use super::{FetchFailure, FetchRequest, FetchTrace, gated_fetch};
+use super::{FetchFailure, FetchRequest, gated_fetch};
+use crate::capability::Output;
+use crate::capability::Trace;
 use crate::capability::{Held, Lent};
-use crate::op::{ErrorKind, Failure, OpError, Output};
+use crate::failure::{ErrorKind, Failure, OpError};
 use crate::violation::{Denial, Violation};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -13,10 +15,10 @@ pub(crate) fn fetch(
     held: &Held<'_>,
     req: &FetchRequest,
     lent: &Lent<'_>,
-) -> (Result<Output, Failure>, FetchTrace) {
+) -> (Result<Output, Failure>, Trace) {
     let timeout = lent.wall_left;
     let run = || {
-        let egress = held.caps.egress();
+        let egress = held.egress;
         gated_fetch(
             egress,
             held.resolver,
@@ -30,7 +32,7 @@ pub(crate) fn fetch(
         Ok(r) => r,
         Err(_) => (
             Err(FetchFailure::Failed("the network layer panicked".into())),
-            FetchTrace::default(),
+            Trace::default(),
         ),
     };
     let outcome = match result {

@@ -7,24 +7,10 @@ use super::{
     Egress, FetchLimits, FetchRequest, FetchResponse, Net, NetError, Refusal, Resolve,
     cross_origin_safe,
 };
+use crate::capability::Trace;
 use crate::violation::Denial;
-use std::net::SocketAddr;
-use std::time::{Duration, Instant};
 
-/// What the audit log records about a fetch.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct FetchTrace {
-    /// The rule that allowed the last hop.
-    pub rule: Option<String>,
-    /// The address actually dialled for the last hop.
-    pub address: Option<SocketAddr>,
-    /// The last status received.
-    pub status: Option<u16>,
-    /// Redirects followed.
-    pub redirects: u32,
-    /// Request headers dropped at a cross-origin redirect (names only).
-    pub dropped_headers: Vec<String>,
-}
+use std::time::{Duration, Instant};
 
 /// Why a gated fetch produced no response.
 #[derive(Debug)]
@@ -54,10 +40,10 @@ pub(crate) fn gated_fetch(
     mut req: FetchRequest,
     wall_left: Duration,
     max_response_bytes: u64,
-) -> (Result<FetchResponse, FetchFailure>, FetchTrace) {
+) -> (Result<FetchResponse, FetchFailure>, Trace) {
     let deadline = Instant::now() + wall_left;
     let left = || deadline.saturating_duration_since(Instant::now());
-    let mut trace = FetchTrace::default();
+    let mut trace = Trace::default();
     loop {
         let decision = match egress.decide(&req.url, resolver, left()) {
             Ok(d) => d,

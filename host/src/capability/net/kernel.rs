@@ -1,9 +1,8 @@
-//! The network capability's kernel rules: TCP `connect` only to the ports
+//! What the network capability needs from the kernel wall: TCP `connect` only to the ports
 //! the egress rules name (any port when a rule or allow-all says so), and
 //! the resolver's configuration readable when a rule names a host by name.
 
 use super::{Egress, HostPattern, PortPattern};
-use crate::confine::Policy;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -17,8 +16,19 @@ const RESOLVER_FILES: [&str; 5] = [
     "/etc/gai.conf",
 ];
 
-/// Set `policy`'s TCP ports and resolver files for `egress`.
-pub(crate) fn kernel_rules(egress: &Egress, policy: &mut Policy) {
+/// What a confined run of `egress` needs from the kernel.
+pub(crate) struct KernelNeeds {
+    /// TCP ports `connect` may reach; `None` leaves TCP unrestricted.
+    pub(crate) tcp_connect: Option<BTreeSet<u16>>,
+    /// Why TCP is unrestricted, when it is.
+    pub(crate) tcp_note: Option<String>,
+    /// Files the resolver reads, each with why.
+    pub(crate) runtime_read: Vec<(PathBuf, String)>,
+}
+
+/// The TCP ports and resolver files a confined run of `egress` needs.
+pub(crate) fn kernel_needs(egress: &Egress) -> KernelNeeds {
+    let mut runtime_read = Vec::new();
     let mut ports = BTreeSet::new();
     let mut any_port = None;
     let mut names = false;
@@ -42,17 +52,20 @@ pub(crate) fn kernel_rules(egress: &Egress, policy: &mut Policy) {
     if names || egress.allows_all() {
         for f in RESOLVER_FILES {
             if Path::new(f).exists() {
-                policy.runtime_read.push((
+                runtime_read.push((
                     PathBuf::from(f),
                     "name lookups for egress rules that name hosts".to_string(),
                 ));
             }
         }
     }
-    policy.tcp_connect = if any_port.is_some() {
-        None
-    } else {
-        Some(ports)
-    };
-    policy.tcp_note = any_port;
+    KernelNeeds {
+        tcp_connect: if any_port.is_some() {
+            None
+        } else {
+            Some(ports)
+        },
+        tcp_note: any_port,
+        runtime_read,
+    }
 }

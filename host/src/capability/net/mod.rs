@@ -13,13 +13,11 @@ mod plan;
 mod request;
 mod resolve;
 mod rules;
-#[cfg(feature = "wasm")]
-mod wit;
 
 pub use address::special_range;
 pub(crate) use check::check_fetch;
 pub(crate) use effect::fetch;
-pub(crate) use fetch::{FetchFailure, FetchTrace, gated_fetch};
+pub(crate) use fetch::{FetchFailure, gated_fetch};
 pub use http::HttpNet;
 pub(crate) use plan::{PLAN_OPS, from_plan};
 pub use request::{
@@ -297,14 +295,17 @@ impl crate::capability::Request for FetchRequest {
     }
 
     fn check(&self, held: &crate::capability::Held<'_>) -> Result<String, Denial> {
-        check_fetch(held.caps.egress(), self)
+        check_fetch(held.egress, self)
     }
 
     fn perform(
         &self,
         held: &crate::capability::Held<'_>,
         lent: &crate::capability::Lent<'_>,
-    ) -> (Result<crate::op::Output, crate::op::Failure>, FetchTrace) {
+    ) -> (
+        Result<crate::capability::Output, crate::failure::Failure>,
+        crate::capability::Trace,
+    ) {
         fetch(held, self, lent)
     }
 

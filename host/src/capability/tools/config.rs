@@ -1,5 +1,5 @@
 //! The tool capability's part of a grant: the `[tools]` section of a caps
-//! file, the builder's tool methods, and the validation of names and
+//! file, the tool grant as requested, and the validation of names and
 //! commands.
 //!
 //! ```toml
@@ -9,8 +9,7 @@
 //! ```
 
 use super::{CommandTool, valid_tool_name};
-use crate::caps::{CapabilitiesBuilder, non_negative};
-use crate::error::CapsError;
+use crate::error::{CapsError, non_negative};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -52,24 +51,18 @@ pub(crate) type ToolGrant = (BTreeSet<String>, BTreeMap<String, CommandTool>);
 const TOOL_FORM: &str = "1 to 64 characters from a-z 0-9 _ - .";
 
 impl ToolsSection {
-    /// Add this section's grant to `b`; relative `cwd`s resolve against
+    /// Request this section's grant; relative `cwd`s resolve against
     /// `base`.
-    pub(crate) fn apply(
-        self,
-        mut b: CapabilitiesBuilder,
-        base: &Path,
-    ) -> Result<CapabilitiesBuilder, CapsError> {
-        for t in self.allow {
-            b = b.allow_tool(t);
-        }
+    pub(crate) fn apply(self, to: &mut RequestedTools, base: &Path) -> Result<(), CapsError> {
+        to.allow.extend(self.allow);
         for (name, cmd) in self.command {
             let timeout =
                 non_negative(&format!("tools.command.{name}.timeout_ms"), cmd.timeout_ms)?
                     .map(Duration::from_millis);
             let cwd = cmd.cwd.map(|c| base.join(c));
-            b.tools.commands.push((name, cmd.argv, cwd, timeout));
+            to.commands.push((name, cmd.argv, cwd, timeout));
         }
-        Ok(b)
+        Ok(())
     }
 
     /// The section that grants `allow` and `commands`.
@@ -95,22 +88,17 @@ impl ToolsSection {
     }
 }
 
-impl CapabilitiesBuilder {
-    /// Allow calls to the tool `name` (it must also be registered to run).
-    pub fn allow_tool(mut self, name: impl Into<String>) -> Self {
-        self.tools.allow.push(name.into());
-        self
-    }
-
-    /// Run tool `name` as the program `argv` (for the CLI's registry), in
-    /// the base folder.
-    pub fn tool_command(mut self, name: impl Into<String>, argv: Vec<String>) -> Self {
-        self.tools.commands.push((name.into(), argv, None, None));
-        self
-    }
-}
-
 impl RequestedTools {
+    /// Allow calls to tool `name`.
+    pub(crate) fn allow(&mut self, name: String) {
+        self.allow.push(name);
+    }
+
+    /// Run tool `name` as the program `argv`, in the base folder.
+    pub(crate) fn command(&mut self, name: String, argv: Vec<String>) {
+        self.commands.push((name, argv, None, None));
+    }
+
     /// Validate names and commands (a command's folder defaults to `base`);
     /// warnings for a command no one may call.
     pub(crate) fn build(

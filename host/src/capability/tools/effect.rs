@@ -3,7 +3,8 @@
 
 use super::{ToolError, ToolLimits, ToolRegistry};
 use crate::bound::quote;
-use crate::op::{ErrorKind, Failure, OpError, Output};
+use crate::capability::Output;
+use crate::failure::{ErrorKind, Failure, OpError};
 use crate::violation::{Denial, Violation};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 

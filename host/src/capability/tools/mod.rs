@@ -11,8 +11,6 @@ pub(crate) mod config;
 mod effect;
 mod plan;
 mod request;
-#[cfg(feature = "wasm")]
-mod wit;
 
 pub(crate) use plan::{PLAN_OPS, from_plan};
 pub use request::ToolCall;
@@ -209,7 +207,7 @@ impl crate::capability::Request for ToolCall {
         &self,
         held: &crate::capability::Held<'_>,
     ) -> Result<String, crate::violation::Denial> {
-        check::check_call(held.caps.tools(), held.tools, &self.name, &self.input)
+        check::check_call(held.allowed_tools, held.tools, &self.name, &self.input)
     }
 
     fn perform(
@@ -217,15 +215,15 @@ impl crate::capability::Request for ToolCall {
         held: &crate::capability::Held<'_>,
         lent: &crate::capability::Lent<'_>,
     ) -> (
-        Result<crate::op::Output, crate::op::Failure>,
-        crate::net::FetchTrace,
+        Result<crate::capability::Output, crate::failure::Failure>,
+        crate::capability::Trace,
     ) {
         let limits = ToolLimits {
             timeout: lent.wall_left,
             max_output_bytes: lent.output_left,
         };
         let outcome = effect::call(held.tools, &self.name, &self.input, limits);
-        (outcome, crate::net::FetchTrace::default())
+        (outcome, crate::capability::Trace::default())
     }
 
     fn slow(&self) -> bool {

@@ -1,11 +1,13 @@
 //! The `sbx:agent` world (`wit/`, one file per interface): its bindings,
 //! and the one mapping of a gate result to a guest answer. Soft denials
-//! return as values; a hard limit traps. Each interface's host side is its
-//! capability's WIT adapter (`capability/net/wit.rs`,
-//! `capability/tools/wit.rs`).
+//! return as values; a hard limit traps. Each interface's host side has
+//! its own file here (`net.rs`, `tools.rs`): the capability's WIT adapter.
 
 use super::{HardLimit, HostState};
 use crate::op::{Output, SandboxResult};
+
+mod net;
+mod tools;
 
 wasmtime::component::bindgen!({
     path: "../wit",

@@ -1,11 +1,11 @@
-//! The tool capability's WIT adapter: `sbx:agent/tools.call` runs one
+//! The tool capability's WIT adapter (the wasm door's side of it): `sbx:agent/tools.call` runs one
 //! [`Op::Tool`] through the run's gate; `granted` lists the allow-list.
 
-use crate::op::{Op, Output};
-use crate::wasm::HostState;
-use crate::wasm::imports::answer;
-use crate::wasm::imports::sbx::agent::tools::Host;
-use crate::wasm::imports::sbx::agent::types::Error;
+use super::super::HostState;
+use super::answer;
+use super::sbx::agent::tools::Host;
+use super::sbx::agent::types::Error;
+use crate::capability::{Op, Output};
 
 impl Host for HostState {
     fn call(&mut self, name: String, input: String) -> wasmtime::Result<Result<String, Error>> {

@@ -1,12 +1,12 @@
-//! The network capability's WIT adapter: `sbx:agent/net.fetch` runs one
+//! The network capability's WIT adapter (the wasm door's side of it): `sbx:agent/net.fetch` runs one
 //! [`Op::Net`] through the run's gate.
 
-use super::FetchRequest;
-use crate::op::{Op, Output};
-use crate::wasm::HostState;
-use crate::wasm::imports::answer;
-use crate::wasm::imports::sbx::agent::net::{Host, Request, Response};
-use crate::wasm::imports::sbx::agent::types::Error;
+use super::super::HostState;
+use super::answer;
+use super::sbx::agent::net::{Host, Request, Response};
+use super::sbx::agent::types::Error;
+use crate::capability::{Op, Output};
+use crate::net::FetchRequest;
 
 impl Host for HostState {
     fn fetch(&mut self, req: Request) -> wasmtime::Result<Result<Response, Error>> {

@@ -1,0 +1,120 @@
+//! What an allowed op produced: one [`Output`] variant per kind of result
+//! the capabilities give back, and [`Content`], bytes that survive JSON.
+
+use crate::fs::{Entry, Stat};
+use crate::net::FetchResponse;
+use base64::Engine as _;
+use serde::{Deserialize, Serialize, Serializer};
+
+/// Bytes shown as `{"text": ...}` when they are UTF-8 and `{"base64": ...}`
+/// otherwise, so nothing is lost in JSON.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "ContentRepr")]
+pub struct Content(pub Vec<u8>);
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum ContentRepr {
+    Text(String),
+    Base64(String),
+}
+
+impl TryFrom<ContentRepr> for Content {
+    type Error = String;
+    fn try_from(r: ContentRepr) -> Result<Self, String> {
+        match r {
+            ContentRepr::Text(s) => Ok(Content(s.into_bytes())),
+            ContentRepr::Base64(s) => base64::engine::general_purpose::STANDARD
+                .decode(s)
+                .map(Content)
+                .map_err(|e| format!("invalid base64: {e}")),
+        }
+    }
+}
+
+impl Serialize for Content {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match std::str::from_utf8(&self.0) {
+            Ok(t) => ContentRepr::Text(t.to_string()).serialize(s),
+            Err(_) => {
+                ContentRepr::Base64(base64::engine::general_purpose::STANDARD.encode(&self.0))
+                    .serialize(s)
+            }
+        }
+    }
+}
+
+/// What an allowed operation produced.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Output {
+    /// File content.
+    Data {
+        /// The bytes read.
+        content: Content,
+    },
+    /// A write landed.
+    Written {
+        /// Bytes written.
+        bytes: u64,
+    },
+    /// A folder's entries, sorted by name.
+    Entries {
+        /// The entries.
+        entries: Vec<Entry>,
+    },
+    /// Metadata.
+    Stat {
+        /// The metadata.
+        stat: Stat,
+    },
+    /// The file or folder is gone.
+    Removed,
+    /// The folder exists.
+    Created,
+    /// An HTTP response.
+    Response {
+        /// Status code.
+        status: u16,
+        /// Headers.
+        headers: Vec<(String, String)>,
+        /// Body.
+        body: Content,
+    },
+    /// A tool's output.
+    ToolOutput {
+        /// The output.
+        output: String,
+    },
+    /// Allowed; the effect is performed elsewhere (WASI in the wasm host).
+    Admitted,
+}
+
+impl Output {
+    pub(crate) fn response(r: FetchResponse) -> Output {
+        Output::Response {
+            status: r.status,
+            headers: r.headers,
+            body: Content(r.body),
+        }
+    }
+
+    /// Bytes this output returns to the caller (charged to
+    /// `max_output_bytes`).
+    pub fn charged_bytes(&self) -> u64 {
+        match self {
+            Output::Data { content } => content.0.len() as u64,
+            Output::Entries { entries } => entries.iter().map(|e| e.name.len() as u64 + 1).sum(),
+            Output::Response { headers, body, .. } => {
+                crate::net::header_bytes(headers) + body.0.len() as u64
+            }
+            Output::ToolOutput { output } => output.len() as u64,
+            Output::Written { .. }
+            | Output::Stat { .. }
+            | Output::Removed
+            | Output::Created
+            | Output::Admitted => 0,
+        }
+    }
+}
