@@ -5,6 +5,7 @@ use crate::common::{load_caps, sandbox};
 use crate::exit::{EXIT_DENIED, EXIT_OK};
 use anyhow::{Result, bail};
 use sbx_wasm::Op;
+use sbx_wasm::capability::op_aimed_at;
 use sbx_wasm::net::{Egress, Refusal, Resolve, StaticResolver, SystemResolver};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -32,7 +33,8 @@ impl CheckArgs {
     }
 }
 
-/// Parse `check --explain` text into an op.
+/// Parse `check --explain` text into an op: each capability names its
+/// ops (`sbx_wasm::capability::op_aimed_at`).
 fn explain_op(text: &str) -> Result<Op> {
     let text = text.trim();
     let (verb, arg) = text.split_once(char::is_whitespace).unwrap_or((text, ""));
@@ -42,19 +44,7 @@ fn explain_op(text: &str) -> Result<Op> {
             "--explain needs an argument: 'read PATH', 'write PATH', 'list PATH', 'stat PATH', 'remove PATH', 'mkdir PATH', 'fetch URL' or 'tool NAME'"
         );
     }
-    Ok(match verb {
-        "read" | "fs_read" => Op::read(arg),
-        "write" | "fs_write" => Op::write(arg, Vec::new()),
-        "list" | "fs_list" => Op::list(arg),
-        "stat" | "fs_stat" => Op::stat(arg),
-        "remove" | "fs_remove" => Op::remove(arg),
-        "mkdir" | "fs_mkdir" => Op::mkdir(arg),
-        "fetch" | "net_fetch" => Op::fetch(arg),
-        "tool" | "tool_call" => Op::tool(arg, ""),
-        other => bail!(
-            "--explain: unknown op {other:?}; use read, write, list, stat, remove, mkdir, fetch or tool"
-        ),
-    })
+    op_aimed_at(verb, arg).map_err(|e| anyhow::anyhow!("--explain: {e}"))
 }
 
 fn check(caps_path: &Path, explain: Option<&str>, resolve: bool) -> Result<i32> {

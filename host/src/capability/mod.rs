@@ -135,6 +135,8 @@ pub(crate) struct Lent<'a> {
 struct PlanForm {
     ops: &'static [&'static str],
     parse: fn(&str, Value) -> Result<Op, String>,
+    /// The op of one of `ops` aimed at a target, with an empty payload.
+    aimed: fn(&str, String) -> Op,
 }
 
 /// The plan forms, one per capability.
@@ -142,14 +144,17 @@ const PLAN_FORMS: [PlanForm; 3] = [
     PlanForm {
         ops: fs::PLAN_OPS,
         parse: fs::from_plan,
+        aimed: fs::aimed_at,
     },
     PlanForm {
         ops: net::PLAN_OPS,
         parse: net::from_plan,
+        aimed: net::aimed_at,
     },
     PlanForm {
         ops: tools::PLAN_OPS,
         parse: tools::from_plan,
+        aimed: tools::aimed_at,
     },
 ];
 
@@ -172,6 +177,38 @@ pub(crate) fn op_from_plan(kind: &str, v: Value) -> Result<Op, String> {
             plan_ops()
         )),
     }
+}
+
+/// The op `verb` aimed at `target`, with an empty payload (no content, no
+/// body, no input): what `sbx-wasm check --explain` decides. `verb` is a
+/// plan op name (`fs_read`, `net_fetch`, `tool_call`, ...) or its short
+/// form (`read`, `fetch`, `tool`, ...).
+///
+/// # Examples
+///
+/// ```
+/// use sbx_wasm::capability::op_aimed_at;
+///
+/// assert_eq!(op_aimed_at("read", "/work/a").unwrap(), sbx_wasm::Op::read("/work/a"));
+/// assert_eq!(op_aimed_at("net_fetch", "https://x.example/").unwrap().kind(), "net_fetch");
+/// assert!(op_aimed_at("launch", "x").is_err());
+/// ```
+pub fn op_aimed_at(verb: &str, target: &str) -> Result<Op, String> {
+    let names = |n: &str| {
+        n == verb
+            || n.strip_suffix(verb).is_some_and(|p| p.ends_with('_'))
+            || n.strip_prefix(verb).is_some_and(|p| p.starts_with('_'))
+    };
+    for form in &PLAN_FORMS {
+        if let Some(name) = form.ops.iter().find(|n| names(n)) {
+            return Ok((form.aimed)(name, target.to_string()));
+        }
+    }
+    Err(format!(
+        "unknown op {}; use one of {} (or its short form: read, fetch, tool, ...)",
+        crate::bound::quote(verb),
+        plan_ops()
+    ))
 }
 
 impl Op {

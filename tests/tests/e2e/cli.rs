@@ -270,6 +270,10 @@ fn explain_answers_for_each_kind_of_op() {
         ("fetch http://evil.com/", 1, "host evil.com port 80"),
         ("tool word_count", 0, "tool word_count"),
         ("tool shell", 1, "tool_denied"),
+        // The plan's op names work too.
+        ("fs_read /work/data.txt", 0, "read mount /work"),
+        ("net_fetch http://evil.com/", 1, "egress_denied"),
+        ("tool_call shell", 1, "tool_denied"),
     ];
     for (op, code, needle) in cases {
         let (got, text) = explain(&ex, op);

@@ -18,7 +18,7 @@ mod request;
 pub use mount::{Access, Entry, Mount, Stat};
 pub(crate) use mount::{FsError, MountTable, OpenMount};
 pub use path::{GuestPath, MAX_PATH_BYTES, canonical, check_path, has_traversal};
-pub(crate) use plan::{PLAN_OPS, from_plan};
+pub(crate) use plan::{PLAN_OPS, aimed_at, from_plan};
 pub use request::FsOp;
 
 use crate::capability::Output;

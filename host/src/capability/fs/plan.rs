@@ -66,3 +66,18 @@ pub(crate) fn from_plan(_kind: &str, v: Value) -> Result<Op, String> {
         PlanOp::Mkdir { path } => FsOp::Mkdir { path },
     }))
 }
+
+/// The file op `kind` on `path`, writing nothing.
+pub(crate) fn aimed_at(kind: &str, path: String) -> Op {
+    Op::Fs(match kind {
+        "fs_write" => FsOp::Write {
+            path,
+            content: Vec::new(),
+        },
+        "fs_list" => FsOp::List { path },
+        "fs_stat" => FsOp::Stat { path },
+        "fs_remove" => FsOp::Remove { path },
+        "fs_mkdir" => FsOp::Mkdir { path },
+        _ => FsOp::Read { path },
+    })
+}

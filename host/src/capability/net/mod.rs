@@ -19,7 +19,7 @@ pub(crate) use check::check_fetch;
 pub(crate) use effect::fetch;
 pub(crate) use fetch::{FetchFailure, gated_fetch};
 pub use http::HttpNet;
-pub(crate) use plan::{PLAN_OPS, from_plan};
+pub(crate) use plan::{PLAN_OPS, aimed_at, from_plan};
 pub use request::{
     CROSS_ORIGIN_SAFE_HEADERS, MAX_HEADER_BYTES, MAX_REQUEST_BODY_BYTES, MAX_REQUEST_HEADERS,
     MAX_RESPONSE_HEADER_BYTES, check_request, cross_origin_safe, forbidden_header,

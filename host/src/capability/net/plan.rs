@@ -43,3 +43,8 @@ pub(crate) fn from_plan(_kind: &str, v: Value) -> Result<Op, String> {
         body: body.unwrap_or_default().into_bytes(),
     }))
 }
+
+/// `GET url`.
+pub(crate) fn aimed_at(_kind: &str, url: String) -> Op {
+    Op::fetch(url)
+}

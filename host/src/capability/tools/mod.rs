@@ -12,7 +12,7 @@ mod effect;
 mod plan;
 mod request;
 
-pub(crate) use plan::{PLAN_OPS, from_plan};
+pub(crate) use plan::{PLAN_OPS, aimed_at, from_plan};
 pub use request::ToolCall;
 
 use std::collections::BTreeMap;

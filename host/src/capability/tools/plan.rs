@@ -32,3 +32,8 @@ pub(crate) fn from_plan(_kind: &str, v: Value) -> Result<Op, String> {
         },
     }))
 }
+
+/// A call of tool `name` with no input.
+pub(crate) fn aimed_at(_kind: &str, name: String) -> Op {
+    Op::tool(name, "")
+}
