@@ -16,7 +16,7 @@
 //! (`crate::caps`) reads `config.rs`. This file is the registry: the
 //! [`Op`] and [`Output`] variants of
 //! each capability and the one `match` that hands a request to its
-//! capability ([`Op::request`]); the gate, the plan door and the audit go
+//! capability (`Op::request`); the gate, the plan door and the audit go
 //! through that.
 //!
 //! Budgets are not a capability but meters ([`crate::budget`]); the gate

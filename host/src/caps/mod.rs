@@ -49,13 +49,13 @@ pub struct Capabilities {
 /// | allow-all egress | off; only through [`CapabilitiesBuilder::dangerous`] |
 /// | tools | none (every call is `tool_denied`) |
 /// | env | none |
-/// | `max_ops` | 10,000 ([`budget::DEFAULT_MAX_OPS`]) |
-/// | `max_output_bytes` | 16 MiB ([`budget::DEFAULT_MAX_OUTPUT_BYTES`]) |
-/// | `max_wall` | 30 s ([`budget::DEFAULT_MAX_WALL`]) |
-/// | `max_fuel` | 10,000,000,000 ([`budget::DEFAULT_MAX_FUEL`]) |
-/// | `max_memory_bytes` | 256 MiB ([`budget::DEFAULT_MAX_MEMORY_BYTES`]) |
-/// | `max_write_bytes` | 1 GiB ([`budget::DEFAULT_MAX_WRITE_BYTES`]) |
-/// | `max_files` | 10,000 ([`budget::DEFAULT_MAX_FILES`]) |
+/// | `max_ops` | 10,000 ([`budget::DEFAULT_MAX_OPS`](crate::budget::DEFAULT_MAX_OPS)) |
+/// | `max_output_bytes` | 16 MiB ([`budget::DEFAULT_MAX_OUTPUT_BYTES`](crate::budget::DEFAULT_MAX_OUTPUT_BYTES)) |
+/// | `max_wall` | 30 s ([`budget::DEFAULT_MAX_WALL`](crate::budget::DEFAULT_MAX_WALL)) |
+/// | `max_fuel` | 10,000,000,000 ([`budget::DEFAULT_MAX_FUEL`](crate::budget::DEFAULT_MAX_FUEL)) |
+/// | `max_memory_bytes` | 256 MiB ([`budget::DEFAULT_MAX_MEMORY_BYTES`](crate::budget::DEFAULT_MAX_MEMORY_BYTES)) |
+/// | `max_write_bytes` | 1 GiB ([`budget::DEFAULT_MAX_WRITE_BYTES`](crate::budget::DEFAULT_MAX_WRITE_BYTES)) |
+/// | `max_files` | 10,000 ([`budget::DEFAULT_MAX_FILES`](crate::budget::DEFAULT_MAX_FILES)) |
 ///
 /// Relative host folders resolve against [`CapabilitiesBuilder::base_dir`]
 /// (default: the current folder). Nothing is checked until

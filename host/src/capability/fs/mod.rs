@@ -2,7 +2,7 @@
 //! check) and cap-std effects (its host impl).
 //!
 //! A file op is decided by the most specific mount covering its path
-//! ([`MountTable::decide`]) and performed through that mount's cap-std
+//! (`MountTable::decide`) and performed through that mount's cap-std
 //! handle, never through ambient `std::fs`.
 
 mod check;

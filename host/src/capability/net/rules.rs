@@ -83,9 +83,11 @@ pub struct EgressRule {
     port: PortPattern,
 }
 
-/// A rule that could not be parsed; says what was wrong.
+/// A rule that could not be parsed; its message says what was wrong.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RuleError(pub String);
+pub struct RuleError(String);
+
+impl std::error::Error for RuleError {}
 
 impl fmt::Display for RuleError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
