@@ -12,7 +12,6 @@ use sbx_wasm::wasm::{RunOptions, WasmHost};
 use sbx_wasm::{Capabilities, Op, Sandbox};
 use std::hint::black_box;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 fn tools() -> ToolRegistry {
@@ -60,13 +59,10 @@ fn gate(c: &mut Criterion) {
     let caps = grant(dir.path());
     let registry = tools();
     let direct = registry.get("noop").unwrap().clone();
-    let limits = ToolLimits {
-        timeout: Duration::from_secs(1),
-        max_output_bytes: 1 << 20,
-    };
+    let limits = ToolLimits::new(Duration::from_secs(1), 1 << 20);
     let mut g = c.benchmark_group("tool_call");
     g.bench_function("ungated", |b| {
-        b.iter(|| black_box(direct.call(black_box(""), limits)))
+        b.iter(|| black_box(direct.call(black_box(""), limits.clone())))
     });
     g.bench_function("gated_allowed", |b| {
         b.iter_custom(|iters| gated(&caps, "noop", iters))
@@ -93,9 +89,7 @@ fn instantiate(c: &mut Criterion) {
     let agent = host.prepare(&host.load(&guests).unwrap()).unwrap();
     c.bench_function("prepared_run_full_grant", |b| {
         b.iter(|| {
-            let mut o = RunOptions::new(caps.clone());
-            o.tools = tools();
-            o.stdout = Arc::new(Mutex::new(Vec::new()));
+            let o = RunOptions::new(caps.clone()).tools(tools());
             let run = host.run_prepared(&agent, o).unwrap();
             assert_eq!(run.report.exit_code, Some(0));
         })

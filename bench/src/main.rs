@@ -24,7 +24,7 @@ use sbx_wasm::tools::{ToolError, ToolRegistry};
 use sbx_wasm::wasm::{PoolSizes, PreparedAgent, RunOptions, WasmHost};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
@@ -77,11 +77,9 @@ fn tools() -> ToolRegistry {
 }
 
 fn opts(caps: &Capabilities, args: &[&str]) -> RunOptions {
-    let mut o = RunOptions::new(caps.clone());
-    o.args = args.iter().map(|s| s.to_string()).collect();
-    o.tools = tools();
-    o.stdout = Arc::new(Mutex::new(Vec::new()));
-    o
+    RunOptions::new(caps.clone())
+        .args(args.iter().copied())
+        .tools(tools())
 }
 
 fn run_ours(host: &WasmHost, agent: &PreparedAgent, o: RunOptions) -> Res<()> {

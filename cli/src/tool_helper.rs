@@ -256,10 +256,10 @@ fn serve_requests(
             }
             Ok(req) => match tools.get(req["name"].as_str().unwrap_or("")) {
                 Some(tool) => {
-                    let limits = ToolLimits {
-                        timeout: Duration::from_millis(req["timeout_ms"].as_u64().unwrap_or(0)),
-                        max_output_bytes: req["max_output_bytes"].as_u64().unwrap_or(0),
-                    };
+                    let limits = ToolLimits::new(
+                        Duration::from_millis(req["timeout_ms"].as_u64().unwrap_or(0)),
+                        req["max_output_bytes"].as_u64().unwrap_or(0),
+                    );
                     match tool.call(req["input"].as_str().unwrap_or(""), limits) {
                         Ok(s) => json!({ "ok": s }),
                         Err(ToolError::Timeout) => json!({ "timeout": true }),

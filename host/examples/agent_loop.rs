@@ -15,7 +15,6 @@
 use sbx_wasm::Capabilities;
 use sbx_wasm::tools::{ToolError, ToolRegistry};
 use sbx_wasm::wasm::{RunOptions, WasmHost};
-use std::sync::{Arc, Mutex};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
@@ -40,13 +39,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         tools.register("word_count", |input: &str| {
             Ok::<_, ToolError>(input.split_whitespace().count().to_string())
         });
-        let output = Arc::new(Mutex::new(Vec::new()));
-        let mut opts = RunOptions::new(caps.clone());
-        opts.tools = tools;
-        opts.stdout = output.clone();
-        let run = host.run(&component, opts)?;
-        // What goes back to the model: the guest's output and the report.
-        let text = String::from_utf8_lossy(&output.lock().unwrap()).into_owned();
+        let run = host.run(&component, RunOptions::new(caps.clone()).tools(tools))?;
+        // What goes back to the model: the guest's output (captured) and
+        // the report.
+        let text = String::from_utf8_lossy(&run.stdout).into_owned();
         println!("{proposal}: {}", serde_json::to_string(&run.report)?);
         println!("{text}");
     }

@@ -15,14 +15,18 @@ pub enum StoppedReason {
     Completed,
     /// A budget halted the run; later ops were not attempted.
     HardLimit,
+    /// The run was cancelled ([`SandboxBuilder::cancel`](crate::SandboxBuilder::cancel));
+    /// later ops were not attempted.
+    Cancelled,
 }
 
 impl StoppedReason {
-    /// `completed` or `hard_limit`.
+    /// `completed`, `hard_limit` or `cancelled`.
     pub fn as_str(self) -> &'static str {
         match self {
             StoppedReason::Completed => "completed",
             StoppedReason::HardLimit => "hard_limit",
+            StoppedReason::Cancelled => "cancelled",
         }
     }
 }
@@ -75,10 +79,14 @@ impl SandboxedAgent {
         let mut stopped_reason = StoppedReason::Completed;
         for op in ops {
             let r = self.sandbox.run(op);
-            let hard = r.hard();
+            let stop = match (r.hard(), r.violation()) {
+                (false, _) => None,
+                (true, Some(crate::Violation::Cancelled)) => Some(StoppedReason::Cancelled),
+                (true, _) => Some(StoppedReason::HardLimit),
+            };
             results.push(r);
-            if hard {
-                stopped_reason = StoppedReason::HardLimit;
+            if let Some(reason) = stop {
+                stopped_reason = reason;
                 break;
             }
         }

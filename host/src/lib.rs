@@ -43,15 +43,18 @@
 pub mod agent;
 pub mod bound;
 pub mod budget;
+mod cancel;
 pub mod capability;
 pub mod caps;
 #[cfg(feature = "wasm")]
 pub mod confine;
 pub mod error;
+pub mod events;
 mod failure;
 pub mod gate;
 pub mod op;
 pub mod plan;
+mod quiet_panic;
 pub mod report;
 pub mod violation;
 #[cfg(feature = "wasm")]
@@ -68,6 +71,7 @@ pub use capability::{fs, net, tools};
 
 pub use agent::{AgentRun, SandboxedAgent, StoppedReason};
 pub use budget::{Budget, Clock, ManualClock, MonotonicClock, TickClock, Usage, WriteMeter};
+pub use cancel::CancelHandle;
 pub use caps::{Capabilities, CapabilitiesBuilder};
 pub use error::{CapsError, Error};
 pub use gate::{Sandbox, SandboxBuilder};

@@ -101,6 +101,9 @@ pub enum Status {
     Trapped,
     /// The guest exited with a code (wasm front door only).
     Exited,
+    /// The embedder cancelled the run ([`crate::CancelHandle`]); the
+    /// report and audit hold what was done before.
+    Cancelled,
 }
 
 /// The report of one run. Always produced, also after a hard halt.

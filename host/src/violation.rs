@@ -45,11 +45,14 @@ pub enum Violation {
     MaxWriteBytes,
     /// More files, folders and links created than `max_files` (hard).
     MaxFiles,
+    /// The embedder cancelled the run (hard): not the guest's doing. The
+    /// report's status is `cancelled`.
+    Cancelled,
 }
 
 impl Violation {
     /// Every violation, soft ones first.
-    pub const ALL: [Violation; 14] = [
+    pub const ALL: [Violation; 15] = [
         Violation::PathTraversal,
         Violation::FsReadDenied,
         Violation::FsWriteDenied,
@@ -64,6 +67,7 @@ impl Violation {
         Violation::StackOverflow,
         Violation::MaxWriteBytes,
         Violation::MaxFiles,
+        Violation::Cancelled,
     ];
 
     /// The stable `snake_case` name.
@@ -83,6 +87,7 @@ impl Violation {
             Violation::StackOverflow => "stack_overflow",
             Violation::MaxWriteBytes => "max_write_bytes",
             Violation::MaxFiles => "max_files",
+            Violation::Cancelled => "cancelled",
         }
     }
 
@@ -99,6 +104,7 @@ impl Violation {
                 | Violation::StackOverflow
                 | Violation::MaxWriteBytes
                 | Violation::MaxFiles
+                | Violation::Cancelled
         )
     }
 }
@@ -149,7 +155,7 @@ mod tests {
             assert_eq!(json, format!("\"{}\"", v.as_str()));
         }
         let hard: Vec<_> = Violation::ALL.iter().filter(|v| v.is_hard()).collect();
-        assert_eq!(hard.len(), 8);
+        assert_eq!(hard.len(), 9);
         assert!(!Violation::EgressDenied.is_hard());
         assert!(Violation::MaxWall.is_hard());
     }

@@ -11,6 +11,7 @@ use sbx_wasm::report::{KernelWall, RunReport, Status};
 use sbx_wasm::wasm::{CacheOutcome, RunOptions, WasmRun};
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 #[derive(clap::Args, Debug)]
 pub(crate) struct RunArgs {
@@ -110,21 +111,26 @@ fn run_inner(a: &RunArgs) -> Result<i32> {
         (a.component.clone(), a.args.clone())
     };
     let (component, outcome) = progress::while_loading(&program, || host.load_traced(&program))?;
-    let mut opts = RunOptions::new(caps.clone());
-    opts.program_name = program
+    let name = program
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "agent".into());
-    opts.args = args;
-    // Streamed, never read ahead: `sleep 100 | sbx-wasm run ...` must not
-    // wait for the pipe to close before the guest starts.
-    opts.inherit_stdin = !a.no_stdin && !std::io::stdin().is_terminal();
-    opts.deterministic = a.deterministic;
-    opts.seed = a.seed;
+    let mut opts = RunOptions::new(caps.clone())
+        .program_name(name)
+        .args(args)
+        // Streamed, never read ahead: `sleep 100 | sbx-wasm run ...` must
+        // not wait for the pipe to close before the guest starts.
+        .inherit_stdin(!a.no_stdin && !std::io::stdin().is_terminal())
+        // The guest's output is the command's output, as it is written.
+        .stdout(Arc::new(Mutex::new(std::io::stdout())))
+        .stderr(Arc::new(Mutex::new(std::io::stderr())));
+    if a.deterministic {
+        opts = opts.deterministic(a.seed);
+    }
     let mut staged = Vec::new();
     let mut helper = None;
     if a.no_kernel_confinement {
-        opts.tools = registry(&caps);
+        opts = opts.tools(registry(&caps));
     } else {
         // A confined process can neither start programs nor rename files
         // outside its mounts: command tools run in a helper started now,
@@ -133,9 +139,10 @@ fn run_inner(a: &RunArgs) -> Result<i32> {
         staged = a.files.stage()?;
         let (tools, h) = tool_helper::spawn(caps.tool_commands(), &staged)
             .context("cannot start the tool helper")?;
-        (opts.tools, helper) = (tools, h);
-        opts.confine = Some(policy(&caps, &staged));
-        opts.require_confinement = a.require_kernel_confinement;
+        helper = h;
+        opts = opts
+            .tools(tools)
+            .confine(policy(&caps, &staged), a.require_kernel_confinement);
     }
     let mut run = host.run(&component, opts)?;
     if a.no_kernel_confinement {

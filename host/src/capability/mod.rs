@@ -114,7 +114,9 @@ pub(crate) struct Held<'a> {
     /// Tool implementations (a tool must be allowed and registered).
     pub(crate) tools: &'a ToolRegistry,
     pub(crate) resolver: &'a dyn Resolve,
-    pub(crate) net: &'a dyn Net,
+    pub(crate) net: &'a std::sync::Arc<dyn Net>,
+    /// The run's cancel switch, when it has one.
+    pub(crate) cancel: Option<&'a crate::CancelHandle>,
 }
 
 /// What the gate lends an effect from the budgets.

@@ -25,7 +25,8 @@ impl Sandbox {
             allowed_tools: self.caps.tools(),
             tools: &self.tools,
             resolver: &*self.resolver,
-            net: &*self.net,
+            net: &self.net,
+            cancel: self.cancel.as_ref(),
         }
     }
 

@@ -50,6 +50,8 @@ impl Sandbox {
         event.hard = denial.hard;
         event.detail = Some(denial.message.clone());
         let (op, target) = (event.op.clone(), event.target.clone());
+        let amended = event.clone();
+        self.announce(&amended);
         self.record_denial(seq, &op, &target, &denial);
         self.denials.sort_by_key(|d| d.seq);
     }
@@ -100,6 +102,9 @@ impl Sandbox {
         if let Some(ev) = self.audit.last_mut() {
             ev.op = kind.to_string();
             ev.target = target.clone();
+        }
+        if let Some(ev) = self.audit.last() {
+            self.announce(&ev.clone());
         }
         if let Some(rec) = self.denials.last_mut() {
             rec.op = kind.to_string();

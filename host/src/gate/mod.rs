@@ -11,9 +11,11 @@ mod door;
 mod effect;
 mod record;
 
+use crate::CancelHandle;
 use crate::budget::{Clock, MonotonicClock, OutputMeter, Usage, WriteMeter};
 use crate::caps::Capabilities;
 use crate::error::Error;
+use crate::events::EventSink;
 use crate::fs::MountTable;
 use crate::net::{HttpNet, Net, Resolve, SystemResolver};
 use crate::op::{Failure, Op, Output, SandboxResult};
@@ -33,6 +35,8 @@ use std::time::Duration;
 /// | [`clock`](SandboxBuilder::clock) | a [`MonotonicClock`] started at [`build`](SandboxBuilder::build) |
 /// | [`output_meter`](SandboxBuilder::output_meter) | a meter of its own with the caps' `max_output_bytes` |
 /// | [`write_meter`](SandboxBuilder::write_meter) | a meter of its own with the caps' `max_write_bytes` and `max_files` |
+/// | [`cancel`](SandboxBuilder::cancel) | none: the run cannot be cancelled from outside |
+/// | [`events`](SandboxBuilder::events) | none: decisions are only in the audit log |
 pub struct SandboxBuilder {
     caps: Capabilities,
     net: Arc<dyn Net>,
@@ -41,9 +45,26 @@ pub struct SandboxBuilder {
     clock: Arc<dyn Clock>,
     output: Option<Arc<OutputMeter>>,
     writes: Option<Arc<WriteMeter>>,
+    cancel: Option<CancelHandle>,
+    events: Option<EventSink>,
 }
 
 impl SandboxBuilder {
+    /// Send each decision to `sink` as it is made (see [`EventSink`]).
+    /// Default: none.
+    pub fn events(mut self, sink: EventSink) -> Self {
+        self.events = Some(sink);
+        self
+    }
+
+    /// Let `cancel` end the run: once cancelled, the next op (or a fetch
+    /// or tool call in flight, abandoned) is refused as `cancelled`, a hard
+    /// refusal that halts the run (see [`CancelHandle`]). Default: none.
+    pub fn cancel(mut self, cancel: CancelHandle) -> Self {
+        self.cancel = Some(cancel);
+        self
+    }
+
     /// Share `meter` as the write quota (`max_write_bytes`, `max_files`);
     /// the wasm host shares it with the guest's file output streams.
     /// Default: a meter of its own with the caps' budget.
@@ -128,6 +149,8 @@ impl SandboxBuilder {
             resolver: self.resolver,
             tools: self.tools,
             clock: self.clock,
+            cancel: self.cancel,
+            events: self.events,
             start,
             elapsed: Duration::ZERO,
             seq: 0,
@@ -169,6 +192,8 @@ pub struct Sandbox {
     resolver: Arc<dyn Resolve>,
     tools: ToolRegistry,
     clock: Arc<dyn Clock>,
+    cancel: Option<CancelHandle>,
+    events: Option<EventSink>,
     start: Duration,
     elapsed: Duration,
     seq: u64,
@@ -201,6 +226,8 @@ impl Sandbox {
             clock: Arc::new(MonotonicClock::new()),
             output: None,
             writes: None,
+            cancel: None,
+            events: None,
         }
     }
 
@@ -217,6 +244,11 @@ impl Sandbox {
     /// The hard violation that halted the run, if any.
     pub fn halted(&self) -> Option<&Denial> {
         self.halted.as_ref()
+    }
+
+    /// Whether the run's cancel switch was thrown.
+    pub fn cancelled(&self) -> bool {
+        crate::cancel::is_cancelled(self.cancel.as_ref())
     }
 
     /// What the run has used so far.
@@ -240,10 +272,10 @@ impl Sandbox {
     /// The report of the run so far.
     pub fn report(&self) -> RunReport {
         RunReport {
-            status: if self.halted.is_some() {
-                Status::HardLimit
-            } else {
-                Status::Completed
+            status: match &self.halted {
+                Some(d) if d.violation == Violation::Cancelled => Status::Cancelled,
+                Some(_) => Status::HardLimit,
+                None => Status::Completed,
             },
             exit_code: None,
             violation: self.halted.as_ref().map(|d| d.violation),
@@ -251,7 +283,12 @@ impl Sandbox {
             limits: Limits::from(self.caps.budget()),
             denials: self.denials.clone(),
             kernel_wall: None,
-            notes: Vec::new(),
+            notes: match self.events.as_ref().map(EventSink::dropped) {
+                Some(n) if n > 0 => vec![format!(
+                    "{n} events were dropped: the event channel was full or closed"
+                )],
+                _ => Vec::new(),
+            },
         }
     }
 
@@ -282,6 +319,13 @@ impl Sandbox {
                     h.violation
                 ),
             };
+            return self.finish(&op, None, Err(Failure::Denied(d)));
+        }
+        if self.cancelled() {
+            let d = Denial::new(
+                Violation::Cancelled,
+                "the run was cancelled; nothing was performed",
+            );
             return self.finish(&op, None, Err(Failure::Denied(d)));
         }
         self.ops += 1;

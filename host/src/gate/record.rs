@@ -4,6 +4,7 @@
 use super::{Failure, Sandbox};
 use crate::bound::record_target;
 use crate::capability::Trace;
+use crate::events::Event;
 use crate::op::{Op, Output, SandboxResult};
 use crate::report::{AuditEvent, DenialRecord};
 use crate::violation::Denial;
@@ -83,8 +84,17 @@ impl Sandbox {
                 result.denial = Some(d);
             }
         }
+        self.announce(&event);
         self.audit.push(event);
         result
+    }
+
+    /// Send a decision to the run's event sink, if it has one (again, with
+    /// the same `seq`, when a record is amended: the later one stands).
+    pub(super) fn announce(&self, event: &AuditEvent) {
+        if let Some(sink) = &self.events {
+            sink.send(Event::Decision(event.clone()));
+        }
     }
 
     /// The one place the breaker trips: any hard denial halts the run.

@@ -36,6 +36,15 @@ pub enum LoadError {
         /// wasmtime's message.
         message: String,
     },
+    /// The host has no room for another run now: the pooling allocator's
+    /// limit of concurrent sandboxes (instances, memories, stacks) is
+    /// reached. Not the guest's doing; retry when a run ends, or size the
+    /// pool for more ([`PoolSizes`](super::PoolSizes)).
+    #[error("no room for another run: {message}")]
+    Capacity {
+        /// wasmtime's message, naming the limit.
+        message: String,
+    },
     /// The grant's mounts could not be opened.
     #[error(transparent)]
     Setup(#[from] crate::Error),

@@ -20,6 +20,7 @@ mod fs_gate;
 pub(crate) mod imports;
 mod limits;
 mod load;
+mod options;
 mod output;
 mod root;
 mod run;
@@ -29,8 +30,8 @@ pub use cache::{ArtifactCache, CacheEntry, CacheOutcome, process_alive};
 pub use core::CoreOutcome;
 pub use engine::{Allocator, PoolSizes};
 pub use load::LoadError;
+pub use options::{RunOptions, WasmRun};
 pub use output::Sink;
-pub use run::{RunOptions, WasmRun};
 
 use crate::gate::Sandbox;
 use crate::violation::Violation;
@@ -104,7 +105,6 @@ impl WasiView for HostState {
 /// use sbx_wasm::Capabilities;
 /// use sbx_wasm::tools::{ToolError, ToolRegistry};
 /// use sbx_wasm::wasm::{RunOptions, WasmHost};
-/// use std::sync::{Arc, Mutex};
 ///
 /// let host = WasmHost::new().map_err(|e| format!("{e:#}"))?;
 /// let caps = Capabilities::from_file("caps.toml")?;
@@ -112,13 +112,12 @@ impl WasiView for HostState {
 ///
 /// let mut tools = ToolRegistry::new();
 /// tools.register("upper", |s: &str| Ok::<_, ToolError>(s.to_uppercase()));
-/// let stdout = Arc::new(Mutex::new(Vec::new()));
-/// let mut opts = RunOptions::new(caps);
-/// opts.args = vec!["--task".into(), "summarize".into()];
-/// opts.tools = tools;
-/// opts.stdout = stdout.clone();
+/// let opts = RunOptions::new(caps)
+///     .args(["--task", "summarize"])
+///     .tools(tools);
 /// let run = host.run(&component, opts)?;
 /// println!("{:?} {:?}", run.report.status, run.report.violation);
+/// println!("{}", String::from_utf8_lossy(&run.stdout));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///

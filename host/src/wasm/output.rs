@@ -8,6 +8,7 @@
 
 use super::HardLimit;
 use crate::budget::OutputMeter;
+use crate::events::{Event, EventSink};
 use crate::violation::Violation;
 use std::io::Write;
 use std::pin::Pin;
@@ -20,6 +21,9 @@ use wasmtime_wasi::p2::{OutputStream, Pollable, StreamError, StreamResult};
 /// Where guest output goes.
 pub type Sink = Arc<Mutex<dyn Write + Send>>;
 
+/// Which event a chunk of this stream is (`Event::Stdout` or `Event::Stderr`).
+pub(crate) type ChunkEvent = fn(Vec<u8>) -> Event;
+
 /// A metered stdout or stderr.
 #[derive(Clone)]
 pub(crate) struct MeteredOutput {
@@ -27,6 +31,8 @@ pub(crate) struct MeteredOutput {
     sink: Sink,
     /// The sink refused a write: its reader is gone.
     closed: Arc<AtomicBool>,
+    /// Where each chunk is also announced, and as which event.
+    events: Option<(EventSink, ChunkEvent)>,
 }
 
 /// What became of one write.
@@ -44,7 +50,14 @@ impl MeteredOutput {
             meter,
             sink,
             closed: Arc::new(AtomicBool::new(false)),
+            events: None,
         }
+    }
+
+    /// Also announce every chunk written to `events`, as `kind`.
+    pub(crate) fn with_events(mut self, events: Option<EventSink>, kind: ChunkEvent) -> Self {
+        self.events = events.map(|e| (e, kind));
+        self
     }
 
     /// Whether the sink's reader went away during the run.
@@ -75,6 +88,11 @@ impl MeteredOutput {
         {
             self.closed.store(true, Ordering::SeqCst);
             return Put::Closed;
+        }
+        if let Some((events, kind)) = &self.events
+            && take > 0
+        {
+            events.send(kind(bytes[..take].to_vec()));
         }
         if fits { Put::Written } else { Put::OverBudget }
     }

@@ -3,15 +3,14 @@
 
 use super::clocks::{FixedWallClock, TickMonotonic, seed_bytes};
 use super::limits::MemoryLimiter;
+use super::options::{RunOptions, WasmRun};
 use super::output::{MeteredOutput, Sink};
 use super::{FUEL_SLICE, HardLimit, HostState, LoadError, PreparedAgent, WasmHost, setup};
 use crate::budget::{Clock, MonotonicClock, OutputMeter, TickClock};
-use crate::caps::Capabilities;
+use crate::events::Event;
 use crate::fs::Access;
 use crate::gate::Sandbox;
-use crate::net::{Net, Resolve};
-use crate::report::{AuditEvent, RunReport, Status};
-use crate::tools::ToolRegistry;
+use crate::report::Status;
 use crate::violation::Violation;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -62,6 +61,19 @@ impl WasmHost {
         agent: &PreparedAgent,
         opts: RunOptions,
     ) -> Result<WasmRun, LoadError> {
+        if tokio::runtime::Handle::try_current().is_ok() {
+            // Called from inside an async runtime, where blocking on a
+            // runtime of our own would panic: block a thread of our own
+            // instead (prefer `run_prepared_async` there).
+            return std::thread::scope(|scope| {
+                std::thread::Builder::new()
+                    .name("sbx-run".into())
+                    .spawn_scoped(scope, || self.run_prepared(agent, opts))
+                    .map_err(|e| setup(format!("cannot start a thread for the run: {e}")))?
+                    .join()
+                    .unwrap_or_else(|_| Err(setup("the run's thread panicked".into())))
+            });
+        }
         // One runtime per thread, reused by every run on it: building one
         // per run cost more than the rest of a small run's setup.
         thread_local! {
@@ -93,10 +105,11 @@ impl WasmHost {
             ));
         }
         let budget = *opts.caps.budget();
-        let deterministic = opts.deterministic;
+        let deterministic = opts.deterministic.is_some();
         let meter = Arc::new(OutputMeter::new(budget.max_output_bytes));
         let mut opts = opts;
-        let (wasi, closed) = self.wasi_context(&mut opts, &meter)?;
+        let capture = Capture::new(&mut opts);
+        let (wasi, closed) = self.wasi_context(&opts, &meter)?;
         let RunOptions {
             caps,
             tools,
@@ -104,7 +117,8 @@ impl WasmHost {
             resolver,
             clock,
             confine,
-            require_confinement,
+            cancel,
+            events,
             ..
         } = opts;
         let clock: Arc<dyn Clock> = match (clock, deterministic) {
@@ -122,6 +136,12 @@ impl WasmHost {
         if let Some(r) = resolver {
             gate = gate.resolver_shared(r);
         }
+        if let Some(c) = &cancel {
+            gate = gate.cancel(c.clone());
+        }
+        if let Some(e) = events {
+            gate = gate.events(e);
+        }
         let state = HostState {
             wasi,
             table: ResourceTable::new(),
@@ -132,19 +152,39 @@ impl WasmHost {
         };
         let mut store = self.store(state, deterministic)?;
         let kernel_wall = match &confine {
-            Some(policy) => Some(self.confined(policy, require_confinement)?),
+            Some((policy, required)) => Some(self.confined(policy, *required)?),
             None => None,
         };
         let call = async {
             let command = agent.pre.instantiate_async(&mut store).await?;
             command.wasi_cli_run().call_run(&mut store).await
         };
-        // The real-time backstop, whatever the run's clock says.
-        let end = match tokio::time::timeout(budget.max_wall, call).await {
-            Err(_) => End::Limit(Violation::MaxWall),
-            Ok(Ok(Ok(()))) => End::Exit(0),
-            Ok(Ok(Err(()))) => End::Exit(1),
-            Ok(Err(e)) => classify(&e, &store),
+        // The real-time backstop, whatever the run's clock says; and the
+        // cancel switch, which ends a guest waiting in WASI at once (guest
+        // code stops at its next epoch tick, host calls in the gate).
+        let cancelled = async {
+            match &cancel {
+                Some(c) => c.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        let end = tokio::select! {
+            biased;
+            () = cancelled => End::Limit(Violation::Cancelled),
+            timed = tokio::time::timeout(budget.max_wall, call) => match timed {
+                Err(_) => End::Limit(Violation::MaxWall),
+                Ok(Ok(Ok(()))) => End::Exit(0),
+                Ok(Ok(Err(()))) => End::Exit(1),
+                Ok(Err(e)) => {
+                    // A full pool is the host's capacity, not a guest trap.
+                    if let Some(full) = e.downcast_ref::<wasmtime::PoolConcurrencyLimitError>() {
+                        return Err(LoadError::Capacity {
+                            message: full.to_string(),
+                        });
+                    }
+                    classify(&e, &store)
+                }
+            },
         };
         let mut run = finish(store, end, &meter, kernel_wall);
         for (name, flag) in closed {
@@ -155,6 +195,7 @@ impl WasmHost {
                 ));
             }
         }
+        (run.stdout, run.stderr) = capture.take();
         Ok(run)
     }
 
@@ -164,7 +205,7 @@ impl WasmHost {
     /// inherited but what `opts` asks for.
     fn wasi_context(
         &self,
-        opts: &mut RunOptions,
+        opts: &RunOptions,
         meter: &Arc<OutputMeter>,
     ) -> Result<(WasiCtx, Closed), LoadError> {
         let mut wasi = WasiCtxBuilder::new();
@@ -204,11 +245,14 @@ impl WasmHost {
             // reading ends at max_wall like any blocked call.
             wasi.inherit_stdin();
         } else {
-            wasi.stdin(MemoryInputPipe::new(std::mem::take(&mut opts.stdin)));
+            wasi.stdin(MemoryInputPipe::new(opts.stdin.as_ref().clone()));
         }
+        let sink = |s: &Option<Sink>| s.clone().expect("Capture::new set every sink");
         let (stdout, stderr) = (
-            MeteredOutput::new(meter.clone(), opts.stdout.clone()),
-            MeteredOutput::new(meter.clone(), opts.stderr.clone()),
+            MeteredOutput::new(meter.clone(), sink(&opts.stdout))
+                .with_events(opts.events.clone(), Event::Stdout),
+            MeteredOutput::new(meter.clone(), sink(&opts.stderr))
+                .with_events(opts.events.clone(), Event::Stderr),
         );
         let closed = [
             ("stdout", stdout.closed_flag()),
@@ -216,14 +260,12 @@ impl WasmHost {
         ];
         wasi.stdout(stdout);
         wasi.stderr(stderr);
-        if opts.deterministic {
+        if let Some(seed) = opts.deterministic {
             wasi.wall_clock(FixedWallClock);
             wasi.monotonic_clock(TickMonotonic::default());
-            wasi.secure_random(wasmtime_wasi::Deterministic::new(seed_bytes(opts.seed)));
-            wasi.insecure_random(wasmtime_wasi::Deterministic::new(seed_bytes(
-                opts.seed ^ 0x5eed,
-            )));
-            wasi.insecure_random_seed(u128::from(opts.seed));
+            wasi.secure_random(wasmtime_wasi::Deterministic::new(seed_bytes(seed)));
+            wasi.insecure_random(wasmtime_wasi::Deterministic::new(seed_bytes(seed ^ 0x5eed)));
+            wasi.insecure_random_seed(u128::from(seed));
         }
         Ok((wasi.build(), closed))
     }
@@ -255,7 +297,10 @@ impl WasmHost {
         // the timeout around the call is the real-time backstop.
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(move |ctx| {
-            if !deterministic && ctx.data().gate.elapsed_now() > budget.max_wall {
+            let gate = &ctx.data().gate;
+            if gate.cancelled() {
+                Err(wasmtime::Error::new(HardLimit(Violation::Cancelled)))
+            } else if !deterministic && gate.elapsed_now() > budget.max_wall {
                 Err(wasmtime::Error::new(HardLimit(Violation::MaxWall)))
             } else {
                 Ok(UpdateDeadline::Yield(1))
@@ -318,6 +363,10 @@ fn finish(
             report.status = Status::Exited;
             report.exit_code = Some(code);
         }
+        End::Limit(Violation::Cancelled) => {
+            report.status = Status::Cancelled;
+            report.violation = Some(Violation::Cancelled);
+        }
         End::Limit(v) => {
             report.status = Status::HardLimit;
             report.violation = Some(v);
@@ -331,6 +380,8 @@ fn finish(
         report,
         audit: state.gate.audit().to_vec(),
         trap,
+        stdout: Vec::new(),
+        stderr: Vec::new(),
     }
 }
 
@@ -343,7 +394,12 @@ pub(super) enum End {
 /// Map how the call failed onto a violation, an exit or a trap message.
 fn classify(e: &wasmtime::Error, store: &Store<HostState>) -> End {
     let halted = store.data().gate.halted().map(|d| d.violation);
-    classify_error(e, halted, store.data().limiter.hit)
+    match classify_error(e, halted, store.data().limiter.hit) {
+        // A trap after the cancel (a refused call the guest did not expect)
+        // is the cancel's doing.
+        End::Trap(_) if store.data().gate.cancelled() => End::Limit(Violation::Cancelled),
+        end => end,
+    }
 }
 
 /// The shared part of trap mapping: `halted` is the gate's tripped
@@ -373,92 +429,37 @@ pub(super) fn classify_error(
     }
 }
 
-/// What a component run needs besides the component.
-pub struct RunOptions {
-    /// The grant.
-    pub caps: Capabilities,
-    /// `argv[0]` as the guest sees it.
-    pub program_name: String,
-    /// Arguments after `argv[0]`.
-    pub args: Vec<String>,
-    /// Standard input, whole (unless `inherit_stdin`).
-    pub stdin: Vec<u8>,
-    /// Give the guest this process's standard input instead of `stdin`,
-    /// streamed as the guest reads it (never read ahead, so an open pipe
-    /// the guest never reads does not hold the run).
-    pub inherit_stdin: bool,
-    /// Where guest stdout goes.
-    pub stdout: Sink,
-    /// Where guest stderr goes.
-    pub stderr: Sink,
-    /// Tools the guest may call (if the caps allow them).
-    pub tools: ToolRegistry,
-    /// The network for allowed fetches (default [`crate::net::HttpNet`]).
-    pub net: Option<Arc<dyn Net>>,
-    /// The resolver for fetches (default [`crate::net::SystemResolver`]).
-    pub resolver: Option<Arc<dyn Resolve>>,
-    /// The run's clock: the gate's wall meter, the epoch deadline (read at
-    /// every epoch tick, every 10 ms, while guest code runs) and the
-    /// report's `wall_ms` (default: [`MonotonicClock`], or a 1 ms
-    /// [`TickClock`] when `deterministic`, which the epoch deadline does not
-    /// read: see [`RunOptions::deterministic`]). Whatever the clock says, a
-    /// real-time timeout at `max_wall_ms` around the whole call is the
-    /// backstop: a clock slower than real time never lets a guest outlive
-    /// it. A [`crate::ManualClock`] lets a test or an embedder drive time.
-    pub clock: Option<Arc<dyn Clock>>,
-    /// Virtual clocks and seeded randomness: the same component, caps and
-    /// input give the same output, report and audit log. The virtual clock
-    /// advances only when the guest calls the host, so a guest that never
-    /// does is bounded by `max_fuel` (the deterministic budget) and by the
-    /// real-time backstop at `max_wall_ms`.
-    pub deterministic: bool,
-    /// Seed for deterministic randomness.
-    pub seed: u64,
-    /// Confine this process to the grant (the kernel second wall, see
-    /// [`crate::confine`]) once the run is set up and before guest code
-    /// runs. Irreversible and process-wide: for a process that exists to
-    /// run this one grant (the CLI's `run`). The report's `kernel_wall`
-    /// says what was enforced.
-    pub confine: Option<crate::confine::Policy>,
-    /// With `confine`: refuse to run the guest unless the kernel enforced
-    /// all of it.
-    pub require_confinement: bool,
+/// The buffers that hold stdout and stderr a run captures (the default):
+/// bounded by the output meter, which every byte passes first.
+struct Capture {
+    stdout: Option<Arc<Mutex<Vec<u8>>>>,
+    stderr: Option<Arc<Mutex<Vec<u8>>>>,
 }
 
-impl RunOptions {
-    /// Defaults: `argv[0]` `agent`, no args, empty stdin (not inherited), output to this
-    /// process's stdout and stderr, no tools, the real network
-    /// ([`crate::net::HttpNet`]) and resolver ([`crate::net::SystemResolver`]),
-    /// real clocks and randomness, seed 0, no kernel confinement.
-    pub fn new(caps: Capabilities) -> Self {
-        RunOptions {
-            caps,
-            program_name: "agent".into(),
-            args: Vec::new(),
-            stdin: Vec::new(),
-            inherit_stdin: false,
-            stdout: Arc::new(Mutex::new(std::io::stdout())),
-            stderr: Arc::new(Mutex::new(std::io::stderr())),
-            tools: ToolRegistry::new(),
-            net: None,
-            resolver: None,
-            clock: None,
-            deterministic: false,
-            seed: 0,
-            confine: None,
-            require_confinement: false,
+impl Capture {
+    /// A buffer for each stream `opts` does not send elsewhere, set as its
+    /// sink.
+    fn new(opts: &mut RunOptions) -> Self {
+        let buffer = |sink: &mut Option<Sink>| {
+            if sink.is_some() {
+                return None;
+            }
+            let buf = Arc::new(Mutex::new(Vec::new()));
+            *sink = Some(buf.clone());
+            Some(buf)
+        };
+        Capture {
+            stdout: buffer(&mut opts.stdout),
+            stderr: buffer(&mut opts.stderr),
         }
     }
-}
 
-/// The outcome of a component run.
-#[derive(Debug, Clone)]
-pub struct WasmRun {
-    /// The run report (status, exit code, violation, usage, limits, denials).
-    pub report: RunReport,
-    /// Every gated decision.
-    pub audit: Vec<AuditEvent>,
-    /// The trap message when the guest trapped for another reason than a
-    /// limit.
-    pub trap: Option<String>,
+    /// What was captured (empty for a stream sent elsewhere).
+    fn take(self) -> (Vec<u8>, Vec<u8>) {
+        let take = |b: Option<Arc<Mutex<Vec<u8>>>>| {
+            b.map(|b| std::mem::take(&mut *b.lock().unwrap_or_else(|p| p.into_inner())))
+                .unwrap_or_default()
+        };
+        (take(self.stdout), take(self.stderr))
+    }
 }

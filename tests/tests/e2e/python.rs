@@ -475,12 +475,10 @@ fn the_runner_fits_the_pool_sized_from_the_caps() {
     );
     let agent = host.prepare(&host.load(&python_runner()).unwrap()).unwrap();
     for i in 0..3 {
-        let out = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let mut opts = RunOptions::new(caps.clone());
-        opts.args = vec!["-c".into(), format!("print({i} * 7)")];
-        opts.stdout = out.clone();
+        let opts = RunOptions::new(caps.clone()).args(["-c".into(), format!("print({i} * 7)")]);
         let run = host.run_prepared(&agent, opts).unwrap();
         assert_eq!(run.report.exit_code, Some(0), "{:?}", run.trap);
-        assert_eq!(text(&out.lock().unwrap()), format!("{}\n", i * 7));
+        // Captured by default.
+        assert_eq!(text(&run.stdout), format!("{}\n", i * 7));
     }
 }

@@ -7,8 +7,8 @@ use crate::capability::Output;
 use crate::capability::Trace;
 use crate::capability::{Held, Lent};
 use crate::failure::{ErrorKind, Failure, OpError};
+use crate::quiet_panic::catch_quietly;
 use crate::violation::{Denial, Violation};
-use std::panic::{AssertUnwindSafe, catch_unwind};
 
 /// Fetch `req` under the grant `held`, within the time and output `lent`.
 pub(crate) fn fetch(
@@ -26,12 +26,16 @@ pub(crate) fn fetch(
             req.clone(),
             timeout,
             lent.output_left,
+            held.cancel,
         )
     };
-    let (result, trace) = match catch_unwind(AssertUnwindSafe(run)) {
+    let (result, trace) = match catch_quietly(run) {
         Ok(r) => r,
-        Err(_) => (
-            Err(FetchFailure::Failed("the network layer panicked".into())),
+        Err(message) => (
+            Err(FetchFailure::Failed(format!(
+                "the network layer panicked: {}",
+                crate::bound::clip(&message)
+            ))),
             Trace::default(),
         ),
     };
@@ -44,6 +48,10 @@ pub(crate) fn fetch(
                 "fetch ran past the {} ms left of the wall budget",
                 timeout.as_millis()
             ),
+        ))),
+        Err(FetchFailure::Cancelled) => Err(Failure::Denied(Denial::new(
+            Violation::Cancelled,
+            "the run was cancelled during the fetch",
         ))),
         Err(FetchFailure::BodyTooLarge) => Err(Failure::Denied((lent.over_budget)())),
         Err(FetchFailure::Failed(e)) => Err(Failure::Error(OpError::new(ErrorKind::Network, e))),

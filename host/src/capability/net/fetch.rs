@@ -7,8 +7,13 @@ use super::{
     Egress, FetchLimits, FetchRequest, FetchResponse, Net, NetError, Refusal, Resolve,
     cross_origin_safe,
 };
+use crate::CancelHandle;
+use crate::cancel::{Abandoned, unless_cancelled};
 use crate::capability::Trace;
+use crate::quiet_panic::catch_quietly;
 use crate::violation::Denial;
+use std::net::SocketAddr;
+use std::sync::Arc;
 
 use std::time::{Duration, Instant};
 
@@ -19,6 +24,7 @@ pub(crate) enum FetchFailure {
     Timeout,
     BodyTooLarge,
     Failed(String),
+    Cancelled,
 }
 
 fn is_redirect(status: u16) -> bool {
@@ -32,14 +38,41 @@ fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
         .map(|(_, v)| v.as_str())
 }
 
+/// One request to `addr`. With a `cancel` switch it runs on a thread of its
+/// own, so a cancel ends the wait within 5 ms (the connection then closes
+/// at its own deadline, in the background).
+fn dial(
+    net: &Arc<dyn Net>,
+    req: &FetchRequest,
+    addr: SocketAddr,
+    limits: FetchLimits,
+    cancel: Option<&CancelHandle>,
+) -> Result<FetchResponse, NetError> {
+    let Some(cancel) = cancel else {
+        return net.fetch(req, addr, limits);
+    };
+    let (net, req) = (net.clone(), req.clone());
+    let run = move || catch_quietly(|| net.fetch(&req, addr, limits));
+    match unless_cancelled(cancel, run) {
+        Ok(Ok(r)) => r,
+        Ok(Err(message)) => Err(NetError::Failed(format!(
+            "the network layer panicked: {}",
+            crate::bound::clip(&message)
+        ))),
+        Err(Abandoned::Cancelled) => Err(NetError::Cancelled),
+        Err(Abandoned::Failed(why)) => Err(NetError::Failed(why.to_string())),
+    }
+}
+
 /// Run `req` through the egress decision and the network.
 pub(crate) fn gated_fetch(
     egress: &Egress,
     resolver: &dyn Resolve,
-    net: &dyn Net,
+    net: &Arc<dyn Net>,
     mut req: FetchRequest,
     wall_left: Duration,
     max_response_bytes: u64,
+    cancel: Option<&CancelHandle>,
 ) -> (Result<FetchResponse, FetchFailure>, Trace) {
     let deadline = Instant::now() + wall_left;
     let left = || deadline.saturating_duration_since(Instant::now());
@@ -73,7 +106,7 @@ pub(crate) fn gated_fetch(
             if limits.timeout.is_zero() {
                 return (Err(FetchFailure::Timeout), trace);
             }
-            response = match net.fetch(&req, *addr, limits) {
+            response = match dial(net, &req, *addr, limits, cancel) {
                 Ok(r) => Ok(r),
                 Err(NetError::Connect(e)) => {
                     response = Err(FetchFailure::Failed(format!(
@@ -82,6 +115,7 @@ pub(crate) fn gated_fetch(
                     continue;
                 }
                 Err(NetError::Timeout) => Err(FetchFailure::Timeout),
+                Err(NetError::Cancelled) => Err(FetchFailure::Cancelled),
                 Err(NetError::BodyTooLarge) => Err(FetchFailure::BodyTooLarge),
                 Err(e) => Err(FetchFailure::Failed(e.to_string())),
             };

@@ -269,6 +269,9 @@ pub enum NetError {
     /// Anything else (refused connection, bad response, TLS, ...).
     #[error("{0}")]
     Failed(String),
+    /// The run was cancelled while the request was in flight.
+    #[error("cancelled")]
+    Cancelled,
 }
 
 /// Performs fetches the gate has allowed. The gate never calls it for a

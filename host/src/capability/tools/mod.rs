@@ -15,6 +15,7 @@ mod request;
 pub(crate) use plan::{PLAN_OPS, aimed_at, from_plan};
 pub use request::ToolCall;
 
+use crate::CancelHandle;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::{Read, Write};
@@ -24,7 +25,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Bounds the gate puts on one tool call, from what is left of the budgets.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+#[derive(Clone, Debug)]
 pub struct ToolLimits {
     /// Time left in the wall budget. Tools should return before it; the
     /// subprocess tool is killed at it.
@@ -32,6 +34,20 @@ pub struct ToolLimits {
     /// Output bytes the caller may still receive; longer output halts the
     /// run with `max_output_bytes`.
     pub max_output_bytes: u64,
+    /// The run's cancel switch: a long tool should poll it and return
+    /// [`ToolError::Cancelled`] (the subprocess tool is killed on it).
+    pub cancel: CancelHandle,
+}
+
+impl ToolLimits {
+    /// `timeout` and `max_output_bytes`, never cancelled.
+    pub fn new(timeout: Duration, max_output_bytes: u64) -> Self {
+        ToolLimits {
+            timeout,
+            max_output_bytes,
+            cancel: CancelHandle::new(),
+        }
+    }
 }
 
 /// Why a tool did not produce output. Not a violation: the tool was allowed
@@ -45,6 +61,9 @@ pub enum ToolError {
     /// The tool reported a failure.
     #[error("{0}")]
     Failed(String),
+    /// The run was cancelled while the tool ran; it stopped early.
+    #[error("cancelled")]
+    Cancelled,
 }
 
 /// A named capability the agent may call with a string input (JSON by
@@ -122,6 +141,11 @@ impl Tool for CommandTool {
                     let _ = child.kill();
                     let _ = child.wait();
                     return Err(ToolError::Timeout);
+                }
+                Ok(None) if limits.cancel.is_cancelled() => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(ToolError::Cancelled);
                 }
                 Ok(None) => std::thread::sleep(Duration::from_millis(2)),
                 Err(e) => return Err(ToolError::Failed(format!("wait failed: {e}"))),
@@ -221,8 +245,9 @@ impl crate::capability::Request for ToolCall {
         let limits = ToolLimits {
             timeout: lent.wall_left,
             max_output_bytes: lent.output_left,
+            cancel: held.cancel.cloned().unwrap_or_default(),
         };
-        let outcome = effect::call(held.tools, &self.name, &self.input, limits);
+        let outcome = effect::call(held.tools, &self.name, &self.input, limits, held.cancel);
         (outcome, crate::capability::Trace::default())
     }
 

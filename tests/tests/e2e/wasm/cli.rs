@@ -163,8 +163,7 @@ fn the_second_load_does_no_compile_and_bad_entries_are_rebuilt() {
     // A loaded artifact runs like a fresh compile.
     let t = Tree::new();
     let component = h.load(&path).unwrap();
-    let mut opts = RunOptions::new(t.caps().build().unwrap());
-    opts.stdout = sink().0;
+    let opts = RunOptions::new(t.caps().build().unwrap());
     assert_eq!(h.run(&component, opts).unwrap().report.exit_code, Some(0));
     assert!(t.path("out/summary.txt").exists());
 

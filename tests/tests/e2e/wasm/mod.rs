@@ -4,6 +4,7 @@
 //! the violation), every benign path works, determinism holds.
 
 mod cli;
+mod embed;
 mod guests;
 mod prepared;
 
@@ -92,21 +93,20 @@ fn run_guest(
     deterministic: bool,
 ) -> Captured {
     let component = host().load(&guest(name)).unwrap();
-    let (out, out_buf) = sink();
-    let (err, err_buf) = sink();
-    let mut opts = RunOptions::new(caps.clone());
-    opts.program_name = name.to_string();
-    opts.args = args.iter().map(|s| s.to_string()).collect();
-    opts.stdin = stdin.to_vec();
-    opts.stdout = out;
-    opts.stderr = err;
-    opts.tools = command_tools(&caps);
-    opts.deterministic = deterministic;
+    let mut opts = RunOptions::new(caps.clone())
+        .program_name(name)
+        .args(args.iter().copied())
+        .stdin(stdin)
+        .tools(command_tools(&caps));
+    if deterministic {
+        opts = opts.deterministic(0);
+    }
+    // Captured by default: what the guest wrote comes back with the run.
     let run = host().run(&component, opts).unwrap();
-    let text = |b: &Arc<Mutex<Vec<u8>>>| String::from_utf8_lossy(&b.lock().unwrap()).into_owned();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
     Captured {
-        stdout: text(&out_buf),
-        stderr: text(&err_buf),
+        stdout: text(&run.stdout),
+        stderr: text(&run.stderr),
         run,
     }
 }

@@ -9,9 +9,7 @@ fn prepared_runs_on(h: &WasmHost) {
     for _ in 0..3 {
         let t = Tree::new();
         let caps = t.caps().build().unwrap();
-        let mut opts = RunOptions::new(caps.clone());
-        opts.tools = command_tools(&caps);
-        opts.stdout = sink().0;
+        let opts = RunOptions::new(caps.clone()).tools(command_tools(&caps));
         let run = h.run_prepared(&agent, opts).unwrap();
         assert_eq!(run.report.exit_code, Some(0), "{:?}", run.trap);
         assert_eq!(
@@ -27,9 +25,7 @@ fn prepared_runs_on(h: &WasmHost) {
         .tool_command("word_count", vec!["wc".into(), "-w".into()])
         .build()
         .unwrap();
-    let mut opts = RunOptions::new(caps.clone());
-    opts.tools = command_tools(&caps);
-    opts.stdout = sink().0;
+    let opts = RunOptions::new(caps.clone()).tools(command_tools(&caps));
     let run = h.run_prepared(&agent, opts).unwrap();
     assert!(
         run.report
@@ -151,10 +147,7 @@ fn a_stopped_clock_does_not_outlive_the_real_time_backstop() {
         .max_wall(Duration::from_millis(500))
         .build()
         .unwrap();
-    let mut opts = RunOptions::new(caps);
-    opts.stdout = sink().0;
-    opts.stderr = sink().0;
-    let run = host().run(&component, opts).unwrap();
+    let run = host().run(&component, RunOptions::new(caps)).unwrap();
     assert!(matches!(
         run.report.violation,
         Some(Violation::MaxWall | Violation::MaxFuel)
@@ -171,9 +164,5 @@ fn spinning(t: &Tree, wall: Duration, clock: Arc<sbx_wasm::ManualClock>) -> RunO
         .max_fuel(1_000_000_000_000_000)
         .build()
         .unwrap();
-    let mut opts = RunOptions::new(caps);
-    opts.clock = Some(clock);
-    opts.stdout = sink().0;
-    opts.stderr = sink().0;
-    opts
+    RunOptions::new(caps).clock(clock)
 }

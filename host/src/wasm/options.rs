@@ -1,0 +1,218 @@
+//! What a component run needs besides the component ([`RunOptions`]), and
+//! what it gives back ([`WasmRun`]).
+
+use super::output::Sink;
+use crate::CancelHandle;
+use crate::budget::Clock;
+use crate::caps::Capabilities;
+use crate::events::EventSink;
+use crate::net::{Net, Resolve};
+use crate::report::{AuditEvent, RunReport};
+use crate::tools::ToolRegistry;
+use std::sync::Arc;
+
+/// How to run one component: the grant, and everything around it. Built
+/// from [`RunOptions::new`] with one method per setting; `Clone`, so one
+/// set of options can start many runs. Every default:
+///
+/// | setting | default |
+/// |---|---|
+/// | [`program_name`](RunOptions::program_name) | `agent` (the guest's `argv[0]`) |
+/// | [`args`](RunOptions::args) | none |
+/// | [`stdin`](RunOptions::stdin) | empty; [`inherit_stdin`](RunOptions::inherit_stdin) off |
+/// | [`stdout`](RunOptions::stdout), [`stderr`](RunOptions::stderr) | captured: returned in [`WasmRun::stdout`] and [`WasmRun::stderr`] (bounded by `max_output_bytes`) |
+/// | [`tools`](RunOptions::tools) | an empty [`ToolRegistry`] (every call `tool_denied`) |
+/// | [`net`](RunOptions::net) | [`HttpNet`](crate::net::HttpNet) |
+/// | [`resolver`](RunOptions::resolver) | [`SystemResolver`](crate::net::SystemResolver) |
+/// | [`clock`](RunOptions::clock) | a [`MonotonicClock`](crate::MonotonicClock) (a 1 ms [`TickClock`](crate::TickClock) when deterministic) |
+/// | [`deterministic`](RunOptions::deterministic) | off: real clocks and randomness |
+/// | [`cancel`](RunOptions::cancel) | none |
+/// | [`events`](RunOptions::events) | none |
+/// | [`confine`](RunOptions::confine) | none: no kernel wall |
+///
+/// # Examples
+///
+/// ```
+/// use sbx_wasm::{CancelHandle, Capabilities};
+/// use sbx_wasm::wasm::RunOptions;
+///
+/// let cancel = CancelHandle::new();
+/// let opts = RunOptions::new(Capabilities::builder().build()?)
+///     .args(["--task", "summarize"])
+///     .stdin("input text")
+///     .cancel(cancel.clone());
+/// assert_eq!(opts.caps().budget().max_ops, 10_000);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct RunOptions {
+    pub(super) caps: Capabilities,
+    pub(super) program_name: String,
+    pub(super) args: Vec<String>,
+    pub(super) stdin: Arc<Vec<u8>>,
+    pub(super) inherit_stdin: bool,
+    pub(super) stdout: Option<Sink>,
+    pub(super) stderr: Option<Sink>,
+    pub(super) tools: ToolRegistry,
+    pub(super) net: Option<Arc<dyn Net>>,
+    pub(super) resolver: Option<Arc<dyn Resolve>>,
+    pub(super) clock: Option<Arc<dyn Clock>>,
+    pub(super) deterministic: Option<u64>,
+    pub(super) cancel: Option<CancelHandle>,
+    pub(super) events: Option<EventSink>,
+    pub(super) confine: Option<(crate::confine::Policy, bool)>,
+}
+
+impl RunOptions {
+    /// Options for a run under `caps`, with the defaults above.
+    pub fn new(caps: Capabilities) -> Self {
+        RunOptions {
+            caps,
+            program_name: "agent".into(),
+            args: Vec::new(),
+            stdin: Arc::new(Vec::new()),
+            inherit_stdin: false,
+            stdout: None,
+            stderr: None,
+            tools: ToolRegistry::new(),
+            net: None,
+            resolver: None,
+            clock: None,
+            deterministic: None,
+            cancel: None,
+            events: None,
+            confine: None,
+        }
+    }
+
+    /// The grant.
+    pub fn caps(&self) -> &Capabilities {
+        &self.caps
+    }
+
+    /// `argv[0]` as the guest sees it.
+    pub fn program_name(mut self, name: impl Into<String>) -> Self {
+        self.program_name = name.into();
+        self
+    }
+
+    /// Arguments after `argv[0]`.
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.args = args.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Standard input, whole.
+    pub fn stdin(mut self, bytes: impl Into<Vec<u8>>) -> Self {
+        self.stdin = Arc::new(bytes.into());
+        self
+    }
+
+    /// Give the guest this process's standard input instead, streamed as
+    /// the guest reads it (never read ahead, so an open pipe the guest never
+    /// reads does not hold the run).
+    pub fn inherit_stdin(mut self, inherit: bool) -> Self {
+        self.inherit_stdin = inherit;
+        self
+    }
+
+    /// Stream guest stdout to `sink` as it is written, instead of capturing
+    /// it (then [`WasmRun::stdout`] is empty).
+    pub fn stdout(mut self, sink: Sink) -> Self {
+        self.stdout = Some(sink);
+        self
+    }
+
+    /// Stream guest stderr to `sink`, instead of capturing it.
+    pub fn stderr(mut self, sink: Sink) -> Self {
+        self.stderr = Some(sink);
+        self
+    }
+
+    /// Tools the guest may call (a tool must be allowed by the caps and
+    /// registered here).
+    pub fn tools(mut self, tools: ToolRegistry) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// Perform allowed fetches with `net`.
+    pub fn net(mut self, net: Arc<dyn Net>) -> Self {
+        self.net = Some(net);
+        self
+    }
+
+    /// Resolve host names with `resolver`.
+    pub fn resolver(mut self, resolver: Arc<dyn Resolve>) -> Self {
+        self.resolver = Some(resolver);
+        self
+    }
+
+    /// The run's clock: the gate's wall meter, the epoch deadline (read at
+    /// every epoch tick, every 10 ms, while guest code runs) and the
+    /// report's `wall_ms`. Whatever the clock says, a real-time timeout at
+    /// `max_wall_ms` around the whole call is the backstop: a clock slower
+    /// than real time never lets a guest outlive it. A
+    /// [`ManualClock`](crate::ManualClock) lets a test or an embedder drive
+    /// time.
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// Virtual clocks and randomness seeded with `seed`: the same
+    /// component, caps and input give the same output, report and audit
+    /// log. The virtual clock advances only when the guest calls the host,
+    /// so a guest that never does is bounded by `max_fuel` (the
+    /// deterministic budget) and by the real-time backstop at `max_wall_ms`.
+    pub fn deterministic(mut self, seed: u64) -> Self {
+        self.deterministic = Some(seed);
+        self
+    }
+
+    /// Let `cancel` end the run from outside, with status `cancelled` and
+    /// the report and audit of what was done (see [`CancelHandle`] for how
+    /// promptly each part stops).
+    pub fn cancel(mut self, cancel: CancelHandle) -> Self {
+        self.cancel = Some(cancel);
+        self
+    }
+
+    /// Send guest output chunks and gate decisions to `sink` as they happen.
+    pub fn events(mut self, sink: EventSink) -> Self {
+        self.events = Some(sink);
+        self
+    }
+
+    /// Confine this process to the grant (the kernel second wall, see
+    /// [`crate::confine`]) once the run is set up and before guest code
+    /// runs; with `required`, refuse to run the guest unless the kernel
+    /// enforced all of it. Irreversible and process-wide: for a process
+    /// that exists to run this one grant (the CLI's `run`). The report's
+    /// `kernel_wall` says what was enforced.
+    pub fn confine(mut self, policy: crate::confine::Policy, required: bool) -> Self {
+        self.confine = Some((policy, required));
+        self
+    }
+}
+
+/// The outcome of a component run.
+#[non_exhaustive]
+#[derive(Debug, Clone)]
+pub struct WasmRun {
+    /// The run report (status, exit code, violation, usage, limits, denials).
+    pub report: RunReport,
+    /// Every gated decision.
+    pub audit: Vec<AuditEvent>,
+    /// The trap message when the guest trapped for another reason than a
+    /// limit.
+    pub trap: Option<String>,
+    /// What the guest wrote to stdout, when captured (the default).
+    pub stdout: Vec<u8>,
+    /// What the guest wrote to stderr, when captured (the default).
+    pub stderr: Vec<u8>,
+}
