@@ -1,9 +1,11 @@
-//! An agent loop that runs model-proposed code under a grant.
+//! An async agent loop that runs model-proposed code under a grant.
 //!
 //! A real loop would ask a model for code, compile it to a component and
 //! feed the report back to the model. Here the "proposals" are component
 //! files given on the command line, run one after another under one caps
-//! file, on one engine (compiled once, reused for every run):
+//! file, on one engine (each compiled once). Each run streams its events
+//! (output chunks, gate decisions) as they happen, returns its output
+//! captured, and is cancelled if it runs past 2 s of the loop's patience:
 //!
 //! ```sh
 //! cargo build --release --target wasm32-wasip2 --manifest-path guest-examples/Cargo.toml
@@ -12,11 +14,14 @@
 //!     guest-examples/target/wasm32-wasip2/release/spin.wasm
 //! ```
 
-use sbx_wasm::Capabilities;
+use sbx_wasm::events::{Event, EventSink};
 use sbx_wasm::tools::{ToolError, ToolRegistry};
 use sbx_wasm::wasm::{RunOptions, WasmHost};
+use sbx_wasm::{CancelHandle, Capabilities};
+use std::time::Duration;
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let caps_path = args
         .next()
@@ -27,8 +32,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for proposal in args {
         // The model's code: compile it (a bad proposal is an error to feed
         // back, not a crash of the loop).
-        let component = match host.load(proposal.as_ref()) {
-            Ok(c) => c,
+        let agent = match host.load(proposal.as_ref()).and_then(|c| host.prepare(&c)) {
+            Ok(a) => a,
             Err(e) => {
                 println!("{proposal}: rejected: {e}");
                 continue;
@@ -39,12 +44,39 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         tools.register("word_count", |input: &str| {
             Ok::<_, ToolError>(input.split_whitespace().count().to_string())
         });
-        let run = host.run(&component, RunOptions::new(caps.clone()).tools(tools))?;
-        // What goes back to the model: the guest's output (captured) and
-        // the report.
-        let text = String::from_utf8_lossy(&run.stdout).into_owned();
+        // Events, for a UI: printed here as they arrive, on a thread of
+        // their own (the channel is bounded; a slow reader drops events,
+        // never stalls the guest).
+        let (tx, rx) = std::sync::mpsc::sync_channel(1024);
+        let printer = std::thread::spawn(move || {
+            for event in rx {
+                match event {
+                    Event::Decision(d) => {
+                        eprintln!("  [gate] {} {} {}", d.op, d.target, d.decision)
+                    }
+                    Event::Stdout(b) => eprint!("  [out] {}", String::from_utf8_lossy(&b)),
+                    _ => {}
+                }
+            }
+        });
+        let cancel = CancelHandle::new();
+        let opts = RunOptions::new(caps.clone())
+            .tools(tools)
+            .events(EventSink::new(tx))
+            .cancel(cancel.clone());
+        // The loop's patience: 2 s, then the run is cancelled; it still
+        // returns, with status `cancelled` and its report and audit so far.
+        let stop = cancel.clone();
+        let patience = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            stop.cancel();
+        });
+        let run = host.run_prepared_async(&agent, opts).await?;
+        patience.abort();
+        let _ = printer.join();
+        // What goes back to the model: the guest's output and the report.
         println!("{proposal}: {}", serde_json::to_string(&run.report)?);
-        println!("{text}");
+        println!("{}", String::from_utf8_lossy(&run.stdout));
     }
     Ok(())
 }

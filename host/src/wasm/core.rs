@@ -30,11 +30,14 @@ impl WasmHost {
     /// returns an outcome, within the wall budget.
     pub fn run_core_module(&self, bytes: &[u8], budget: &crate::Budget) -> CoreOutcome {
         use wasmtime::{Module, Val};
-        let module = match Module::new(&self.engine, bytes) {
+        let module = match Module::new(&self.shared.engine, bytes) {
             Ok(m) => m,
             Err(e) => return CoreOutcome::Invalid(format!("{e:#}")),
         };
-        let mut store = Store::new(&self.engine, MemoryLimiter::new(budget.max_memory_bytes));
+        let mut store = Store::new(
+            &self.shared.engine,
+            MemoryLimiter::new(budget.max_memory_bytes),
+        );
         store.limiter(|l| l);
         if let Err(e) = store.set_fuel(budget.max_fuel) {
             return CoreOutcome::Invalid(format!("{e:#}"));
@@ -57,10 +60,11 @@ impl WasmHost {
             End::Trap(m) => CoreOutcome::Trapped(m),
             End::Exit(c) => CoreOutcome::Trapped(format!("exit {c}")),
         };
-        let instance = match wasmtime::Linker::new(&self.engine).instantiate(&mut store, &module) {
-            Ok(i) => i,
-            Err(e) => return end(e, &store),
-        };
+        let instance =
+            match wasmtime::Linker::new(&self.shared.engine).instantiate(&mut store, &module) {
+                Ok(i) => i,
+                Err(e) => return end(e, &store),
+            };
         let funcs: Vec<_> = module
             .exports()
             .filter_map(|e| e.ty().func().map(|_| e.name().to_string()))

@@ -2,8 +2,10 @@
 //! linker (WASI 0.2, the gated filesystem, the `sbx:agent` imports), the
 //! epoch thread, and the kernel wall applied around a run.
 
-use super::root::EmptyRoot;
-use super::{ArtifactCache, EPOCH_TICK, HostState, MAX_WASM_STACK, WasmHost, fs_gate, imports};
+use super::root::{EmptyRoot, drop_root};
+use super::{
+    ArtifactCache, EPOCH_TICK, HostState, MAX_WASM_STACK, Shared, WasmHost, fs_gate, imports,
+};
 use crate::caps::Capabilities;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -60,10 +62,10 @@ impl PoolSizes {
     }
 }
 
-impl Drop for WasmHost {
+impl Drop for Shared {
     fn drop(&mut self) {
         self.ticker.store(false, Ordering::SeqCst);
-        self.drop_empty_root();
+        drop_root(&self.empty_root);
     }
 }
 
@@ -123,7 +125,7 @@ impl WasmHost {
 
     /// Which instance allocator this host uses.
     pub fn allocator(&self) -> &Allocator {
-        &self.allocator
+        &self.shared.allocator
     }
 
     fn build(engine: Engine, allocator: Allocator) -> wasmtime::Result<Self> {
@@ -157,31 +159,33 @@ impl WasmHost {
             }
         });
         Ok(WasmHost {
-            engine,
-            linker,
-            ticker,
-            ticker_jobs: Mutex::new(jobs_tx),
-            empty_root: Mutex::new(None),
+            shared: Arc::new(Shared {
+                engine,
+                linker,
+                ticker,
+                ticker_jobs: Mutex::new(jobs_tx),
+                empty_root: Mutex::new(None),
+                allocator,
+            }),
             cache: None,
-            allocator,
         })
     }
 
     /// Keep compiled components in `cache`: a component compiled once loads
     /// without a compile on every later run.
     pub fn with_cache(mut self, cache: ArtifactCache) -> Self {
-        self.cache = Some(cache);
+        self.cache = Some(Arc::new(cache));
         self
     }
 
     /// The artifact cache, if any.
     pub fn cache(&self) -> Option<&ArtifactCache> {
-        self.cache.as_ref()
+        self.cache.as_deref()
     }
 
     /// The engine.
     pub fn engine(&self) -> &Engine {
-        &self.engine
+        &self.shared.engine
     }
 }
 
@@ -193,7 +197,7 @@ impl WasmHost {
     pub(super) fn confine(&self, policy: &crate::confine::Policy) -> crate::KernelWall {
         // A root kept on disk (no /proc) must go now: the run holds it open
         // already, and a confined process could not remove it later.
-        if let Ok(mut slot) = self.empty_root.lock()
+        if let Ok(mut slot) = self.shared.empty_root.lock()
             && slot.as_ref().is_some_and(|r| r.on_disk.is_some())
             && let Some(EmptyRoot {
                 on_disk: Some(dir), ..
@@ -209,6 +213,7 @@ impl WasmHost {
             let _ = tx.send(own.apply());
         });
         let sent = self
+            .shared
             .ticker_jobs
             .lock()
             .map(|j| j.send(job).is_ok())

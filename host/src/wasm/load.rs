@@ -66,7 +66,7 @@ impl WasmHost {
     pub fn load_traced(&self, path: &Path) -> Result<(Component, Option<CacheOutcome>), LoadError> {
         let shown = path.display().to_string();
         if let Some(cache) = &self.cache
-            && let Some(component) = cache.get_by_file(&self.engine, path)
+            && let Some(component) = cache.get_by_file(&self.shared.engine, path)
         {
             self.prepare_named(&component, &shown)?;
             return Ok((component, Some(CacheOutcome::Hit)));
@@ -116,13 +116,16 @@ impl WasmHost {
         let (component, outcome) = match &self.cache {
             Some(cache) => {
                 let (c, o) = match source {
-                    Some(file) => cache.get_or_compile_file(&self.engine, bytes, file),
-                    None => cache.get_or_compile(&self.engine, bytes),
+                    Some(file) => cache.get_or_compile_file(&self.shared.engine, bytes, file),
+                    None => cache.get_or_compile(&self.shared.engine, bytes),
                 }
                 .map_err(rejected)?;
                 (c, Some(o))
             }
-            None => (Component::new(&self.engine, bytes).map_err(rejected)?, None),
+            None => (
+                Component::new(&self.shared.engine, bytes).map_err(rejected)?,
+                None,
+            ),
         };
         self.prepare_named(&component, name)?;
         Ok((component, outcome))
@@ -138,10 +141,10 @@ impl WasmHost {
             path: name.to_string(),
             message,
         };
-        let pre = self
-            .linker
-            .instantiate_pre(component)
-            .map_err(|e| rejected(format!("needs imports the sandbox does not provide: {e:#}")))?;
+        let pre =
+            self.shared.linker.instantiate_pre(component).map_err(|e| {
+                rejected(format!("needs imports the sandbox does not provide: {e:#}"))
+            })?;
         let pre = CommandPre::new(pre).map_err(|e| {
             rejected(format!(
                 "not a WASI command (no wasi:cli/run export): {e:#}"
@@ -149,7 +152,7 @@ impl WasmHost {
         })?;
         Ok(PreparedAgent {
             pre,
-            engine: self.engine.clone(),
+            engine: self.shared.engine.clone(),
         })
     }
 }

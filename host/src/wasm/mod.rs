@@ -132,14 +132,21 @@ impl WasiView for HostState {
 /// assert!(err.to_string().contains("core WebAssembly module"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[derive(Clone)]
 pub struct WasmHost {
+    shared: Arc<Shared>,
+    cache: Option<Arc<ArtifactCache>>,
+}
+
+/// What every clone of a [`WasmHost`] shares: one engine, one linker, one
+/// epoch thread (stopped when the last clone goes), one empty root.
+struct Shared {
     engine: Engine,
     linker: Linker<HostState>,
     ticker: Arc<AtomicBool>,
     /// Work for the epoch thread to do on itself (kernel confinement).
     ticker_jobs: Mutex<std::sync::mpsc::Sender<TickerJob>>,
     empty_root: Mutex<Option<EmptyRoot>>,
-    cache: Option<ArtifactCache>,
     allocator: Allocator,
 }
 
@@ -149,6 +156,8 @@ pub struct WasmHost {
 ///
 /// A prepared agent runs only on the [`WasmHost`] that prepared it (another
 /// host's engine cannot instantiate it; that is a setup error, not a panic).
+/// Cloning is cheap: clones share the linked component.
+#[derive(Clone)]
 pub struct PreparedAgent {
     pre: CommandPre<HostState>,
     engine: Engine,

@@ -3,6 +3,7 @@
 
 use super::{LoadError, WasmHost, setup};
 use std::path::PathBuf;
+use std::sync::Mutex;
 use std::sync::atomic::Ordering;
 
 /// An empty folder for the root preopen, which grants nothing: it only makes
@@ -58,6 +59,7 @@ impl WasmHost {
     /// The empty root folder's preopen path, made if needed.
     pub(super) fn empty_root(&self) -> Result<PathBuf, LoadError> {
         let mut slot = self
+            .shared
             .empty_root
             .lock()
             .map_err(|_| setup("empty root lock poisoned".into()))?;
@@ -72,11 +74,16 @@ impl WasmHost {
     }
 
     pub(super) fn drop_empty_root(&self) {
-        if let Ok(mut slot) = self.empty_root.lock()
-            && let Some(root) = slot.take()
-            && let Some(dir) = root.on_disk
-        {
-            let _ = std::fs::remove_dir(dir);
-        }
+        drop_root(&self.shared.empty_root);
+    }
+}
+
+/// Forget the empty root, removing its folder if it has one on disk.
+pub(super) fn drop_root(slot: &Mutex<Option<EmptyRoot>>) {
+    if let Ok(mut slot) = slot.lock()
+        && let Some(root) = slot.take()
+        && let Some(dir) = root.on_disk
+    {
+        let _ = std::fs::remove_dir(dir);
     }
 }

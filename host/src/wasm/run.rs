@@ -6,6 +6,7 @@ use super::limits::MemoryLimiter;
 use super::options::{RunOptions, WasmRun};
 use super::output::{MeteredOutput, Sink};
 use super::{FUEL_SLICE, HardLimit, HostState, LoadError, PreparedAgent, WasmHost, setup};
+use crate::CancelHandle;
 use crate::budget::{Clock, MonotonicClock, OutputMeter, TickClock};
 use crate::events::Event;
 use crate::fs::Access;
@@ -89,17 +90,65 @@ impl WasmHost {
                 let _ = cell.set(rt);
             }
             let rt = cell.get().expect("set above");
-            rt.block_on(self.run_prepared_async(agent, opts))
+            rt.block_on(self.run_here(agent, opts))
         })
     }
 
-    /// Run a prepared agent under `opts` on the caller's tokio runtime.
+    /// Run a prepared agent under `opts`, awaiting it from the caller's
+    /// async runtime.
+    ///
+    /// The guest runs on a thread of its own (with its own small runtime),
+    /// not on the caller's runtime: a CPU-bound guest cannot starve the
+    /// caller's tasks and timers, and a host call that blocks (a fetch, a
+    /// tool) blocks that thread, not one of the caller's workers. Dropping
+    /// the future cancels the run. A run with a kernel wall
+    /// ([`RunOptions::confine`]) runs in place instead: confinement applies
+    /// to the thread that sets it up.
     pub async fn run_prepared_async(
+        &self,
+        agent: &PreparedAgent,
+        mut opts: RunOptions,
+    ) -> Result<WasmRun, LoadError> {
+        if opts.confine.is_some() {
+            return self.run_here(agent, opts).await;
+        }
+        // The run's own switch: thrown by the caller's handle, or by
+        // dropping this future.
+        let own = CancelHandle::new();
+        let theirs = opts.cancel.replace(own.clone());
+        let _stop_if_dropped = CancelOnDrop(own.clone());
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let (host, agent) = (self.clone(), agent.clone());
+        std::thread::Builder::new()
+            .name("sbx-guest".into())
+            .spawn(move || {
+                let _ = tx.send(host.run_prepared(&agent, opts));
+            })
+            .map_err(|e| setup(format!("cannot start a thread for the guest: {e}")))?;
+        let lost = || Err(setup("the guest's thread ended without a result".into()));
+        let forward = async {
+            match &theirs {
+                Some(c) => c.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(rx);
+        tokio::select! {
+            r = &mut rx => r.unwrap_or_else(|_| lost()),
+            () = forward => {
+                own.cancel();
+                rx.await.unwrap_or_else(|_| lost())
+            }
+        }
+    }
+
+    /// Run a prepared agent on the current task.
+    async fn run_here(
         &self,
         agent: &PreparedAgent,
         opts: RunOptions,
     ) -> Result<WasmRun, LoadError> {
-        if !Engine::same(&agent.engine, &self.engine) {
+        if !Engine::same(&agent.engine, &self.shared.engine) {
             return Err(setup(
                 "this agent was prepared by another WasmHost; prepare it on this one".into(),
             ));
@@ -274,7 +323,7 @@ impl WasmHost {
     /// wall deadline read from the run's clock at every epoch tick.
     fn store(&self, state: HostState, deterministic: bool) -> Result<Store<HostState>, LoadError> {
         let budget = *state.gate.caps().budget();
-        let mut store = Store::new(&self.engine, state);
+        let mut store = Store::new(&self.shared.engine, state);
         store.limiter(|s| &mut s.limiter);
         store
             .set_fuel(budget.max_fuel)
@@ -426,6 +475,15 @@ pub(super) fn classify_error(
         Some(Trap::Interrupt) => End::Limit(Violation::MaxWall),
         Some(Trap::StackOverflow) => End::Limit(Violation::StackOverflow),
         _ => End::Trap(format!("{e:#}")),
+    }
+}
+
+/// Cancels a run when the future awaiting it is dropped.
+struct CancelOnDrop(CancelHandle);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
     }
 }
 

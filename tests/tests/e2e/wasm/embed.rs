@@ -297,3 +297,41 @@ fn a_full_pool_is_a_host_error_not_a_guest_trap() {
         .unwrap();
     assert_eq!(run.report.status, Status::Completed, "{:?}", run.trap);
 }
+
+#[test]
+fn dropping_the_async_run_cancels_it() {
+    use sbx_wasm::wasm::{LoadError, PoolSizes};
+    let t = Tree::new();
+    let caps = patient(&t).max_memory_bytes(64 << 20).build().unwrap();
+    let pooled = WasmHost::with_pool(PoolSizes::for_caps(&caps, 1)).unwrap();
+    let spin = pooled
+        .prepare(&pooled.load(&guest("spin")).unwrap())
+        .unwrap();
+    let noop = pooled
+        .prepare(&pooled.load(&guest("noop")).unwrap())
+        .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    // The caller gives up on a spinning guest after 300 ms...
+    let gave_up = rt.block_on(async {
+        let run = pooled.run_prepared_async(&spin, RunOptions::new(caps.clone()));
+        tokio::time::timeout(Duration::from_millis(300), run).await
+    });
+    assert!(gave_up.is_err(), "the spinning guest cannot have finished");
+    // ...and the guest stops: the pool's only slot frees up.
+    let start = Instant::now();
+    loop {
+        match pooled.run_prepared(&noop, RunOptions::new(caps.clone())) {
+            Ok(run) => {
+                assert_eq!(run.report.status, Status::Completed, "{:?}", run.trap);
+                break;
+            }
+            Err(LoadError::Capacity { .. }) if start.elapsed() < Duration::from_secs(10) => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => panic!("the dropped run still holds the slot: {e}"),
+        }
+    }
+}
