@@ -12,6 +12,7 @@ traceback and exits 1, `sys.exit(n)` exits n.
 
 import importlib.machinery
 import io
+import linecache
 import os
 import sys
 import traceback
@@ -69,6 +70,46 @@ sbx.PRELOADED = tuple(PRELOADED)
 
 USAGE = "usage: sbx-python (-c CODE [NAME] | FILE | -) [ARGS...]"
 
+_read_lines_from_disk = linecache.updatecache
+
+
+def _lines_from_mounts_only(filename, module_globals=None):
+    """Tracebacks read source lines from files. The runner's own files are
+    in no mount: reading them would be a denied, audited probe of the host
+    (a script's SyntaxError would look like 13 attempts to read the host).
+    Lines come from the script's own source (registered in main) and from
+    files below the folders a script put on sys.path (its mounts)."""
+    if filename and not filename.startswith("<"):
+        path = os.path.abspath(filename)
+        for folder in sys.path:
+            if folder and path.startswith(os.path.join(os.path.abspath(folder), "")):
+                return _read_lines_from_disk(filename, module_globals)
+    return []
+
+
+linecache.updatecache = _lines_from_mounts_only
+
+# Names of sources handed in (-c CODE, stdin), which are not files.
+_SOURCE_NAMES = set()
+
+
+def _sources_are_not_files(event, args):
+    """An audit hook. When the parser reports a syntax error, or a
+    traceback underlines an expression, CPython opens the source file by
+    name to quote the line, falling back to the source it was given. For a
+    source handed in, and for the pseudo-files "<string>" and "<unknown>",
+    that open would be a denied probe of the host, recorded as the script's
+    doing; refusing it here makes CPython use the source it already has."""
+    if event != "open" or not args or not isinstance(args[0], str):
+        return
+    path, mode = args[0], (args[1] if len(args) > 1 and isinstance(args[1], str) else "r")
+    reading = not any(m in mode for m in "wax+")
+    if reading and (path in _SOURCE_NAMES or (path.startswith("<") and path.endswith(">"))):
+        raise FileNotFoundError(f"{path} is a source handed to the runner, not a file")
+
+
+sys.addaudithook(_sources_are_not_files)
+
 
 def _load(argv):
     if not argv:
@@ -77,8 +118,10 @@ def _load(argv):
         if len(argv) < 2:
             raise _Usage("-c needs CODE")
         name = argv[2] if len(argv) > 2 else "-c"
+        _SOURCE_NAMES.add(name)
         return argv[1], name, [name] + argv[3:]
     if argv[0] == "-":
+        _SOURCE_NAMES.add("<stdin>")
         return sys.stdin.read(), "<stdin>", ["-"] + argv[1:]
     with open(argv[0], encoding="utf-8") as f:
         source = f.read()
@@ -110,6 +153,8 @@ def main(argv):
         print(f"sbx-python: cannot read {argv[0]}: {e}", file=sys.stderr)
         return 2
     sys.argv = script_argv
+    # The script's own lines, for its tracebacks (no file is read for them).
+    linecache.cache[name] = (len(source), None, source.splitlines(True), name)
     scope = {"__name__": "__main__", "__file__": name, "__builtins__": __builtins__}
     try:
         code = compile(source, name, "exec")

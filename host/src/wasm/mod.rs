@@ -22,6 +22,7 @@ mod limits;
 mod load;
 mod options;
 mod output;
+pub mod python;
 mod root;
 mod run;
 
@@ -32,6 +33,7 @@ pub use engine::{Allocator, PoolSizes};
 pub use load::LoadError;
 pub use options::{RunOptions, WasmRun};
 pub use output::Sink;
+pub use python::PythonRunner;
 
 use crate::gate::Sandbox;
 use crate::violation::Violation;

@@ -9,6 +9,7 @@ mod egress;
 mod hostile;
 mod kernel;
 mod python;
+mod python_api;
 mod seed_behaviours;
 mod wasi;
 mod wasm;

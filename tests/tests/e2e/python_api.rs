@@ -1,0 +1,109 @@
+//! The Python API of the library: a source string or a file run in-process
+//! under a grant, blocking and async, with output captured; a traceback
+//! never reads the runner's own files (a run's denials are the script's).
+
+use sbx_wasm::report::Status;
+use sbx_wasm::wasm::{ArtifactCache, PythonRunner, RunOptions, WasmHost};
+use sbx_wasm::{Capabilities, Violation};
+use sbx_wasm_tests::{mount_tree, python_runner};
+use std::sync::OnceLock;
+
+/// One host and one runner for the file, as an embedder keeps them.
+fn python() -> &'static (WasmHost, PythonRunner) {
+    static PY: OnceLock<(WasmHost, PythonRunner)> = OnceLock::new();
+    PY.get_or_init(|| {
+        let cache = ArtifactCache::open(super::python::warm_cache()).unwrap();
+        let host = WasmHost::new().unwrap().with_cache(cache);
+        let runner = PythonRunner::load(&host, &python_runner()).unwrap();
+        (host, runner)
+    })
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn a_source_string_runs_blocking_and_async_with_output_captured() {
+    let (host, py) = python();
+    let caps = Capabilities::builder().build().unwrap();
+    let opts = RunOptions::new(caps.clone()).args(["a", "b"]);
+    let run = py
+        .run_source(host, "import sys\nprint(6 * 7, sys.argv)", opts)
+        .unwrap();
+    assert_eq!(run.report.exit_code, Some(0), "{}", text(&run.stderr));
+    assert_eq!(text(&run.stdout), "42 ['snippet.py', 'a', 'b']\n");
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let run = rt
+        .block_on(py.run_source_async(host, "print('async')", RunOptions::new(caps)))
+        .unwrap();
+    assert_eq!(text(&run.stdout), "async\n");
+}
+
+#[test]
+fn tracebacks_read_no_host_file_and_show_the_scripts_own_lines() {
+    let (host, py) = python();
+    let caps = Capabilities::builder().build().unwrap();
+    for source in [
+        "def f(:\n    pass\n",
+        "x = 1\nraise ValueError('boom at line two')\n",
+    ] {
+        let run = py
+            .run_source(host, source, RunOptions::new(caps.clone()))
+            .unwrap();
+        assert_eq!(run.report.exit_code, Some(1), "{source}");
+        assert!(run.report.denials.is_empty(), "{:?}", run.report.denials);
+        assert!(run.audit.is_empty(), "{:?}", run.audit);
+        assert!(text(&run.stderr).contains("Error"), "{}", text(&run.stderr));
+    }
+    // The runtime error's traceback quotes the script's own line.
+    let run = py
+        .run_source(
+            host,
+            "x = 1\nraise ValueError('boom')\n",
+            RunOptions::new(caps.clone()),
+        )
+        .unwrap();
+    let err = text(&run.stderr);
+    assert!(err.contains("raise ValueError('boom')"), "{err}");
+
+    // The neighbour: what the script itself tries is on record.
+    let run = py
+        .run_source(host, "open('/etc/passwd').read()", RunOptions::new(caps))
+        .unwrap();
+    let denied: Vec<Violation> = run.report.denials.iter().map(|d| d.violation).collect();
+    assert_eq!(denied, [Violation::FsReadDenied], "{}", text(&run.stderr));
+}
+
+#[test]
+fn a_host_file_runs_without_being_mounted_and_bad_input_is_an_error() {
+    let (host, py) = python();
+    let dir = mount_tree(&[("job.py", "import sys\nprint('job', sys.argv[1:])\n")]);
+    let caps = Capabilities::builder().build().unwrap();
+    let run = py
+        .run_file(
+            host,
+            &dir.path().join("job.py"),
+            RunOptions::new(caps.clone()).args(["x"]),
+        )
+        .unwrap();
+    assert_eq!(
+        run.report.status,
+        Status::Completed,
+        "{}",
+        text(&run.stderr)
+    );
+    assert_eq!(text(&run.stdout), "job ['x']\n");
+
+    assert!(
+        py.run_source(host, "print(1)\0", RunOptions::new(caps.clone()))
+            .is_err()
+    );
+    let missing = dir.path().join("missing.py");
+    assert!(py.run_file(host, &missing, RunOptions::new(caps)).is_err());
+    assert!(PythonRunner::locate(Some(&missing)).is_err());
+}
