@@ -94,6 +94,9 @@ pub struct Usage {
     pub fuel: Option<u64>,
     /// Milliseconds on the injected clock since the run started.
     pub wall_ms: u64,
+    /// The same in microseconds (a short run is not 0).
+    #[serde(default)]
+    pub wall_us: u64,
     /// Peak guest memory (wasm front door only; `None` for plans).
     pub memory_peak_bytes: Option<u64>,
     /// Bytes written into write mounts.

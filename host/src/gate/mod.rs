@@ -258,6 +258,7 @@ impl Sandbox {
             output_bytes: self.output.used(),
             fuel: None,
             wall_ms: u64::try_from(self.elapsed.as_millis()).unwrap_or(u64::MAX),
+            wall_us: u64::try_from(self.elapsed.as_micros()).unwrap_or(u64::MAX),
             memory_peak_bytes: None,
             write_bytes: self.writes.bytes(),
             files: self.writes.files(),

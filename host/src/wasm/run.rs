@@ -399,8 +399,9 @@ fn finish(
     if !state.deterministic {
         // The run's clock, read once more: the real time a run took, or
         // the injected clock's when there is one.
-        report.usage.wall_ms =
-            u64::try_from(state.gate.elapsed_now().as_millis()).unwrap_or(u64::MAX);
+        let took = state.gate.elapsed_now();
+        report.usage.wall_ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
+        report.usage.wall_us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
     }
     let mut trap = None;
     match end {

@@ -6,12 +6,16 @@
 //! operator chose to trust. The grant decides *which* tools an agent may
 //! call, never what a tool may do.
 
+#[cfg(feature = "wasm")]
+mod async_tool;
 mod check;
 pub(crate) mod config;
+mod described;
 mod effect;
 mod plan;
 mod request;
 
+pub use described::{ToolDefinition, ToolFormat};
 pub(crate) use plan::{PLAN_OPS, aimed_at, from_plan};
 pub use request::ToolCall;
 
@@ -169,6 +173,8 @@ impl Tool for CommandTool {
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
     tools: BTreeMap<String, Arc<dyn Tool>>,
+    /// What a model is told about each tool that has a description.
+    definitions: BTreeMap<String, ToolDefinition>,
 }
 
 impl fmt::Debug for ToolRegistry {
@@ -195,7 +201,9 @@ impl ToolRegistry {
     /// assert!(tools.get("upper").is_some());
     /// ```
     pub fn register(&mut self, name: impl Into<String>, tool: impl Tool + 'static) -> &mut Self {
-        self.tools.insert(name.into(), Arc::new(tool));
+        let name = name.into();
+        self.definitions.remove(&name);
+        self.tools.insert(name, Arc::new(tool));
         self
     }
 

@@ -48,6 +48,8 @@ fn output_is_captured_by_default_and_streamed_on_request() {
     assert_eq!(run.report.exit_code, Some(0), "{:?}", run.trap);
     assert!(String::from_utf8_lossy(&run.stdout).starts_with("rows=2 total=42"));
     assert!(run.stderr.is_empty());
+    // A run of a few milliseconds still reports its time.
+    assert!(run.report.usage.wall_us > 0, "{:?}", run.report.usage);
 
     // Streamed instead: the sink has it, the run does not.
     let t = Tree::new();
@@ -334,4 +336,58 @@ fn dropping_the_async_run_cancels_it() {
             Err(e) => panic!("the dropped run still holds the slot: {e}"),
         }
     }
+}
+
+#[test]
+fn an_async_tool_runs_on_the_callers_runtime_and_a_cancel_aborts_it() {
+    let component = host().load(&guest("benign")).unwrap();
+    let agent = host().prepare(&component).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let handle = rt.handle().clone();
+    let aborted = Arc::new(std::sync::atomic::AtomicBool::new(true));
+
+    let t = Tree::new();
+    let mut tools = ToolRegistry::new();
+    tools.register_async("word_count", handle.clone(), |input: String| async move {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        Ok(input.split_whitespace().count().to_string())
+    });
+    let opts = RunOptions::new(patient(&t).build().unwrap()).tools(tools);
+    let run = rt
+        .block_on(host().run_prepared_async(&agent, opts))
+        .unwrap();
+    assert_eq!(run.report.exit_code, Some(0), "{:?}", run.trap);
+    assert!(String::from_utf8_lossy(&run.stdout).ends_with("words=3\n"));
+
+    // A tool that would take 30 s: the cancel aborts its task.
+    let t = Tree::new();
+    let mut tools = ToolRegistry::new();
+    let finished = aborted.clone();
+    tools.register_async("word_count", handle, move |_: String| {
+        let finished = finished.clone();
+        async move {
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            finished.store(false, std::sync::atomic::Ordering::SeqCst);
+            Ok("late".to_string())
+        }
+    });
+    let cancel = CancelHandle::new();
+    let opts = RunOptions::new(patient(&t).build().unwrap())
+        .tools(tools)
+        .cancel(cancel.clone());
+    let start = Instant::now();
+    let run = rt.block_on(async {
+        let stop = async {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            cancel.cancel();
+        };
+        tokio::join!(host().run_prepared_async(&agent, opts), stop).0
+    });
+    assert_cancelled(&run.unwrap(), start.elapsed());
+    assert!(!t.path("out/summary.txt").exists());
+    assert!(aborted.load(std::sync::atomic::Ordering::SeqCst));
 }

@@ -1,0 +1,92 @@
+//! Async tools: a tool written as an async function, run on the caller's
+//! tokio runtime. The gate calls tools synchronously from the guest's own
+//! thread; the future runs as a task on the runtime it was registered with,
+//! and the call waits for it, within the wall time left and until a
+//! cancel (which aborts the task).
+
+use super::{Tool, ToolError, ToolLimits, ToolRegistry};
+use std::future::Future;
+use std::sync::mpsc::{RecvTimeoutError, sync_channel};
+use std::time::{Duration, Instant};
+
+impl ToolRegistry {
+    /// Register an async tool: each call runs `f(input)` as a task on
+    /// `runtime` (e.g. `tokio::runtime::Handle::current()` where the agent
+    /// framework runs) and waits for it.
+    ///
+    /// The waiting thread must not be one `runtime` needs to make progress:
+    /// calls from a wasm run ([`crate::wasm`]) wait on the guest's own
+    /// thread, which is fine; a plan run with [`crate::Sandbox::run`]
+    /// belongs on a blocking thread (`spawn_blocking`), not inside a task
+    /// of a single-threaded runtime (there the task could not run until
+    /// the wall budget ended the wait).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use sbx_wasm::tools::{ToolLimits, ToolRegistry};
+    ///
+    /// let rt = tokio::runtime::Runtime::new()?;
+    /// let mut tools = ToolRegistry::new();
+    /// tools.register_async("later", rt.handle().clone(), |input: String| async move {
+    ///     tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    ///     Ok(input.len().to_string())
+    /// });
+    /// let limits = ToolLimits::new(std::time::Duration::from_secs(5), 100);
+    /// assert_eq!(tools.get("later").unwrap().call("four", limits).unwrap(), "4");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn register_async<F, Fut>(
+        &mut self,
+        name: impl Into<String>,
+        runtime: tokio::runtime::Handle,
+        f: F,
+    ) -> &mut Self
+    where
+        F: Fn(String) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<String, ToolError>> + Send + 'static,
+    {
+        self.register(name, AsyncTool { runtime, f })
+    }
+}
+
+struct AsyncTool<F> {
+    runtime: tokio::runtime::Handle,
+    f: F,
+}
+
+impl<F, Fut> Tool for AsyncTool<F>
+where
+    F: Fn(String) -> Fut + Send + Sync,
+    Fut: Future<Output = Result<String, ToolError>> + Send + 'static,
+{
+    fn call(&self, input: &str, limits: ToolLimits) -> Result<String, ToolError> {
+        let (tx, rx) = sync_channel(1);
+        let future = (self.f)(input.to_string());
+        let task = self.runtime.spawn(async move {
+            let _ = tx.send(future.await);
+        });
+        let deadline = Instant::now() + limits.timeout;
+        loop {
+            match rx.recv_timeout(Duration::from_millis(5)) {
+                Ok(result) => return result,
+                Err(RecvTimeoutError::Timeout) if limits.cancel.is_cancelled() => {
+                    task.abort();
+                    return Err(ToolError::Cancelled);
+                }
+                Err(RecvTimeoutError::Timeout) if Instant::now() >= deadline => {
+                    task.abort();
+                    return Err(ToolError::Timeout);
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(ToolError::Failed(
+                        "the tool's task ended without a result (it panicked, or its runtime \
+                         shut down)"
+                            .into(),
+                    ));
+                }
+            }
+        }
+    }
+}
