@@ -6,7 +6,8 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 bash "$root/guest-examples/python/build.sh"
-(cd "$root" && cargo build --quiet -p sbx-wasm-cli)
+# The same build as the seed example's (see examples/seed/run.sh).
+(cd "$root" && cargo build --quiet --workspace --bins --tests)
 sbx="$root/target/debug/sbx-wasm"
 rm -f "$here/out/summary.json"
 

@@ -9,7 +9,11 @@ root=$(cd "$here/../.." && pwd)
 port=18080
 
 rustup target add wasm32-wasip2 >/dev/null 2>&1 || true
-cargo build --quiet --manifest-path "$root/Cargo.toml" -p sbx-wasm-cli
+# The whole workspace, tests included, in one build: the CLI then shares
+# its dependencies' features with `cargo test --workspace`, which builds
+# nothing twice. (A narrower build, `-p sbx-wasm-cli`, resolves other
+# features for crates wasmtime uses and compiles wasmtime a second time.)
+cargo build --quiet --manifest-path "$root/Cargo.toml" --workspace --bins --tests
 cargo build --quiet --release --target wasm32-wasip2 --manifest-path "$root/guest-examples/Cargo.toml"
 
 if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then

@@ -2,7 +2,7 @@
 //! whatever the module, a run ends in an outcome within its wall budget.
 
 use super::limits::MemoryLimiter;
-use super::run::{End, classify_error};
+use super::outcome::{End, classify_error};
 use super::{HardLimit, WasmHost};
 use crate::violation::Violation;
 use std::time::Instant;

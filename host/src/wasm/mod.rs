@@ -21,6 +21,7 @@ pub(crate) mod imports;
 mod limits;
 mod load;
 mod options;
+mod outcome;
 mod output;
 pub mod python;
 mod root;

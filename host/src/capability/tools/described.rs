@@ -4,11 +4,11 @@
 //! tools, Anthropic tools, MCP tools).
 
 use super::{ToolError, ToolLimits, ToolRegistry};
-use crate::caps::Capabilities;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+use std::collections::BTreeSet;
 
 /// What a model is told about one tool.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -154,11 +154,12 @@ impl ToolRegistry {
         self.register_described(name, description, schema, Typed(typed))
     }
 
-    /// What a model may be told about the tools `caps` allows that are
-    /// registered here, sorted by name. A tool registered without a
-    /// description gets an empty one and an any-object schema.
-    pub fn definitions(&self, caps: &Capabilities) -> Vec<ToolDefinition> {
-        caps.tools()
+    /// What a model may be told about the tools a grant allows
+    /// (`allowed`: [`Capabilities::tools`](crate::Capabilities::tools))
+    /// that are registered here, sorted by name. A tool registered without
+    /// a description gets an empty one and an any-object schema.
+    pub fn definitions(&self, allowed: &BTreeSet<String>) -> Vec<ToolDefinition> {
+        allowed
             .iter()
             .filter(|name| self.tools.contains_key(*name))
             .map(|name| {
@@ -175,9 +176,9 @@ impl ToolRegistry {
     }
 
     /// [`ToolRegistry::definitions`] as a JSON list in `format`.
-    pub fn export(&self, caps: &Capabilities, format: ToolFormat) -> Value {
+    pub fn export(&self, allowed: &BTreeSet<String>, format: ToolFormat) -> Value {
         Value::Array(
-            self.definitions(caps)
+            self.definitions(allowed)
                 .iter()
                 .map(|d| d.to_format(format))
                 .collect(),
@@ -200,7 +201,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Op, Sandbox};
+    use crate::{Capabilities, Op, Sandbox};
 
     #[derive(serde::Deserialize, schemars::JsonSchema)]
     struct Search {
@@ -230,7 +231,7 @@ mod tests {
             .unwrap();
         let tools = registry();
         let names: Vec<String> = tools
-            .definitions(&caps)
+            .definitions(caps.tools())
             .into_iter()
             .map(|d| d.name)
             .collect();
@@ -238,7 +239,7 @@ mod tests {
         // `missing` (nothing registered).
         assert_eq!(names, ["search", "upper"]);
 
-        let openai = tools.export(&caps, ToolFormat::OpenAi);
+        let openai = tools.export(caps.tools(), ToolFormat::OpenAi);
         let f = &openai[0]["function"];
         assert_eq!(openai[0]["type"], "function");
         assert_eq!(f["name"], "search");
@@ -251,12 +252,12 @@ mod tests {
         );
         assert!(f["parameters"].get("$schema").is_none());
 
-        let anthropic = tools.export(&caps, ToolFormat::Anthropic);
+        let anthropic = tools.export(caps.tools(), ToolFormat::Anthropic);
         assert_eq!(anthropic[0]["name"], "search");
         assert_eq!(anthropic[0]["input_schema"], f["parameters"]);
         assert_eq!(anthropic[1]["input_schema"], json!({"type": "object"}));
 
-        let mcp = tools.export(&caps, ToolFormat::Mcp);
+        let mcp = tools.export(caps.tools(), ToolFormat::Mcp);
         assert_eq!(mcp[0]["inputSchema"], f["parameters"]);
         assert_eq!(mcp.as_array().unwrap().len(), 2);
     }

@@ -1,0 +1,109 @@
+//! How a run ended: the mapping of the call's outcome (an exit, a limit,
+//! a trap, a cancel) onto the report.
+
+use super::HardLimit;
+use super::HostState;
+use super::WasmRun;
+use crate::budget::OutputMeter;
+use crate::report::Status;
+use crate::violation::Violation;
+use wasmtime::{Store, Trap};
+use wasmtime_wasi::I32Exit;
+
+/// The report of a run that ended as `end`.
+pub(super) fn finish(
+    store: Store<HostState>,
+    end: End,
+    meter: &OutputMeter,
+    kernel_wall: Option<crate::KernelWall>,
+) -> WasmRun {
+    let fuel_left = store.get_fuel().unwrap_or(0);
+    let state = store.into_data();
+    let budget = *state.gate.caps().budget();
+    let mut report = state.gate.report();
+    report.kernel_wall = kernel_wall;
+    report.usage.fuel = Some(budget.max_fuel.saturating_sub(fuel_left));
+    report.usage.memory_peak_bytes = Some(state.limiter.peak_bytes as u64);
+    report.usage.output_bytes = meter.used();
+    if !state.deterministic {
+        // The run's clock, read once more: the real time a run took, or
+        // the injected clock's when there is one.
+        let took = state.gate.elapsed_now();
+        report.usage.wall_ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
+        report.usage.wall_us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+    }
+    let mut trap = None;
+    match end {
+        End::Exit(0) => {
+            report.status = Status::Completed;
+            report.exit_code = Some(0);
+        }
+        End::Exit(code) => {
+            report.status = Status::Exited;
+            report.exit_code = Some(code);
+        }
+        End::Limit(Violation::Cancelled) => {
+            report.status = Status::Cancelled;
+            report.violation = Some(Violation::Cancelled);
+        }
+        End::Limit(v) => {
+            report.status = Status::HardLimit;
+            report.violation = Some(v);
+        }
+        End::Trap(message) => {
+            report.status = Status::Trapped;
+            trap = Some(message);
+        }
+    }
+    WasmRun {
+        report,
+        audit: state.gate.audit().to_vec(),
+        trap,
+        stdout: Vec::new(),
+        stderr: Vec::new(),
+    }
+}
+
+pub(super) enum End {
+    Exit(i32),
+    Limit(Violation),
+    Trap(String),
+}
+
+/// Map how the call failed onto a violation, an exit or a trap message.
+pub(super) fn classify(e: &wasmtime::Error, store: &Store<HostState>) -> End {
+    let halted = store.data().gate.halted().map(|d| d.violation);
+    match classify_error(e, halted, store.data().limiter.hit) {
+        // A trap after the cancel (a refused call the guest did not expect)
+        // is the cancel's doing.
+        End::Trap(_) if store.data().gate.cancelled() => End::Limit(Violation::Cancelled),
+        end => end,
+    }
+}
+
+/// The shared part of trap mapping: `halted` is the gate's tripped
+/// violation, `memory_hit` whether the limiter refused a growth.
+pub(super) fn classify_error(
+    e: &wasmtime::Error,
+    halted: Option<Violation>,
+    memory_hit: bool,
+) -> End {
+    if let Some(exit) = e.downcast_ref::<I32Exit>() {
+        return End::Exit(exit.0);
+    }
+    if let Some(HardLimit(v)) = e.downcast_ref::<HardLimit>() {
+        return End::Limit(*v);
+    }
+    if let Some(v) = halted {
+        return End::Limit(v);
+    }
+    if memory_hit {
+        return End::Limit(Violation::MaxMemory);
+    }
+    match e.downcast_ref::<Trap>() {
+        Some(Trap::OutOfFuel) => End::Limit(Violation::MaxFuel),
+        Some(Trap::Interrupt) => End::Limit(Violation::MaxWall),
+        Some(Trap::StackOverflow) => End::Limit(Violation::StackOverflow),
+        _ => End::Trap(format!("{e:#}")),
+    }
+}
