@@ -39,14 +39,44 @@ pub(crate) fn open_cache() -> Result<ArtifactCache> {
 }
 
 /// A sandbox for `caps` with its command tools; a 1 ms tick clock when
-/// `deterministic`.
-pub(crate) fn sandbox(caps: Capabilities, deterministic: bool) -> Result<Sandbox> {
+/// `deterministic`; stopped by `cancel` when given.
+pub(crate) fn sandbox(
+    caps: Capabilities,
+    deterministic: bool,
+    cancel: Option<sbx_wasm::CancelHandle>,
+) -> Result<Sandbox> {
     let tools = registry(&caps);
-    let b = Sandbox::builder(caps).tools(tools);
+    let mut b = Sandbox::builder(caps).tools(tools);
+    if let Some(c) = cancel {
+        b = b.cancel(c);
+    }
     let b = if deterministic {
         b.clock(TickClock::new(Duration::from_millis(1)))
     } else {
         b.clock(MonotonicClock::new())
     };
     Ok(b.build()?)
+}
+
+/// A cancel switch thrown by the first SIGINT or SIGTERM, so an interrupted
+/// run still ends with its report and audit log written (status
+/// `cancelled`); a second signal ends the process at once (exit 130).
+pub(crate) fn cancel_on_signals() -> Result<sbx_wasm::CancelHandle> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let cancel = sbx_wasm::CancelHandle::new();
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
+        .context("cannot watch for Ctrl-C")?;
+    let switch = cancel.clone();
+    std::thread::Builder::new()
+        .name("sbx-signals".into())
+        .spawn(move || {
+            for _ in signals.forever() {
+                if switch.is_cancelled() {
+                    std::process::exit(crate::exit::EXIT_CANCELLED);
+                }
+                switch.cancel();
+            }
+        })
+        .context("cannot watch for Ctrl-C")?;
+    Ok(cancel)
 }

@@ -16,6 +16,8 @@ pub(crate) const EXIT_RUN_TRAP: i32 = 123;
 pub(crate) const EXIT_RUN_HARD_LIMIT: i32 = 124;
 /// `run`: sbx-wasm could not start the guest (caps file, component, setup).
 pub(crate) const EXIT_RUN_SETUP: i32 = 125;
+/// `run`, `exec`: interrupted (SIGINT, SIGTERM); the report was written.
+pub(crate) const EXIT_CANCELLED: i32 = 130;
 
 pub(crate) const EXIT_CODES: &str = "\
 Exit codes:
@@ -28,7 +30,8 @@ Exit codes:
 run passes the guest's own exit code through, except:
   123 run: the guest trapped (not a limit; the report has the message)
   124 run: a budget (ops, output, wall, fuel, memory, stack) halted the guest
-  125 run: the guest could not be started (caps file, component, setup)";
+  125 run: the guest could not be started (caps file, component, setup)
+  130 run, exec: interrupted (Ctrl-C, SIGTERM); the report and audit were written";
 
 /// The exit code of a command's result, printing the error if any: a
 /// usage error (2) unless the error is marked [`Internal`] (70).

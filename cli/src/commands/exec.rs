@@ -56,7 +56,11 @@ fn exec(
     };
     let ops = sbx_wasm::plan::parse_plan(&text)
         .with_context(|| format!("plan {}", plan_path.display()))?;
-    let mut agent = SandboxedAgent::new(sandbox(caps, deterministic)?);
+    let mut agent = SandboxedAgent::new(sandbox(
+        caps,
+        deterministic,
+        Some(crate::common::cancel_on_signals()?),
+    )?);
     let run = agent.run_all(ops);
 
     files.write(&run.report, agent.sandbox().audit())?;
@@ -69,6 +73,7 @@ fn exec(
     }
     Ok(match run.stopped_reason {
         StoppedReason::HardLimit => EXIT_HARD_LIMIT,
+        StoppedReason::Cancelled => crate::exit::EXIT_CANCELLED,
         _ => EXIT_OK,
     })
 }

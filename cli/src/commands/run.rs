@@ -75,6 +75,9 @@ impl RunArgs {
 }
 
 fn run_inner(a: &RunArgs) -> Result<i32> {
+    // From the start: a Ctrl-C during a long first compile still ends the
+    // run as cancelled, with its report.
+    let cancel = crate::common::cancel_on_signals()?;
     let caps = load_caps(&a.caps)?;
     if a.require_kernel_confinement {
         // Refuse before loading or creating anything when the grant itself
@@ -127,6 +130,7 @@ fn run_inner(a: &RunArgs) -> Result<i32> {
     if a.deterministic {
         opts = opts.deterministic(a.seed);
     }
+    opts = opts.cancel(cancel);
     let mut staged = Vec::new();
     let mut helper = None;
     if a.no_kernel_confinement {
@@ -197,6 +201,7 @@ fn exit_code(r: &RunReport) -> i32 {
     match r.status {
         Status::HardLimit => EXIT_RUN_HARD_LIMIT,
         Status::Trapped => EXIT_RUN_TRAP,
+        Status::Cancelled => crate::exit::EXIT_CANCELLED,
         _ => r.exit_code.unwrap_or(0),
     }
 }
@@ -211,6 +216,7 @@ fn summary(run: &WasmRun) -> String {
     let status = match (r.status, r.violation, r.exit_code) {
         (Status::HardLimit, Some(v), _) => format!("hard_limit ({v})"),
         (Status::Trapped, _, _) => "trapped".to_string(),
+        (Status::Cancelled, _, _) => "cancelled (interrupted)".to_string(),
         (Status::Exited, _, Some(code)) => format!("exited {code}"),
         _ => "completed".to_string(),
     };

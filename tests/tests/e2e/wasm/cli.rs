@@ -254,3 +254,48 @@ fn cli_caches_compiled_components_between_runs() {
     let out = sbx(t.dir.path(), &["compile", guest("spin").to_str().unwrap()]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("already cached"));
 }
+
+#[test]
+fn ctrl_c_cancels_the_run_and_its_report_is_written() {
+    let t = Tree::new();
+    write_caps(
+        t.dir.path(),
+        "[budget]\nmax_wall_ms = 60000\nmax_fuel = 1000000000000000\n",
+    );
+    let spin = guest("spin");
+    let mut child = std::process::Command::new(sbx_bin())
+        .current_dir(t.dir.path())
+        .args([
+            "run",
+            "--caps",
+            "caps.toml",
+            "--report",
+            "r.json",
+            "--audit",
+            "a.jsonl",
+        ])
+        .arg(&spin)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Let the guest start spinning, then Ctrl-C (one sent during the
+    // compile would cancel the run as well).
+    std::thread::sleep(Duration::from_millis(1500));
+    let start = Instant::now();
+    let pid = i32::try_from(child.id()).unwrap();
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    assert!(
+        start.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        start.elapsed()
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(t.path("r.json")).unwrap()).unwrap();
+    assert_eq!(report["status"], "cancelled", "{report}");
+    assert_eq!(report["violation"], "cancelled");
+    assert!(t.path("a.jsonl").exists());
+}
