@@ -31,6 +31,15 @@ pub(crate) fn engine() -> Result<WasmHost> {
     WasmHost::new().map_err(|e| anyhow::anyhow!("cannot start the wasm engine: {e:#}"))
 }
 
+/// The engine for a run under `caps`: without fuel instrumentation for a
+/// wall-only grant (`max_fuel = "off"`), metering otherwise.
+pub(crate) fn engine_for(caps: &Capabilities) -> Result<WasmHost> {
+    if caps.budget().meter_fuel {
+        return engine();
+    }
+    WasmHost::new_unmetered().map_err(|e| anyhow::anyhow!("cannot start the wasm engine: {e:#}"))
+}
+
 /// The artifact cache in its default folder.
 pub(crate) fn open_cache() -> Result<ArtifactCache> {
     let dir = ArtifactCache::default_dir()

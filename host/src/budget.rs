@@ -56,7 +56,14 @@ pub struct Budget {
     /// Default [`DEFAULT_MAX_WALL`].
     pub max_wall: Duration,
     /// wasm fuel (wasm front door only). Default [`DEFAULT_MAX_FUEL`].
+    /// Ignored when `meter_fuel` is off.
     pub max_fuel: u64,
+    /// Whether fuel is metered at all (default on). Off, a grant is
+    /// wall-only: `max_wall` (and `max_memory_bytes`) bound a spinning
+    /// guest, and a host built without fuel
+    /// ([`WasmHost::new_unmetered`](crate::wasm::WasmHost::new_unmetered))
+    /// runs it without fuel instrumentation. Caps file: `max_fuel = "off"`.
+    pub meter_fuel: bool,
     /// Guest linear memory (wasm front door only). Default
     /// [`DEFAULT_MAX_MEMORY_BYTES`].
     pub max_memory_bytes: u64,
@@ -76,6 +83,7 @@ impl Default for Budget {
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             max_wall: DEFAULT_MAX_WALL,
             max_fuel: DEFAULT_MAX_FUEL,
+            meter_fuel: true,
             max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES,
             max_write_bytes: DEFAULT_MAX_WRITE_BYTES,
             max_files: DEFAULT_MAX_FILES,

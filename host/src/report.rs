@@ -60,8 +60,8 @@ pub struct Limits {
     pub ops: u64,
     /// `max_output_bytes`.
     pub output_bytes: u64,
-    /// `max_fuel`.
-    pub fuel: u64,
+    /// `max_fuel`; `None` for a wall-only grant (fuel not metered).
+    pub fuel: Option<u64>,
     /// `max_wall_ms`.
     pub wall_ms: u64,
     /// `max_memory_bytes`.
@@ -79,7 +79,7 @@ impl From<&Budget> for Limits {
         Limits {
             ops: b.max_ops,
             output_bytes: b.max_output_bytes,
-            fuel: b.max_fuel,
+            fuel: b.meter_fuel.then_some(b.max_fuel),
             wall_ms: u64::try_from(b.max_wall.as_millis()).unwrap_or(u64::MAX),
             memory_peak_bytes: b.max_memory_bytes,
             write_bytes: b.max_write_bytes,

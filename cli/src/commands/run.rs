@@ -1,7 +1,7 @@
 //! `sbx-wasm run`: load the caps and the component, run it, write the report
 //! and audit log (also after a halt or a trap), print a one-line summary.
 
-use crate::common::{engine, load_caps, open_cache, registry};
+use crate::common::{engine_for, load_caps, open_cache, registry};
 use crate::exit::{EXIT_RUN_HARD_LIMIT, EXIT_RUN_SETUP, EXIT_RUN_TRAP, describe};
 use crate::output::OutputFiles;
 use crate::{progress, python, tool_helper};
@@ -90,7 +90,7 @@ fn run_inner(a: &RunArgs) -> Result<i32> {
             );
         }
     }
-    let host = engine()?;
+    let host = engine_for(&caps)?;
     let host = if a.no_cache {
         host
     } else {
@@ -230,15 +230,17 @@ fn summary(run: &WasmRun) -> String {
         ),
         None => "; kernel wall off".to_string(),
     };
+    let fuel = match l.fuel {
+        Some(max) => format!("fuel {}/{max}", u.fuel.unwrap_or(0)),
+        None => "fuel off".to_string(),
+    };
     format!(
-        "sbx-wasm: {status}; {} denials; ops {}/{}, output {}/{} B, fuel {}/{}, wall {}/{} ms, memory {}/{} MiB{wall}",
+        "sbx-wasm: {status}; {} denials; ops {}/{}, output {}/{} B, {fuel}, wall {}/{} ms, memory {}/{} MiB{wall}",
         r.denials.len(),
         u.ops,
         l.ops,
         u.output_bytes,
         l.output_bytes,
-        u.fuel.unwrap_or(0),
-        l.fuel,
         u.wall_ms,
         l.wall_ms,
         mib(u.memory_peak_bytes.unwrap_or(0)),

@@ -20,10 +20,18 @@ pub(crate) struct BudgetSection {
     max_ops: Option<i64>,
     max_output_bytes: Option<i64>,
     max_wall_ms: Option<i64>,
-    max_fuel: Option<i64>,
+    max_fuel: Option<FuelSetting>,
     max_memory_bytes: Option<i64>,
     max_write_bytes: Option<i64>,
     max_files: Option<i64>,
+}
+
+/// `max_fuel`: a count, or `"off"` for a wall-only grant.
+#[derive(Debug, Deserialize, Serialize, PartialEq)]
+#[serde(untagged)]
+enum FuelSetting {
+    Count(i64),
+    Word(String),
 }
 
 impl BudgetSection {
@@ -41,8 +49,21 @@ impl BudgetSection {
         if let Some(n) = non_negative("budget.max_wall_ms", self.max_wall_ms)? {
             b = b.max_wall(Duration::from_millis(n));
         }
-        if let Some(n) = non_negative("budget.max_fuel", self.max_fuel)? {
-            b = b.max_fuel(n);
+        match self.max_fuel {
+            None => {}
+            Some(FuelSetting::Word(w)) if w == "off" => b = b.no_fuel(),
+            Some(FuelSetting::Word(w)) => {
+                return Err(CapsError::invalid(
+                    "budget.max_fuel",
+                    format!("{w:?} is not a fuel budget"),
+                    "a non-negative integer, or \"off\" (wall-only: fuel not metered)",
+                ));
+            }
+            Some(FuelSetting::Count(n)) => {
+                if let Some(n) = non_negative("budget.max_fuel", Some(n))? {
+                    b = b.max_fuel(n);
+                }
+            }
         }
         if let Some(n) = non_negative("budget.max_memory_bytes", self.max_memory_bytes)? {
             b = b.max_memory_bytes(n);
@@ -63,7 +84,11 @@ impl BudgetSection {
             max_ops: n(b.max_ops),
             max_output_bytes: n(b.max_output_bytes),
             max_wall_ms: n(u64::try_from(b.max_wall.as_millis()).unwrap_or(u64::MAX)),
-            max_fuel: n(b.max_fuel),
+            max_fuel: Some(if b.meter_fuel {
+                FuelSetting::Count(i64::try_from(b.max_fuel).unwrap_or(i64::MAX))
+            } else {
+                FuelSetting::Word("off".into())
+            }),
             max_memory_bytes: n(b.max_memory_bytes),
             max_write_bytes: n(b.max_write_bytes),
             max_files: n(b.max_files),
@@ -90,9 +115,19 @@ impl CapabilitiesBuilder {
         self
     }
 
-    /// Set `max_fuel`.
+    /// Set `max_fuel` (and meter fuel).
     pub fn max_fuel(mut self, n: u64) -> Self {
         self.budget.max_fuel = n;
+        self.budget.meter_fuel = true;
+        self
+    }
+
+    /// A wall-only grant: no fuel budget, no fuel metering; `max_wall`
+    /// bounds a spinning guest. Runs on a host built without fuel
+    /// ([`WasmHost::new_unmetered`](crate::wasm::WasmHost::new_unmetered))
+    /// skip fuel instrumentation altogether.
+    pub fn no_fuel(mut self) -> Self {
+        self.budget.meter_fuel = false;
         self
     }
 

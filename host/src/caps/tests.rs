@@ -237,3 +237,20 @@ fn a_folder_may_be_granted_at_the_root_with_mounts_below_it() {
     let guests: Vec<&str> = caps.mounts().iter().map(|m| m.guest.as_str()).collect();
     assert_eq!(guests, ["/", "/out"]);
 }
+
+#[test]
+fn fuel_can_be_off_for_a_wall_only_grant_and_renders_back() {
+    let t = Tree::new();
+    let caps = t
+        .load("[budget]\nmax_fuel = \"off\"\nmax_wall_ms = 500\n")
+        .unwrap();
+    assert!(!caps.budget().meter_fuel);
+    assert_eq!(crate::report::Limits::from(caps.budget()).fuel, None);
+    assert!(caps.to_toml().contains("max_fuel = \"off\""));
+    let again = Capabilities::from_toml(&caps.to_toml(), t.dir.path(), None).unwrap();
+    assert_eq!(again, caps);
+    // The neighbours: a count meters fuel; any other word is refused.
+    let metered = t.load("[budget]\nmax_fuel = 7\n").unwrap();
+    assert!(metered.budget().meter_fuel && metered.budget().max_fuel == 7);
+    assert!(t.err("[budget]\nmax_fuel = \"lots\"\n").contains("\"off\""));
+}

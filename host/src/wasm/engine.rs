@@ -70,9 +70,9 @@ impl Drop for Shared {
 }
 
 pub(super) type TickerJob = Box<dyn FnOnce() + Send>;
-fn base_config() -> Config {
+fn base_config(fuel: bool) -> Config {
     let mut config = Config::new();
-    config.consume_fuel(true);
+    config.consume_fuel(fuel);
     config.epoch_interruption(true);
     config.wasm_component_model(true);
     config.max_wasm_stack(MAX_WASM_STACK);
@@ -92,7 +92,7 @@ fn pooled_engine(sizes: &PoolSizes) -> wasmtime::Result<Engine> {
         .max_tables_per_component(sizes.tables_per_sandbox)
         .table_elements(sizes.table_elements)
         .max_memory_size(usize::try_from(sizes.max_memory_bytes).unwrap_or(usize::MAX));
-    let mut config = base_config();
+    let mut config = base_config(true);
     config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(pool));
     Engine::new(&config)
 }
@@ -102,7 +102,27 @@ impl WasmHost {
     /// linker with WASI 0.2 and the `sbx:agent` imports. Instances are
     /// allocated on demand (see [`WasmHost::with_pool`] for many runs).
     pub fn new() -> wasmtime::Result<Self> {
-        Self::build(Engine::new(&base_config())?, Allocator::OnDemand)
+        Self::build(Engine::new(&base_config(true))?, Allocator::OnDemand, true)
+    }
+
+    /// Like [`WasmHost::new`], without fuel metering: compiled code carries
+    /// no fuel counting, for wall-only grants
+    /// ([`CapabilitiesBuilder::no_fuel`](crate::CapabilitiesBuilder::no_fuel),
+    /// `max_fuel = "off"`), which `max_wall` and `max_memory_bytes` bound.
+    /// A grant with a fuel budget is refused here (a setup error), never run
+    /// unmetered.
+    pub fn new_unmetered() -> wasmtime::Result<Self> {
+        Self::build(
+            Engine::new(&base_config(false))?,
+            Allocator::OnDemand,
+            false,
+        )
+    }
+
+    /// Whether this host meters fuel (every host but
+    /// [`WasmHost::new_unmetered`]).
+    pub fn meters_fuel(&self) -> bool {
+        self.shared.fuel
     }
 
     /// Like [`WasmHost::new`], with instance slots reserved up front for
@@ -115,10 +135,11 @@ impl WasmHost {
     /// a larger table) fails to instantiate with wasmtime's message.
     pub fn with_pool(sizes: PoolSizes) -> wasmtime::Result<Self> {
         match pooled_engine(&sizes) {
-            Ok(engine) => Self::build(engine, Allocator::Pooling(sizes)),
+            Ok(engine) => Self::build(engine, Allocator::Pooling(sizes), true),
             Err(e) => Self::build(
-                Engine::new(&base_config())?,
+                Engine::new(&base_config(true))?,
                 Allocator::OnDemandFallback(format!("{e:#}")),
+                true,
             ),
         }
     }
@@ -128,7 +149,7 @@ impl WasmHost {
         &self.shared.allocator
     }
 
-    fn build(engine: Engine, allocator: Allocator) -> wasmtime::Result<Self> {
+    fn build(engine: Engine, allocator: Allocator, fuel: bool) -> wasmtime::Result<Self> {
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
         fs_gate::add_to_linker(&mut linker)?;
@@ -166,6 +187,7 @@ impl WasmHost {
                 ticker_jobs: Mutex::new(jobs_tx),
                 empty_root: Mutex::new(None),
                 allocator,
+                fuel,
             }),
             cache: None,
         })

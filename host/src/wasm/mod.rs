@@ -151,6 +151,8 @@ struct Shared {
     ticker_jobs: Mutex<std::sync::mpsc::Sender<TickerJob>>,
     empty_root: Mutex<Option<EmptyRoot>>,
     allocator: Allocator,
+    /// Whether compiled code meters fuel.
+    fuel: bool,
 }
 
 /// A component linked against the sandbox's imports once, ready to be

@@ -22,7 +22,10 @@ pub(super) fn finish(
     let budget = *state.gate.caps().budget();
     let mut report = state.gate.report();
     report.kernel_wall = kernel_wall;
-    report.usage.fuel = Some(budget.max_fuel.saturating_sub(fuel_left));
+    // Fuel used, when it is a budget of this grant.
+    report.usage.fuel = budget
+        .meter_fuel
+        .then(|| budget.max_fuel.saturating_sub(fuel_left));
     report.usage.memory_peak_bytes = Some(state.limiter.peak_bytes as u64);
     report.usage.output_bytes = meter.used();
     if !state.deterministic {

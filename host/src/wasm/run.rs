@@ -323,20 +323,36 @@ impl WasmHost {
     /// wall deadline read from the run's clock at every epoch tick.
     fn store(&self, state: HostState, deterministic: bool) -> Result<Store<HostState>, LoadError> {
         let budget = *state.gate.caps().budget();
+        if budget.meter_fuel && !self.meters_fuel() {
+            return Err(setup(
+                "this host does not meter fuel (WasmHost::new_unmetered) and the grant has a \
+                 fuel budget; run it on a metering host, or make the grant wall-only \
+                 (max_fuel = \"off\")"
+                    .into(),
+            ));
+        }
         let mut store = Store::new(&self.shared.engine, state);
         store.limiter(|s| &mut s.limiter);
-        store
-            .set_fuel(budget.max_fuel)
-            .map_err(|e| setup(format!("fuel: {e:#}")))?;
-        // Compiled code keeps its fuel count in a register and writes it
-        // back to the store only on calls and on running out of a slice, not
-        // at an epoch check: a spinning guest halted by the wall deadline
-        // would report the fuel of its last call. Slices of this size make
-        // the count in the store at most one slice stale (and give the
-        // runtime a yield point per slice).
-        store
-            .fuel_async_yield_interval(Some(FUEL_SLICE))
-            .map_err(|e| setup(format!("fuel: {e:#}")))?;
+        if self.meters_fuel() {
+            // A wall-only grant on a metering host: counted, never short.
+            let fuel = if budget.meter_fuel {
+                budget.max_fuel
+            } else {
+                u64::MAX
+            };
+            store
+                .set_fuel(fuel)
+                .map_err(|e| setup(format!("fuel: {e:#}")))?;
+            // Compiled code keeps its fuel count in a register and writes it
+            // back to the store only on calls and on running out of a slice,
+            // not at an epoch check: a spinning guest halted by the wall
+            // deadline would report the fuel of its last call. Slices of
+            // this size make the count in the store at most one slice stale
+            // (and give the runtime a yield point per slice).
+            store
+                .fuel_async_yield_interval(Some(FUEL_SLICE))
+                .map_err(|e| setup(format!("fuel: {e:#}")))?;
+        }
         // The wall budget is the run's clock's, the same the gate charges:
         // at every epoch tick the guest's time is read from it, so an
         // injected clock decides when a spinning guest has spent its wall.

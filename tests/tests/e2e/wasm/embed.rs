@@ -391,3 +391,43 @@ fn an_async_tool_runs_on_the_callers_runtime_and_a_cancel_aborts_it() {
     assert!(!t.path("out/summary.txt").exists());
     assert!(aborted.load(std::sync::atomic::Ordering::SeqCst));
 }
+
+#[test]
+fn a_wall_only_grant_runs_unmetered_and_the_report_says_fuel_was_off() {
+    let t = Tree::new();
+    let wall_only = t
+        .caps()
+        .max_wall(Duration::from_millis(500))
+        .no_fuel()
+        .build()
+        .unwrap();
+    let unmetered = WasmHost::new_unmetered().unwrap();
+    let spin = unmetered.load(&guest("spin")).unwrap();
+    let run = unmetered
+        .run(&spin, RunOptions::new(wall_only.clone()))
+        .unwrap();
+    // The wall ends it, fuel was no budget.
+    assert_eq!(
+        run.report.violation,
+        Some(Violation::MaxWall),
+        "{:?}",
+        run.report
+    );
+    assert_eq!(run.report.usage.fuel, None);
+    assert_eq!(run.report.limits.fuel, None);
+    // The same grant on a metering host: counted, never short.
+    let run = host()
+        .run(
+            &host().load(&guest("spin")).unwrap(),
+            RunOptions::new(wall_only),
+        )
+        .unwrap();
+    assert_eq!(run.report.violation, Some(Violation::MaxWall));
+    assert_eq!(run.report.limits.fuel, None);
+    // A grant with a fuel budget is never run unmetered.
+    let metered = t.caps().max_fuel(1_000).build().unwrap();
+    match unmetered.run(&spin, RunOptions::new(metered)) {
+        Err(e) => assert!(e.to_string().contains("does not meter fuel"), "{e}"),
+        Ok(run) => panic!("ran a fuel budget unmetered: {:?}", run.report),
+    }
+}
