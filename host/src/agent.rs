@@ -96,4 +96,41 @@ impl SandboxedAgent {
             report: self.sandbox.report(),
         }
     }
+
+    /// [`SandboxedAgent::run_all`] from an async runtime: the ops run on a
+    /// thread of their own (a fetch or a tool call blocks it, not one of
+    /// the caller's workers), and the agent comes back with the run. `Err`
+    /// only when no thread could be started for it.
+    /// Dropping the future lets the plan finish in the background; give
+    /// the sandbox a [`CancelHandle`](crate::CancelHandle) to stop it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use sbx_wasm::{Capabilities, Op, Sandbox, SandboxedAgent};
+    ///
+    /// let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    /// let agent = SandboxedAgent::new(Sandbox::new(Capabilities::builder().build()?)?);
+    /// let (agent, run) = rt.block_on(agent.run_all_async(vec![Op::read("/etc/passwd")]))?;
+    /// assert_eq!(run.results[0].violation(), Some(sbx_wasm::Violation::FsReadDenied));
+    /// assert_eq!(agent.sandbox().audit().len(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg(feature = "wasm")]
+    pub async fn run_all_async(
+        mut self,
+        ops: Vec<Op>,
+    ) -> Result<(SandboxedAgent, AgentRun), crate::Error> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let worker = move || {
+            let run = self.run_all(ops);
+            let _ = tx.send((self, run));
+        };
+        std::thread::Builder::new()
+            .name("sbx-plan".into())
+            .spawn(worker)
+            .map_err(|e| crate::Error::Setup(format!("cannot start a thread for the plan: {e}")))?;
+        rx.await
+            .map_err(|_| crate::Error::Setup("the plan's thread ended without a result".into()))
+    }
 }
