@@ -15,6 +15,7 @@ use sbx_wasm_bench::bare;
 
 #[path = "../../guest-examples/agents/src/cpu_work.rs"]
 mod cpu_work;
+mod p7;
 mod timing;
 
 use timing::{fmt, join_all, rate, side_by_side};
@@ -90,67 +91,6 @@ fn run_ours(host: &WasmHost, agent: &PreparedAgent, o: RunOptions) -> Res<()> {
     Ok(())
 }
 
-/// KiB resident, from /proc/self/statm.
-fn rss_kib() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    pages * 4
-}
-
-/// P7, in a fresh process per side: hold `n` sandboxes of the `sleepy`
-/// guest (each asleep inside a WASI call) at once and print the resident
-/// growth per sandbox, in KiB.
-fn p7_child(side: &str, guests: &Path, n: usize) -> Res<()> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()?;
-    let scratch = tempfile::tempdir()?;
-    let path = guests.join("sleepy.wasm");
-    let hold = Duration::from_millis(1500);
-    let before;
-    let during;
-    if side == "ours" {
-        let host = WasmHost::new()?;
-        let caps = Capabilities::builder()
-            .read_mount(scratch.path(), "/work")
-            .max_wall(hold * 2)
-            .build()?;
-        let agent = host.prepare(&host.load(&path)?)?;
-        before = rss_kib();
-        during = rt.block_on(async {
-            let runs = (0..n).map(|_| host.run_prepared_async(&agent, opts(&caps, &[])));
-            let sample = async {
-                tokio::time::sleep(hold).await;
-                rss_kib()
-            };
-            let (_, kib) = tokio::join!(join_all(runs), sample);
-            kib
-        });
-    } else {
-        let bare = bare::Bare::new()?;
-        let pre = bare.prepare(&wasmtime::component::Component::from_file(
-            &bare.engine,
-            &path,
-        )?)?;
-        before = rss_kib();
-        during = rt.block_on(async {
-            let runs = (0..n).map(|_| tokio::time::timeout(hold * 2, bare.run(&pre, &[])));
-            let sample = async {
-                tokio::time::sleep(hold).await;
-                rss_kib()
-            };
-            let (_, kib) = tokio::join!(join_all(runs), sample);
-            kib
-        });
-    }
-    println!("{}", during.saturating_sub(before) as f64 / n as f64);
-    Ok(())
-}
-
 /// Whether to measure `id`: all, or those named in `$SBX_BENCH_ONLY`
 /// (comma-separated, e.g. `P3,P4`).
 fn want(id: &str) -> bool {
@@ -161,7 +101,7 @@ fn main() -> Res<()> {
     let guests = env_path("GUEST_DIR").ok_or("GUEST_DIR is not set")?;
     let argv: Vec<String> = std::env::args().collect();
     if argv.len() == 3 && argv[1] == "--p7" {
-        return p7_child(&argv[2], &guests, 1000);
+        return p7::p7_child(&argv[2], &guests, 1000);
     }
     let sbx = env_path("SBX_BIN").ok_or("SBX_BIN is not set")?;
     let scratch = tempfile::tempdir()?;
@@ -317,6 +257,29 @@ fn main() -> Res<()> {
             ratio,
             goal: "<= 1.25x",
             met: ratio <= 1.25,
+        });
+        // A wall-only grant on a host without fuel instrumentation.
+        let unmetered = WasmHost::new_unmetered()?;
+        let wall_only = Capabilities::builder()
+            .read_mount(scratch.path(), "/work")
+            .max_wall(Duration::from_secs(60))
+            .no_fuel()
+            .build()?;
+        let cpu = unmetered.prepare(&unmetered.load(&guests.join("cpu.wasm"))?)?;
+        let (w, wb) = side_by_side(
+            7,
+            || run_ours(&unmetered, &cpu, opts(&wall_only, &[&n])),
+            || Ok(rt.block_on(bare.run(&theirs, &[&n]))?),
+        )?;
+        let wall_ratio = w.as_secs_f64() / wb.as_secs_f64();
+        rows.push(Row {
+            id: "P5",
+            what: "CPU-bound guest, wall-only grant, unmetered host (vs unmetered wasm)".into(),
+            ours: fmt(w),
+            theirs: fmt(wb),
+            ratio: wall_ratio,
+            goal: "<= 1.05x",
+            met: wall_ratio <= 1.05,
         });
         rows.push(Row {
             id: "P5",

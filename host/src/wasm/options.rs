@@ -29,6 +29,7 @@ use std::sync::Arc;
 /// | [`cancel`](RunOptions::cancel) | none |
 /// | [`events`](RunOptions::events) | none |
 /// | [`confine`](RunOptions::confine) | none: no kernel wall |
+/// | [`in_place`](RunOptions::in_place) | off: an async run gets a thread of its own |
 ///
 /// # Examples
 ///
@@ -61,6 +62,7 @@ pub struct RunOptions {
     pub(super) cancel: Option<CancelHandle>,
     pub(super) events: Option<EventSink>,
     pub(super) confine: Option<(crate::confine::Policy, bool)>,
+    pub(super) in_place: bool,
 }
 
 impl RunOptions {
@@ -82,6 +84,7 @@ impl RunOptions {
             cancel: None,
             events: None,
             confine: None,
+            in_place: false,
         }
     }
 
@@ -185,6 +188,18 @@ impl RunOptions {
     /// Send guest output chunks and gate decisions to `sink` as they happen.
     pub fn events(mut self, sink: EventSink) -> Self {
         self.events = Some(sink);
+        self
+    }
+
+    /// Run the guest of an async run as a task on the caller's runtime
+    /// instead of on a thread of its own: for many concurrent guests that
+    /// mostly wait (a thousand asleep cost a thousand threads otherwise).
+    /// Guest code then yields to the caller's tasks only at epoch ticks
+    /// (10 ms), and a fetch or tool call blocks one of the caller's
+    /// workers: keep CPU-bound guests off it. Dropping the future still
+    /// ends the run. No effect on the blocking API.
+    pub fn in_place(mut self, in_place: bool) -> Self {
+        self.in_place = in_place;
         self
     }
 

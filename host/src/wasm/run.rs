@@ -101,15 +101,17 @@ impl WasmHost {
     /// not on the caller's runtime: a CPU-bound guest cannot starve the
     /// caller's tasks and timers, and a host call that blocks (a fetch, a
     /// tool) blocks that thread, not one of the caller's workers. Dropping
-    /// the future cancels the run. A run with a kernel wall
-    /// ([`RunOptions::confine`]) runs in place instead: confinement applies
-    /// to the thread that sets it up.
+    /// the future cancels the run. [`RunOptions::in_place`] runs it as a
+    /// task of the caller's runtime instead (for many mostly idle guests),
+    /// as does a run with a kernel wall ([`RunOptions::confine`]):
+    /// confinement applies to the thread that sets it up.
     pub async fn run_prepared_async(
         &self,
         agent: &PreparedAgent,
         mut opts: RunOptions,
     ) -> Result<WasmRun, LoadError> {
-        if opts.confine.is_some() {
+        if opts.confine.is_some() || opts.in_place {
+            // Dropping this future drops the store: the run ends with it.
             return self.run_here(agent, opts).await;
         }
         // The run's own switch: thrown by the caller's handle, or by

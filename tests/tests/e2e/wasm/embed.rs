@@ -431,3 +431,20 @@ fn a_wall_only_grant_runs_unmetered_and_the_report_says_fuel_was_off() {
         Ok(run) => panic!("ran a fuel budget unmetered: {:?}", run.report),
     }
 }
+
+#[test]
+fn an_async_run_in_place_runs_on_the_callers_runtime() {
+    let component = host().load(&guest("benign")).unwrap();
+    let t = Tree::new();
+    let caps = t.caps().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let opts = RunOptions::new(caps.clone())
+        .tools(command_tools(&caps))
+        .in_place(true);
+    let run = rt.block_on(host().run_async(&component, opts)).unwrap();
+    assert_eq!(run.report.exit_code, Some(0), "{:?}", run.trap);
+    assert!(t.path("out/summary.txt").exists());
+}
