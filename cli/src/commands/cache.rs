@@ -1,10 +1,10 @@
 //! `sbx-wasm compile` (fill the artifact cache) and `sbx-wasm cache
 //! ls|clear|dir` (inspect or empty it).
 
-use crate::common::{engine, open_cache};
+use crate::common::{engine, engine_for, load_caps, open_cache};
 use crate::progress;
 use anyhow::Result;
-use sbx_wasm::wasm::CacheOutcome;
+use sbx_wasm::wasm::{CacheOutcome, WasmHost};
 use std::path::{Path, PathBuf};
 
 #[derive(clap::Args, Debug)]
@@ -12,11 +12,20 @@ pub(crate) struct CompileArgs {
     /// The component.
     #[arg(value_name = "AGENT.wasm")]
     component: PathBuf,
+    /// Compile for the engine `run` picks for this caps file (a wall-only
+    /// grant, `max_fuel = "off"`, runs code compiled without fuel
+    /// metering); default: the fuel-metering engine.
+    #[arg(long, value_name = "FILE")]
+    caps: Option<PathBuf>,
 }
 
 impl CompileArgs {
     pub(crate) fn execute(&self) -> Result<i32> {
-        compile(&self.component)
+        let host = match &self.caps {
+            Some(path) => engine_for(&load_caps(path)?)?,
+            None => engine()?,
+        };
+        compile(host, &self.component)
     }
 }
 
@@ -43,8 +52,8 @@ impl CacheArgs {
 }
 
 /// `sbx-wasm compile`: fill the cache for one component.
-fn compile(component: &Path) -> Result<i32> {
-    let host = engine()?.with_cache(open_cache()?);
+fn compile(host: WasmHost, component: &Path) -> Result<i32> {
+    let host = host.with_cache(open_cache()?);
     let started = std::time::Instant::now();
     let (_, outcome) = progress::while_loading(component, || host.load_traced(component))?;
     let what = match outcome {

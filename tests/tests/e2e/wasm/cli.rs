@@ -299,3 +299,43 @@ fn ctrl_c_cancels_the_run_and_its_report_is_written() {
     assert_eq!(report["violation"], "cancelled");
     assert!(t.path("a.jsonl").exists());
 }
+
+#[test]
+fn a_wall_only_grant_runs_code_compiled_without_fuel() {
+    let t = Tree::new();
+    write_caps(
+        t.dir.path(),
+        "[budget]\nmax_fuel = \"off\"\nmax_wall_ms = 400\n",
+    );
+    let spin = guest("spin");
+    let spin = spin.to_str().unwrap();
+    // Compiled for the engine this grant runs on...
+    let out = sbx(t.dir.path(), &["compile", "--caps", "caps.toml", spin]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("compiled in"));
+    // ...so the run finds it cached, ends at the wall, and says fuel was off.
+    let out = sbx(
+        t.dir.path(),
+        &[
+            "run",
+            "--summary",
+            "--caps",
+            "caps.toml",
+            "--report",
+            "r.json",
+            spin,
+        ],
+    );
+    let summary = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(124), "{summary}");
+    assert!(
+        summary.contains("hard_limit (max_wall)") && summary.contains("fuel off"),
+        "{summary}"
+    );
+    assert!(summary.ends_with("; cached\n"), "{summary}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(t.path("r.json")).unwrap()).unwrap();
+    assert_eq!(report["limits"]["fuel"], serde_json::Value::Null);
+    // The neighbour: the metering engine's artifact is another entry.
+    let out = sbx(t.dir.path(), &["compile", spin]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("compiled in"));
+}
