@@ -138,7 +138,9 @@ def _exit_code(code):
     if code is None:
         return 0
     if isinstance(code, int):
-        return code
+        # WASI carries success or failure; a code past 32 bits is a failure,
+        # never a trap.
+        return code if -(2**31) <= code < 2**31 else 1
     print(code, file=sys.stderr)
     return 1
 

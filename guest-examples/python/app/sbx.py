@@ -60,6 +60,15 @@ class Response:
         return f"<Response {self.status}, {len(self.body)} bytes>"
 
 
+def _text(value, what):
+    """`value` if it is a str, else a TypeError naming `what`: a wrong type
+    must be Python's error, never a crash of the runner at the host
+    boundary."""
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a str, not {type(value).__name__}")
+    return value
+
+
 def _raise(error, failure):
     if isinstance(error, types.Error_Denied):
         raise Denied(error.value.violation, error.value.message) from None
@@ -72,14 +81,28 @@ def fetch(url, method="GET", headers=None, body=b""):
     `headers` is a dict or a list of pairs; `body` bytes or str.
     Raises `Denied` if the grant refuses it, `FetchError` if it fails.
     """
-    if isinstance(body, str):
+    url = _text(url, "url")
+    method = _text(method, "method")
+    if body is None:
+        body = b""
+    elif isinstance(body, str):
         body = body.encode()
+    elif not isinstance(body, (bytes, bytearray, memoryview)):
+        raise TypeError(f"body must be bytes or str, not {type(body).__name__}")
     if headers is None:
-        pairs = []
+        items = []
     elif isinstance(headers, dict):
-        pairs = list(headers.items())
+        items = list(headers.items())
     else:
-        pairs = list(headers)
+        try:
+            items = [tuple(pair) for pair in headers]
+        except TypeError:
+            raise TypeError("headers must be a dict or a list of (name, value) pairs") from None
+    pairs = []
+    for item in items:
+        if len(item) != 2:
+            raise TypeError("headers must be a dict or a list of (name, value) pairs")
+        pairs.append((_text(item[0], "a header name"), _text(item[1], f"header {item[0]!r}")))
     try:
         r = net.fetch(net.Request(method=method, url=url, headers=pairs, body=bytes(body)))
     except Err as e:
@@ -92,10 +115,14 @@ def call_tool(name, input=""):
     list is encoded as JSON). Returns the tool's output text.
     Raises `Denied` if the tool is not granted, `ToolError` if it fails.
     """
+    name = _text(name, "the tool name")
     if not isinstance(input, str):
         import json
 
-        input = json.dumps(input)
+        try:
+            input = json.dumps(input)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"input must be a str or JSON-serialisable: {e}") from None
     try:
         return tools.call(name, input)
     except Err as e:

@@ -107,3 +107,50 @@ fn a_host_file_runs_without_being_mounted_and_bad_input_is_an_error() {
     assert!(py.run_file(host, &missing, RunOptions::new(caps)).is_err());
     assert!(PythonRunner::locate(Some(&missing)).is_err());
 }
+
+#[test]
+fn wrong_types_at_the_sbx_api_are_type_errors_not_crashes() {
+    let (host, py) = python();
+    let caps = Capabilities::builder().build().unwrap();
+    for source in [
+        "import sbx\nsbx.call_tool(None)",
+        "import sbx\nsbx.call_tool('t', object())",
+        "import sbx\nsbx.fetch(5)",
+        "import sbx\nsbx.fetch('http://x.example/', headers={'X': 1})",
+        "import sbx\nsbx.fetch('http://x.example/', headers=[('X',)])",
+        "import sbx\nsbx.fetch('http://x.example/', body=3.5)",
+    ] {
+        let run = py
+            .run_source(host, source, RunOptions::new(caps.clone()))
+            .unwrap();
+        assert_eq!(
+            run.report.status,
+            Status::Exited,
+            "{source}: {:?}",
+            run.trap
+        );
+        assert_eq!(run.report.exit_code, Some(1), "{source}");
+        assert!(
+            text(&run.stderr).contains("TypeError"),
+            "{source}: {}",
+            text(&run.stderr)
+        );
+        // Refused in the guest: nothing reached the gate.
+        assert!(run.audit.is_empty(), "{source}: {:?}", run.audit);
+    }
+    // The neighbour: right types reach the gate, which refuses the tool.
+    let run = py
+        .run_source(
+            host,
+            "import sbx\ntry:\n    sbx.call_tool('t', {'a': 1})\nexcept sbx.Denied as e:\n    print(e.violation)",
+            RunOptions::new(caps.clone()),
+        )
+        .unwrap();
+    assert_eq!(text(&run.stdout), "tool_denied\n");
+    // An exit code past 32 bits is a failure, not a trap.
+    let run = py
+        .run_source(host, "import sys\nsys.exit(2**70)", RunOptions::new(caps))
+        .unwrap();
+    assert_eq!(run.report.exit_code, Some(1), "{:?}", run.trap);
+    assert!(run.trap.is_none());
+}
