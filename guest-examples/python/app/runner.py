@@ -40,6 +40,31 @@ encodings.utf_16 encodings.utf_32 encodings.utf_8_sig
 for _name in PRELOADED:
     __import__(_name)
 
+# More of the standard library, where this CPython build has it: a module
+# that cannot load here (a missing C extension) is left out, and importing
+# it says why (sbx.UNAVAILABLE).
+OPTIONAL = """
+bz2 concurrent.futures concurrent.futures.thread cProfile copyreg dis doctest
+email.charset email.encoders email.generator email.headerregistry email.mime.application
+email.mime.base email.mime.multipart email.mime.text email.parser email.policy email.utils
+filecmp fileinput getopt gettext http http.client http.cookies importlib.resources
+importlib.metadata lzma mimetypes netrc optparse pickle pickletools profile pstats quopri
+reprlib sched selectors stat string.templatelib symtable timeit unittest unittest.mock
+urllib.error urllib.request urllib.response wave xml.dom xml.dom.minidom xml.sax
+xml.sax.saxutils xml.sax.expatreader xml.dom.expatbuilder xml.dom.pulldom zipapp
+encodings.cp437 encodings.cp850 encodings.cp852 encodings.cp858 encodings.cp866
+encodings.cp1250 encodings.cp1251 encodings.cp1253 encodings.cp1254 encodings.iso8859_2
+encodings.iso8859_15 encodings.koi8_r encodings.mac_roman encodings.utf_16_be
+encodings.utf_16_le encodings.utf_32_be encodings.utf_32_le encodings.utf_7
+""".split()
+UNAVAILABLE = {}
+for _name in OPTIONAL:
+    try:
+        __import__(_name)
+        PRELOADED.append(_name)
+    except Exception as _e:  # noqa: BLE001 - any failure means "not here"
+        UNAVAILABLE[_name] = f"{type(_e).__name__}: {_e}"
+
 
 class _NotInSandbox:
     """Import hook, first on sys.meta_path: a module outside the snapshot
@@ -55,6 +80,11 @@ class _NotInSandbox:
         for finder in (importlib.machinery.BuiltinImporter, importlib.machinery.FrozenImporter):
             if finder.find_spec(name) is not None:
                 return None
+        if name in UNAVAILABLE:
+            raise ModuleNotFoundError(
+                f"No module named {name!r} in the sbx Python runner: {UNAVAILABLE[name]}",
+                name=name,
+            )
         raise ModuleNotFoundError(
             f"No module named {name!r}: the sbx Python runner has the standard library "
             f"modules listed in sbx.PRELOADED (no C extensions beyond those, no pip "
@@ -67,6 +97,7 @@ class _NotInSandbox:
 sys.path.clear()
 sys.meta_path.insert(0, _NotInSandbox)
 sbx.PRELOADED = tuple(PRELOADED)
+sbx.UNAVAILABLE = dict(UNAVAILABLE)
 
 USAGE = "usage: sbx-python (-c CODE [NAME] | FILE | -) [ARGS...]"
 

@@ -154,3 +154,34 @@ fn wrong_types_at_the_sbx_api_are_type_errors_not_crashes() {
     assert_eq!(run.report.exit_code, Some(1), "{:?}", run.trap);
     assert!(run.trap.is_none());
 }
+
+#[test]
+fn more_of_the_standard_library_works_and_what_is_missing_says_why() {
+    let (host, py) = python();
+    let caps = Capabilities::builder().build().unwrap();
+    let source = r#"
+import email.message, io, optparse, pickle, unittest, xml.dom.minidom, zipfile
+m = email.message.EmailMessage(); m["Subject"] = "hi"; m.set_content("x")
+buf = io.BytesIO()
+with zipfile.ZipFile(buf, "w") as z:
+    z.writestr("a.txt", "hello")
+with zipfile.ZipFile(io.BytesIO(buf.getvalue())) as z:
+    data = z.read("a.txt")
+print(m["Subject"], pickle.loads(pickle.dumps([1, 2])), data,
+      xml.dom.minidom.parseString("<a><b/></a>").documentElement.tagName,
+      "é".encode("cp437"))
+try:
+    import lzma
+except ModuleNotFoundError as e:
+    print("lzma:", e)
+"#;
+    let run = py.run_source(host, source, RunOptions::new(caps)).unwrap();
+    let out = text(&run.stdout);
+    assert_eq!(run.report.exit_code, Some(0), "{}", text(&run.stderr));
+    assert!(out.starts_with("hi [1, 2] b'hello' a b'\\x82'\n"), "{out}");
+    assert!(
+        out.contains("lzma: No module named 'lzma' in the sbx Python runner"),
+        "{out}"
+    );
+    assert!(run.audit.is_empty(), "{:?}", run.audit);
+}
