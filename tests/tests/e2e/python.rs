@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 
 /// An artifact cache shared by this file's tests and kept across `cargo
 /// test` runs (entries are keyed by component and engine, so reuse is
-/// safe): the 25 MB runner is compiled once, not once per test.
+/// safe): the 30 MB runner is compiled once, not once per test.
 pub(crate) fn warm_cache() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
