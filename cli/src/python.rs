@@ -8,7 +8,7 @@
 
 use anyhow::{Result, bail};
 use sbx_wasm::wasm::PythonRunner;
-use sbx_wasm::wasm::python::read_script;
+use sbx_wasm::wasm::python::{self, read_script};
 use std::path::{Path, PathBuf};
 
 /// Whether `path` names a Python script rather than a component.
@@ -34,10 +34,5 @@ pub(crate) fn find_runner(flag: Option<&Path>) -> Result<PathBuf> {
 /// The runner's arguments for `script` with `args`: `-c SOURCE NAME ARGS...`.
 pub(crate) fn runner_args(script: &Path, args: &[String]) -> Result<Vec<String>> {
     let (source, name) = read_script(script)?;
-    if source.contains('\0') {
-        bail!("{}: contains a NUL byte", script.display());
-    }
-    let mut argv = vec!["-c".to_string(), source, name];
-    argv.extend(args.iter().cloned());
-    Ok(argv)
+    Ok(python::runner_args(&source, &name, args)?)
 }

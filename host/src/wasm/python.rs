@@ -89,9 +89,7 @@ impl PythonRunner {
         name: &str,
         opts: RunOptions,
     ) -> Result<RunOptions, LoadError> {
-        check_source(source, name)?;
-        let mut args = vec!["-c".to_string(), source.to_string(), name.to_string()];
-        args.extend(opts.args.iter().cloned());
+        let args = runner_args(source, name, &opts.args)?;
         Ok(opts.program_name("python").args(args))
     }
 
@@ -159,6 +157,15 @@ pub fn read_script(script: &Path) -> Result<(String, String), LoadError> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "script.py".into());
     Ok((source, name))
+}
+
+/// The runner's arguments for `source` run as the script `name` with the
+/// script's `args`: `-c SOURCE NAME ARGS...`.
+pub fn runner_args(source: &str, name: &str, args: &[String]) -> Result<Vec<String>, LoadError> {
+    check_source(source, name)?;
+    let mut argv = vec!["-c".to_string(), source.to_string(), name.to_string()];
+    argv.extend(args.iter().cloned());
+    Ok(argv)
 }
 
 fn check_source(source: &str, name: &str) -> Result<(), LoadError> {

@@ -27,6 +27,8 @@ pub use request::{
 pub use resolve::{Resolve, StaticResolver, SystemResolver};
 pub use rules::{EgressRule, HostPattern, PortPattern, RULE_FORM, RuleError, Scheme};
 
+use crate::capability::{Held, Lent, Output, Request, Trace};
+use crate::failure::Failure;
 use crate::violation::{Denial, Violation};
 use rules::canonical_ip;
 use serde::{Deserialize, Serialize};
@@ -288,7 +290,7 @@ pub trait Net: Send + Sync {
     ) -> Result<FetchResponse, NetError>;
 }
 
-impl crate::capability::Request for FetchRequest {
+impl Request for FetchRequest {
     fn kind(&self) -> &'static str {
         "net_fetch"
     }
@@ -297,18 +299,11 @@ impl crate::capability::Request for FetchRequest {
         &self.url
     }
 
-    fn check(&self, held: &crate::capability::Held<'_>) -> Result<String, Denial> {
+    fn check(&self, held: &Held<'_>) -> Result<String, Denial> {
         check_fetch(held.egress, self)
     }
 
-    fn perform(
-        &self,
-        held: &crate::capability::Held<'_>,
-        lent: &crate::capability::Lent<'_>,
-    ) -> (
-        Result<crate::capability::Output, crate::failure::Failure>,
-        crate::capability::Trace,
-    ) {
+    fn perform(&self, held: &Held<'_>, lent: &Lent<'_>) -> (Result<Output, Failure>, Trace) {
         fetch(held, self, lent)
     }
 

@@ -20,6 +20,9 @@ pub(crate) use plan::{PLAN_OPS, aimed_at, from_plan};
 pub use request::ToolCall;
 
 use crate::CancelHandle;
+use crate::capability::{Held, Lent, Output, Request, Trace};
+use crate::failure::Failure;
+use crate::violation::Denial;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::{Read, Write};
@@ -226,7 +229,7 @@ pub fn valid_tool_name(name: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"_-.".contains(&b))
 }
 
-impl crate::capability::Request for ToolCall {
+impl Request for ToolCall {
     fn kind(&self) -> &'static str {
         "tool_call"
     }
@@ -235,28 +238,18 @@ impl crate::capability::Request for ToolCall {
         &self.name
     }
 
-    fn check(
-        &self,
-        held: &crate::capability::Held<'_>,
-    ) -> Result<String, crate::violation::Denial> {
+    fn check(&self, held: &Held<'_>) -> Result<String, Denial> {
         check::check_call(held.allowed_tools, held.tools, &self.name, &self.input)
     }
 
-    fn perform(
-        &self,
-        held: &crate::capability::Held<'_>,
-        lent: &crate::capability::Lent<'_>,
-    ) -> (
-        Result<crate::capability::Output, crate::failure::Failure>,
-        crate::capability::Trace,
-    ) {
+    fn perform(&self, held: &Held<'_>, lent: &Lent<'_>) -> (Result<Output, Failure>, Trace) {
         let limits = ToolLimits {
             timeout: lent.wall_left,
             max_output_bytes: lent.output_left,
             cancel: held.cancel.cloned().unwrap_or_default(),
         };
         let outcome = effect::call(held.tools, &self.name, &self.input, limits, held.cancel);
-        (outcome, crate::capability::Trace::default())
+        (outcome, Trace::default())
     }
 
     fn slow(&self) -> bool {

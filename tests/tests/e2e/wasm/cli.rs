@@ -44,8 +44,7 @@ fn cli_run_streams_output_writes_report_and_audit_and_passes_exit_codes() {
         stderr.contains("sbx-wasm: completed; 5 denials; ops 9/"),
         "{stderr}"
     );
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(t.path("r.json")).unwrap()).unwrap();
+    let report = t.json("r.json");
     assert_eq!(report["status"], "completed");
     assert_eq!(report["exit_code"], 0);
     assert_eq!(
@@ -99,8 +98,7 @@ fn cli_run_streams_output_writes_report_and_audit_and_passes_exit_codes() {
         ],
     );
     assert_eq!(out.status.code(), Some(124));
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(t.path("r.json")).unwrap()).unwrap();
+    let report = t.json("r.json");
     assert_eq!(report["status"], "hard_limit");
     assert_eq!(report["violation"], "max_fuel");
 }
@@ -293,8 +291,7 @@ fn ctrl_c_cancels_the_run_and_its_report_is_written() {
         "{:?}",
         start.elapsed()
     );
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(t.path("r.json")).unwrap()).unwrap();
+    let report = t.json("r.json");
     assert_eq!(report["status"], "cancelled", "{report}");
     assert_eq!(report["violation"], "cancelled");
     assert!(t.path("a.jsonl").exists());
@@ -332,8 +329,7 @@ fn a_wall_only_grant_runs_code_compiled_without_fuel() {
         "{summary}"
     );
     assert!(summary.ends_with("; cached\n"), "{summary}");
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(t.path("r.json")).unwrap()).unwrap();
+    let report = t.json("r.json");
     assert_eq!(report["limits"]["fuel"], serde_json::Value::Null);
     // The neighbour: the metering engine's artifact is another entry.
     let out = sbx(t.dir.path(), &["compile", spin]);

@@ -34,6 +34,19 @@ fn patient(t: &Tree) -> CapabilitiesBuilder {
         .max_fuel(1_000_000_000_000_000)
 }
 
+/// A patient grant, a host whose pool has room for one run at a time, and
+/// the named guests prepared on it.
+fn pool_of_one<const N: usize>(
+    t: &Tree,
+    names: [&str; N],
+) -> (Capabilities, WasmHost, [sbx_wasm::wasm::PreparedAgent; N]) {
+    use sbx_wasm::wasm::PoolSizes;
+    let caps = patient(t).max_memory_bytes(64 << 20).build().unwrap();
+    let pooled = WasmHost::with_pool(PoolSizes::for_caps(&caps, 1)).unwrap();
+    let agents = names.map(|n| pooled.prepare(&pooled.load(&guest(n)).unwrap()).unwrap());
+    (caps, pooled, agents)
+}
+
 #[test]
 fn output_is_captured_by_default_and_streamed_on_request() {
     let component = host().load(&guest("benign")).unwrap();
@@ -262,16 +275,9 @@ fn the_blocking_api_works_inside_an_async_runtime() {
 
 #[test]
 fn a_full_pool_is_a_host_error_not_a_guest_trap() {
-    use sbx_wasm::wasm::{LoadError, PoolSizes};
+    use sbx_wasm::wasm::LoadError;
     let t = Tree::new();
-    let caps = patient(&t).max_memory_bytes(64 << 20).build().unwrap();
-    let pooled = WasmHost::with_pool(PoolSizes::for_caps(&caps, 1)).unwrap();
-    let sleepy = pooled
-        .prepare(&pooled.load(&guest("sleepy")).unwrap())
-        .unwrap();
-    let noop = pooled
-        .prepare(&pooled.load(&guest("noop")).unwrap())
-        .unwrap();
+    let (caps, pooled, [sleepy, noop]) = pool_of_one(&t, ["sleepy", "noop"]);
     std::thread::scope(|s| {
         // One run holds the only slot, asleep in WASI...
         let cancel = CancelHandle::new();
@@ -302,16 +308,9 @@ fn a_full_pool_is_a_host_error_not_a_guest_trap() {
 
 #[test]
 fn dropping_the_async_run_cancels_it() {
-    use sbx_wasm::wasm::{LoadError, PoolSizes};
+    use sbx_wasm::wasm::LoadError;
     let t = Tree::new();
-    let caps = patient(&t).max_memory_bytes(64 << 20).build().unwrap();
-    let pooled = WasmHost::with_pool(PoolSizes::for_caps(&caps, 1)).unwrap();
-    let spin = pooled
-        .prepare(&pooled.load(&guest("spin")).unwrap())
-        .unwrap();
-    let noop = pooled
-        .prepare(&pooled.load(&guest("noop")).unwrap())
-        .unwrap();
+    let (caps, pooled, [spin, noop]) = pool_of_one(&t, ["spin", "noop"]);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

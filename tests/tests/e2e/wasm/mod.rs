@@ -48,6 +48,10 @@ impl Tree {
     fn path(&self, rel: &str) -> PathBuf {
         self.dir.path().join(rel)
     }
+    /// The JSON file at `rel` (a report), parsed.
+    fn json(&self, rel: &str) -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(self.path(rel)).unwrap()).unwrap()
+    }
     fn caps(&self) -> CapabilitiesBuilder {
         Capabilities::builder()
             .read_mount(self.path("data"), "/work")
