@@ -17,11 +17,18 @@ pub(crate) fn load_caps(path: &Path) -> Result<Capabilities> {
     Ok(caps)
 }
 
-/// The caps file's command tools, registered to run in this process.
+/// The caps file's command tools, registered to run in this process, with
+/// what a model is told about each (its description and input schema).
 pub(crate) fn registry(caps: &Capabilities) -> ToolRegistry {
     let mut tools = ToolRegistry::new();
     for (name, cmd) in caps.tool_commands() {
-        tools.register(name.clone(), cmd.clone());
+        let schema = cmd
+            .input_schema
+            .as_deref()
+            .and_then(|s| serde_json::from_str(s).ok())
+            .unwrap_or_else(|| serde_json::json!({ "type": "object" }));
+        let description = cmd.description.clone().unwrap_or_default();
+        tools.register_described(name.clone(), description, schema, cmd.clone());
     }
     tools
 }

@@ -7,6 +7,7 @@
 mod commands;
 mod common;
 mod exit;
+mod mcp;
 mod output;
 mod progress;
 mod python;

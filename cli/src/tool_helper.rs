@@ -230,6 +230,7 @@ fn serve_requests(
             argv,
             cwd: PathBuf::from(spec["cwd"].as_str().unwrap_or(".")),
             timeout: spec["timeout_ms"].as_u64().map(Duration::from_millis),
+            ..CommandTool::default()
         };
         tools.insert(name, tool);
     }

@@ -44,6 +44,9 @@ enum Command {
     /// Validate a caps file and print the effective grant, or explain one op.
     #[command(after_help = EXIT_CODES)]
     Check(check::CheckArgs),
+    /// Serve the grant to MCP clients (stdio, or streamable HTTP with
+    /// --http): run_python, run_wasm, file ops, fetch and granted tools.
+    Mcp(crate::mcp::McpArgs),
 }
 
 impl Cli {
@@ -56,6 +59,7 @@ impl Cli {
             Command::Exec(c) => crate::exit::finish(c.execute()),
             Command::KernelCheck(c) => crate::exit::finish(c.execute()),
             Command::Check(c) => crate::exit::finish(c.execute()),
+            Command::Mcp(c) => crate::exit::finish(c.execute()),
         }
     }
 }

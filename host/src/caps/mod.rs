@@ -241,6 +241,10 @@ impl Capabilities {
     }
 
     fn from_parsed(file: CapsFile, base: &Path) -> Result<Self, CapsError> {
+        Self::builder_from(file, base)?.build()
+    }
+
+    fn builder_from(file: CapsFile, base: &Path) -> Result<CapabilitiesBuilder, CapsError> {
         let mut b = Capabilities::builder();
         b.base_dir = Some(base.to_path_buf());
         file.fs.apply(&mut b.mounts);
@@ -249,7 +253,29 @@ impl Capabilities {
         for (k, v) in file.env {
             b = b.env(k, v);
         }
-        file.budget.apply(b)?.build()
+        file.budget.apply(b)
+    }
+
+    /// A builder that holds this grant, to derive another from it: a host
+    /// that adds a mount of its own (the MCP door's session scratch
+    /// folder) or narrows a budget. This grant never changes; the new one
+    /// is validated again when built.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use sbx_wasm::Capabilities;
+    ///
+    /// let scratch = tempfile::tempdir()?;
+    /// let base = Capabilities::builder().max_ops(5).build()?;
+    /// let wider = base.to_builder()?.write_mount(scratch.path(), "/scratch").build()?;
+    /// assert_eq!(wider.mounts().len(), 1);
+    /// assert_eq!(wider.budget().max_ops, 5);
+    /// assert!(base.mounts().is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn to_builder(&self) -> Result<CapabilitiesBuilder, CapsError> {
+        Self::builder_from(self.to_file(), Path::new("/"))
     }
 
     /// Mounts, in caps-file order (read mounts first).
@@ -290,14 +316,17 @@ impl Capabilities {
     /// The effective grant as a caps file: absolute host paths, every budget
     /// explicit. Loading it gives back an equal grant.
     pub fn to_toml(&self) -> String {
-        let file = CapsFile {
+        toml::to_string(&self.to_file()).unwrap_or_else(|e| format!("# cannot render: {e}\n"))
+    }
+
+    fn to_file(&self) -> CapsFile {
+        CapsFile {
             fs: FsSection::render(&self.mounts),
             net: NetSection::render(&self.egress),
             tools: ToolsSection::render(&self.tools, &self.commands),
             env: self.env.clone(),
             budget: BudgetSection::render(&self.budget),
-        };
-        toml::to_string(&file).unwrap_or_else(|e| format!("# cannot render: {e}\n"))
+        }
     }
 }
 

@@ -286,6 +286,7 @@ fn command_tool_runs_and_is_killed_at_the_wall_budget() {
         argv: argv.iter().map(|s| s.to_string()).collect(),
         cwd: w.root().to_path_buf(),
         timeout: None,
+        ..CommandTool::default()
     };
     let mut tools = ToolRegistry::new();
     tools.register("count", tool(&["wc", "-w"]));

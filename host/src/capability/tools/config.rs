@@ -6,13 +6,16 @@
 //! [tools]
 //! allow = ["summarize"]
 //! command.summarize = { argv = ["python3", "tools/summarize.py"], timeout_ms = 5000 }
+//! # what a model is told (the MCP door lists it); both optional
+//! command.summarize.description = "Summarise a text."
+//! command.summarize.input_schema = { type = "object", properties = { text = { type = "string" } } }
 //! ```
 
 use super::{CommandTool, valid_tool_name};
 use crate::error::{CapsError, non_negative};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 /// `[tools]`: the allow-list, and how the CLI runs each tool.
@@ -33,6 +36,11 @@ struct CommandEntry {
     cwd: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     timeout_ms: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    description: Option<String>,
+    /// A TOML table, or JSON text, holding a JSON object schema.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    input_schema: Option<toml::Value>,
 }
 
 /// The tool grant as the builder was given it, before validation.
@@ -42,13 +50,34 @@ pub(crate) struct RequestedTools {
     commands: Vec<RawCommand>,
 }
 
-/// A tool command as given: name, argv, cwd, timeout.
-type RawCommand = (String, Vec<String>, Option<PathBuf>, Option<Duration>);
+/// A tool command as given: its name, and the command (argv, cwd,
+/// timeout, description, schema as JSON text; `cwd` may be relative).
+type RawCommand = (String, CommandTool);
 
 /// The validated tool grant: names allowed, and commands for the CLI.
 pub(crate) type ToolGrant = (BTreeSet<String>, BTreeMap<String, CommandTool>);
 
 const TOOL_FORM: &str = "1 to 64 characters from a-z 0-9 _ - .";
+const SCHEMA_FORM: &str =
+    "a JSON object schema, as a TOML table or JSON text, e.g. { type = \"object\" }";
+
+/// A tool's input schema must be a JSON object whose `type`, if given, is
+/// `"object"` (tool input is a JSON object).
+fn check_schema(key: &str, text: &str) -> Result<(), CapsError> {
+    let v: serde_json::Value = serde_json::from_str(text)
+        .map_err(|e| CapsError::invalid(key, format!("not JSON: {e}"), SCHEMA_FORM))?;
+    let ok = v
+        .as_object()
+        .is_some_and(|o| o.get("type").is_none_or(|t| t == "object"));
+    if !ok {
+        return Err(CapsError::invalid(
+            key,
+            "is not an object schema",
+            SCHEMA_FORM,
+        ));
+    }
+    Ok(())
+}
 
 impl ToolsSection {
     /// Request this section's grant; relative `cwd`s resolve against
@@ -59,8 +88,25 @@ impl ToolsSection {
             let timeout =
                 non_negative(&format!("tools.command.{name}.timeout_ms"), cmd.timeout_ms)?
                     .map(Duration::from_millis);
-            let cwd = cmd.cwd.map(|c| base.join(c));
-            to.commands.push((name, cmd.argv, cwd, timeout));
+            let input_schema = match cmd.input_schema {
+                None => None,
+                Some(toml::Value::String(text)) => Some(text),
+                Some(table) => Some(serde_json::to_string(&table).map_err(|e| {
+                    CapsError::invalid(
+                        format!("tools.command.{name}.input_schema"),
+                        e.to_string(),
+                        SCHEMA_FORM,
+                    )
+                })?),
+            };
+            let tool = CommandTool {
+                argv: cmd.argv,
+                cwd: cmd.cwd.map(|c| base.join(c)).unwrap_or_default(),
+                timeout,
+                description: cmd.description,
+                input_schema,
+            };
+            to.commands.push((name, tool));
         }
         Ok(())
     }
@@ -77,6 +123,8 @@ impl ToolsSection {
                     argv: c.argv.clone(),
                     cwd: Some(c.cwd.display().to_string()),
                     timeout_ms: c.timeout.map(|t| t.as_millis() as i64),
+                    description: c.description.clone(),
+                    input_schema: c.input_schema.clone().map(toml::Value::String),
                 };
                 (name.clone(), entry)
             })
@@ -96,7 +144,11 @@ impl RequestedTools {
 
     /// Run tool `name` as the program `argv`, in the base folder.
     pub(crate) fn command(&mut self, name: String, argv: Vec<String>) {
-        self.commands.push((name, argv, None, None));
+        let tool = CommandTool {
+            argv,
+            ..CommandTool::default()
+        };
+        self.commands.push((name, tool));
     }
 
     /// Validate names and commands (a command's folder defaults to `base`);
@@ -118,7 +170,8 @@ impl RequestedTools {
             tools.insert(t.clone());
         }
         let mut commands = BTreeMap::new();
-        for (name, argv, cwd, timeout) in &self.commands {
+        for (name, given) in &self.commands {
+            let argv = &given.argv;
             let key = format!("tools.command.{name}");
             if !valid_tool_name(name) {
                 return Err(CapsError::invalid(
@@ -139,14 +192,20 @@ impl RequestedTools {
                     "{key} is defined but `{name}` is not in tools.allow, so it can never be called"
                 ));
             }
-            let cwd = cwd.as_deref().unwrap_or(base);
+            if let Some(text) = &given.input_schema {
+                check_schema(&format!("{key}.input_schema"), text)?;
+            }
+            let cwd = if given.cwd.as_os_str().is_empty() {
+                base
+            } else {
+                &given.cwd
+            };
             let cwd = std::path::absolute(cwd).unwrap_or_else(|_| cwd.to_path_buf());
             commands.insert(
                 name.clone(),
                 CommandTool {
-                    argv: argv.clone(),
                     cwd,
-                    timeout: *timeout,
+                    ..given.clone()
                 },
             );
         }

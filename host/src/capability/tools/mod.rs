@@ -91,7 +91,7 @@ where
 
 /// How the CLI runs a tool named in the caps file: a program that reads the
 /// input on stdin and writes the output on stdout.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct CommandTool {
     /// Program and arguments. The program is looked up in `PATH`.
     pub argv: Vec<String>,
@@ -99,6 +99,11 @@ pub struct CommandTool {
     pub cwd: PathBuf,
     /// Own time limit, if shorter than what is left of the wall budget.
     pub timeout: Option<Duration>,
+    /// What the tool does, for a model (the MCP door lists it).
+    pub description: Option<String>,
+    /// The JSON schema of its input, as JSON text (an object schema;
+    /// checked when the grant is built).
+    pub input_schema: Option<String>,
 }
 
 impl Tool for CommandTool {

@@ -1,0 +1,353 @@
+//! What the MCP door's sessions share, and what each session holds.
+//!
+//! One `Door` per server process: the grant, the engine (and its artifact
+//! cache), the Python runner, the run slots, the audit stream. One
+//! `Session` per MCP session (one for stdio; one per `Mcp-Session-Id` over
+//! HTTP): its id, its grant (the door's, plus its scratch mount), its
+//! totals. Every call's budgets are the caps file's; the session totals
+//! stop one client from taking the host for itself.
+
+use super::McpArgs;
+use super::audit::AuditStream;
+use crate::common::{engine_for, open_cache, registry};
+use anyhow::{Context, Result, bail};
+use sbx_wasm::tools::ToolDefinition;
+use sbx_wasm::wasm::{PreparedAgent, PythonRunner, WasmHost};
+use sbx_wasm::{CancelHandle, Capabilities};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+/// The guest path of a session's scratch folder.
+pub(crate) const SCRATCH_GUEST: &str = "/scratch";
+
+/// Session-wide totals a session may not pass.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SessionLimits {
+    pub(crate) calls: u64,
+    pub(crate) wall: Duration,
+    pub(crate) output_bytes: u64,
+}
+
+/// What every session shares.
+pub(crate) struct Door {
+    pub(crate) caps: Capabilities,
+    pub(crate) host: WasmHost,
+    pub(crate) python: Option<PythonRunner>,
+    /// The folder `run_wasm` takes components from (canonical).
+    pub(crate) components: Option<PathBuf>,
+    /// Where session scratch folders are made, when sessions have one.
+    pub(crate) scratch_root: Option<PathBuf>,
+    pub(crate) granted_tools: Vec<ToolDefinition>,
+    pub(crate) limits: SessionLimits,
+    pub(crate) audit: Option<AuditStream>,
+    slots: Arc<Semaphore>,
+    pub(crate) max_concurrent: usize,
+    queue_wait: Duration,
+    /// Thrown at shutdown: running calls are cancelled.
+    pub(crate) stop: CancellationToken,
+    inflight: AtomicUsize,
+    idle: Notify,
+    sessions: AtomicU64,
+    prepared: Mutex<HashMap<PathBuf, (SystemTime, u64, PreparedAgent)>>,
+}
+
+impl Door {
+    pub(crate) fn open(args: &McpArgs, caps: Capabilities) -> Result<Door> {
+        let host = engine_for(&caps)?;
+        let host = match open_cache() {
+            Ok(cache) => host.with_cache(cache),
+            Err(e) => {
+                tracing::warn!("no artifact cache ({e:#}); compiling in memory");
+                host
+            }
+        };
+        let python = match crate::python::find_runner(args.python_runner.as_deref()) {
+            Ok(path) => Some(
+                PythonRunner::load(&host, &path)
+                    .with_context(|| format!("cannot load the Python runner {}", path.display()))?,
+            ),
+            Err(e) if args.python_runner.is_some() => return Err(e),
+            Err(e) => {
+                tracing::warn!("run_python is not offered: {e:#}");
+                None
+            }
+        };
+        let components = match &args.components {
+            Some(dir) => Some(
+                dir.canonicalize()
+                    .with_context(|| format!("--components {}", dir.display()))?,
+            ),
+            None => None,
+        };
+        let scratch_root = if args.session_scratch {
+            let root = args.scratch_root.clone().unwrap_or_else(std::env::temp_dir);
+            // A clash with a mount of the caps file is a start-up error,
+            // not every session's.
+            let probe = tempfile::Builder::new()
+                .prefix("sbx-mcp-probe-")
+                .tempdir_in(&root)
+                .with_context(|| format!("cannot make scratch folders in {}", root.display()))?;
+            caps.to_builder()?
+                .write_mount(probe.path(), SCRATCH_GUEST)
+                .build()
+                .context("the session scratch mount does not fit the caps file")?;
+            Some(root)
+        } else {
+            None
+        };
+        let max_concurrent = args.max_concurrent.unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get)
+        });
+        if max_concurrent == 0 {
+            bail!("--max-concurrent must be at least 1");
+        }
+        let granted_tools = registry(&caps).definitions(caps.tools());
+        if let Some(clash) = granted_tools
+            .iter()
+            .find(|d| super::catalog::BUILT_IN.contains(&d.name.as_str()))
+        {
+            bail!(
+                "the caps file grants a tool named {:?}, which is a tool of the MCP door itself; rename it",
+                clash.name
+            );
+        }
+        let audit = match &args.audit {
+            Some(path) => Some(AuditStream::open(path)?),
+            None => None,
+        };
+        tracing::info!(
+            max_concurrent,
+            memory_bound_mib = max_concurrent as u64 * caps.budget().max_memory_bytes >> 20,
+            "sbx-wasm mcp ready"
+        );
+        Ok(Door {
+            host,
+            python,
+            components,
+            scratch_root,
+            granted_tools,
+            limits: SessionLimits {
+                calls: args.session_max_calls,
+                wall: Duration::from_millis(args.session_max_wall_ms),
+                output_bytes: args.session_max_output_bytes,
+            },
+            audit,
+            slots: Arc::new(Semaphore::new(max_concurrent)),
+            max_concurrent,
+            queue_wait: Duration::from_millis(args.queue_wait_ms),
+            stop: CancellationToken::new(),
+            inflight: AtomicUsize::new(0),
+            idle: Notify::new(),
+            sessions: AtomicU64::new(0),
+            prepared: Mutex::new(HashMap::new()),
+            caps,
+        })
+    }
+
+    /// A run slot, or `None` after waiting `queue_wait` (the call is
+    /// answered `busy`).
+    pub(crate) async fn slot(&self) -> Option<OwnedSemaphorePermit> {
+        tokio::time::timeout(self.queue_wait, self.slots.clone().acquire_owned())
+            .await
+            .ok()?
+            .ok()
+    }
+
+    /// Count a call as running until the guard drops.
+    pub(crate) fn enter(self: &Arc<Self>) -> Inflight {
+        self.inflight.fetch_add(1, Ordering::SeqCst);
+        Inflight(self.clone())
+    }
+
+    /// Wait until no call is running.
+    pub(crate) async fn drained(&self) {
+        loop {
+            let idle = self.idle.notified();
+            if self.inflight.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            idle.await;
+        }
+    }
+
+    /// Shutdown: let running calls finish for up to `grace`, then cancel
+    /// the rest and wait for them (each still writes its audit).
+    pub(crate) async fn shut_down(&self, grace: Duration) {
+        if tokio::time::timeout(grace, self.drained()).await.is_err() {
+            tracing::info!("cancelling the calls still running");
+            self.stop.cancel();
+            self.drained().await;
+        }
+    }
+
+    /// A cancel switch for one call, thrown by the client's cancellation
+    /// (`client`) or by shutdown; the watch ends when the guard drops.
+    pub(crate) fn cancel_switch(&self, client: CancellationToken) -> (CancelHandle, Watch) {
+        let cancel = CancelHandle::new();
+        let (switch, stop) = (cancel.clone(), self.stop.clone());
+        let task = tokio::spawn(async move {
+            tokio::select! {
+                () = client.cancelled() => {}
+                () = stop.cancelled() => {}
+            }
+            switch.cancel();
+        });
+        (cancel, Watch(task))
+    }
+
+    /// A new session: its id, its grant, its scratch folder.
+    pub(crate) fn session(&self) -> Result<Session> {
+        let n = self.sessions.fetch_add(1, Ordering::Relaxed) + 1;
+        let id = format!("s{n}");
+        let (caps, scratch) = match &self.scratch_root {
+            Some(root) => {
+                let dir = tempfile::Builder::new()
+                    .prefix(&format!("sbx-mcp-{id}-"))
+                    .tempdir_in(root)
+                    .with_context(|| {
+                        format!("cannot make a scratch folder in {}", root.display())
+                    })?;
+                let caps = self
+                    .caps
+                    .to_builder()?
+                    .write_mount(dir.path(), SCRATCH_GUEST)
+                    .build()?;
+                (caps, Some(dir))
+            }
+            None => (self.caps.clone(), None),
+        };
+        tracing::info!(session = %id, "session opened");
+        Ok(Session {
+            id,
+            caps,
+            _scratch: scratch,
+            calls: AtomicU64::new(0),
+            wall_us: AtomicU64::new(0),
+            output_bytes: AtomicU64::new(0),
+        })
+    }
+
+    /// The component `name` from the components folder, compiled and
+    /// linked once per file version. A name is a file name in that folder:
+    /// no path, nothing reached through a link that leaves it.
+    pub(crate) fn component(&self, name: &str) -> std::result::Result<PreparedAgent, String> {
+        let Some(dir) = &self.components else {
+            return Err("no components folder was given to this server (--components)".into());
+        };
+        let plain = !name.is_empty()
+            && name.len() <= 255
+            && !name.starts_with('.')
+            && !name.contains(['/', '\\', '\0'])
+            && name.ends_with(".wasm");
+        if !plain {
+            return Err(format!(
+                "{name:?} is not a component name: a file name ending in .wasm in the components folder"
+            ));
+        }
+        let path = dir.join(name);
+        let real = path
+            .canonicalize()
+            .map_err(|_| format!("no component {name:?} in the components folder"))?;
+        if real.parent() != Some(dir.as_path()) {
+            return Err(format!("{name:?} leads out of the components folder"));
+        }
+        let meta = std::fs::metadata(&real).map_err(|e| format!("{name}: {e}"))?;
+        let stamp = (
+            meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+            meta.len(),
+        );
+        let mut prepared = self.prepared.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((m, l, agent)) = prepared.get(&real)
+            && (*m, *l) == stamp
+        {
+            return Ok(agent.clone());
+        }
+        let agent = self
+            .host
+            .load(&real)
+            .and_then(|c| self.host.prepare(&c))
+            .map_err(|e| format!("{name}: {e}"))?;
+        prepared.insert(real, (stamp.0, stamp.1, agent.clone()));
+        Ok(agent)
+    }
+}
+
+/// Watches for a call's cancellation until dropped.
+pub(crate) struct Watch(tokio::task::JoinHandle<()>);
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// A running call, counted until dropped.
+pub(crate) struct Inflight(Arc<Door>);
+
+impl Drop for Inflight {
+    fn drop(&mut self) {
+        if self.0.inflight.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
+}
+
+/// One MCP session's own state.
+pub(crate) struct Session {
+    pub(crate) id: String,
+    /// The door's grant, plus this session's scratch mount.
+    pub(crate) caps: Capabilities,
+    /// Held for its drop: removed when the session (and every call still
+    /// using it) ends.
+    _scratch: Option<tempfile::TempDir>,
+    calls: AtomicU64,
+    wall_us: AtomicU64,
+    output_bytes: AtomicU64,
+}
+
+impl Session {
+    /// Count a new call: its id (`c1`, `c2`, ...), or why the session may
+    /// make no more.
+    pub(crate) fn begin_call(&self, limits: &SessionLimits) -> std::result::Result<String, String> {
+        let wall = Duration::from_micros(self.wall_us.load(Ordering::Relaxed));
+        if wall >= limits.wall {
+            return Err(format!(
+                "session_max_wall: this session's calls used {} ms of {} ms",
+                wall.as_millis(),
+                limits.wall.as_millis()
+            ));
+        }
+        let out = self.output_bytes.load(Ordering::Relaxed);
+        if out >= limits.output_bytes {
+            return Err(format!(
+                "session_max_output: this session's calls returned {out} of {} bytes",
+                limits.output_bytes
+            ));
+        }
+        let n = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        if n > limits.calls {
+            return Err(format!(
+                "session_max_calls: this session made {} calls, the most allowed",
+                limits.calls
+            ));
+        }
+        Ok(format!("c{n}"))
+    }
+
+    /// Charge what a call used to the session's totals.
+    pub(crate) fn charge(&self, wall_us: u64, output_bytes: u64) {
+        self.wall_us.fetch_add(wall_us, Ordering::Relaxed);
+        self.output_bytes.fetch_add(output_bytes, Ordering::Relaxed);
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        tracing::info!(session = %self.id, "session closed");
+    }
+}

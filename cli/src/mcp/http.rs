@@ -1,0 +1,174 @@
+//! The streamable HTTP transport at `/mcp`: rmcp's service, served by
+//! hyper, behind the checks a network listener needs.
+//!
+//! - A non-loopback bind needs a bearer token (from a file or the
+//!   environment); when a token is set, every request must carry it.
+//! - `Origin`: a request carrying one is refused unless it is listed
+//!   (`--allowed-origin`), and `Host` must be a listed name (DNS
+//!   rebinding protection; by default the loopback names on a loopback
+//!   bind).
+//! - Bodies over `--max-request-bytes` are refused; headers must arrive
+//!   within 10 s; at most 1,024 connections at once.
+//! - SIGINT/SIGTERM: stop accepting, let running calls finish (10 s), then
+//!   cancel the rest (their audit is written), then close.
+
+use super::door::Door;
+use super::handler::{Handler, SHUTDOWN_GRACE};
+use anyhow::{Context, Result, bail};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, combinators::BoxBody};
+use hyper::body::Incoming;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+/// The path the transport answers at.
+pub(crate) const PATH: &str = "/mcp";
+const MAX_CONNECTIONS: usize = 1024;
+
+pub(crate) struct HttpOptions {
+    pub(crate) addr: SocketAddr,
+    pub(crate) token: Option<String>,
+    pub(crate) allowed_origins: Vec<String>,
+    pub(crate) allowed_hosts: Vec<String>,
+    pub(crate) max_request_bytes: usize,
+}
+
+type Service = StreamableHttpService<Handler, LocalSessionManager>;
+type Reply = Response<BoxBody<Bytes, Infallible>>;
+
+pub(crate) async fn serve(door: Arc<Door>, o: HttpOptions) -> Result<()> {
+    let loopback = o.addr.ip().is_loopback();
+    if !loopback && o.token.is_none() {
+        bail!(
+            "--http {} is not a loopback address: a bearer token is required \
+             (--token-file FILE or --token-env VAR)",
+            o.addr
+        );
+    }
+    let closing = CancellationToken::new();
+    let mut config = StreamableHttpServerConfig::default()
+        .with_max_request_body_bytes(o.max_request_bytes)
+        .with_cancellation_token(closing.child_token());
+    config = if o.allowed_origins.is_empty() {
+        config.enforce_origin_validation()
+    } else {
+        config.with_allowed_origins(o.allowed_origins.clone())
+    };
+    if !o.allowed_hosts.is_empty() {
+        config = config.with_allowed_hosts(o.allowed_hosts.clone());
+    } else if !loopback {
+        // Behind a token, any name a load balancer sends.
+        config = config.disable_allowed_hosts();
+    }
+    let factory = {
+        let door = door.clone();
+        move || Handler::new(door.clone()).map_err(std::io::Error::other)
+    };
+    let service: Service =
+        StreamableHttpService::new(factory, Arc::new(LocalSessionManager::default()), config);
+    let listener = tokio::net::TcpListener::bind(o.addr)
+        .await
+        .with_context(|| format!("cannot listen on {}", o.addr))?;
+    let local = listener.local_addr()?;
+    // The one line a supervisor (or a test) waits for, with the real port.
+    eprintln!("sbx-wasm mcp: listening on http://{local}{PATH}");
+    let token: Option<Arc<str>> = o.token.map(Arc::from);
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let connections = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let stop = shutdown_signal();
+    tokio::pin!(stop);
+    loop {
+        let permit = tokio::select! {
+            p = connections.clone().acquire_owned() => p?,
+            () = &mut stop => break,
+        };
+        let stream = tokio::select! {
+            a = listener.accept() => match a {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    tracing::warn!("accept failed: {e}");
+                    continue;
+                }
+            },
+            () = &mut stop => break,
+        };
+        let (service, token) = (service.clone(), token.clone());
+        let conn = hyper::server::conn::http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(Duration::from_secs(10))
+            .serve_connection(
+                TokioIo::new(stream),
+                hyper::service::service_fn(move |req| {
+                    let (service, token) = (service.clone(), token.clone());
+                    async move { Ok::<_, Infallible>(answer(&service, token.as_deref(), req).await) }
+                }),
+            );
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            let _ = conn.await;
+            drop(permit);
+        });
+    }
+    drop(listener);
+    tracing::info!("shutting down: finishing running calls");
+    door.shut_down(SHUTDOWN_GRACE).await;
+    closing.cancel();
+    let _ = tokio::time::timeout(Duration::from_secs(5), graceful.shutdown()).await;
+    Ok(())
+}
+
+async fn answer(service: &Service, token: Option<&str>, req: Request<Incoming>) -> Reply {
+    if req.uri().path() != PATH {
+        return plain(StatusCode::NOT_FOUND, "not found: the MCP endpoint is /mcp");
+    }
+    if let Some(expected) = token {
+        let given = req
+            .headers()
+            .get(hyper::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        if !given.is_some_and(|g| same(g.as_bytes(), expected.as_bytes())) {
+            let mut r = plain(StatusCode::UNAUTHORIZED, "a valid bearer token is required");
+            r.headers_mut().insert(
+                hyper::header::WWW_AUTHENTICATE,
+                hyper::header::HeaderValue::from_static("Bearer"),
+            );
+            return r;
+        }
+    }
+    service.handle(req).await
+}
+
+/// Compare without an early exit, so timing says nothing of the token.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn plain(status: StatusCode, text: &'static str) -> Reply {
+    let mut r = Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed());
+    *r.status_mut() = status;
+    r
+}
+
+/// The first SIGINT or SIGTERM.
+pub(crate) async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = int.recv() => {}
+        _ = term.recv() => {}
+    }
+}

@@ -1,0 +1,142 @@
+//! What a call answers: a text block for the model and the same facts as
+//! structured content for a program. A denial, a halt, a busy server or a
+//! spent session total is a tool result with `isError: true`, never a
+//! protocol error.
+
+use rmcp::model::{CallToolResult, ContentBlock};
+use sbx_wasm::SandboxResult;
+use sbx_wasm::op::Output;
+use sbx_wasm::report::{RunReport, Status};
+use sbx_wasm::wasm::WasmRun;
+use serde_json::{Value, json};
+
+/// Which call an answer belongs to.
+pub(crate) struct Ids<'a> {
+    pub(crate) session: &'a str,
+    pub(crate) call: &'a str,
+}
+
+fn answer(text: String, structured: Value, is_error: bool) -> CallToolResult {
+    let mut r = if is_error {
+        CallToolResult::error(vec![ContentBlock::text(text)])
+    } else {
+        CallToolResult::success(vec![ContentBlock::text(text)])
+    };
+    r.structured_content = Some(structured);
+    r
+}
+
+/// `ops 3/10000, output 12/16777216 B, fuel 1200/10000000000, wall 4/30000 ms`
+pub(crate) fn usage_line(r: &RunReport) -> String {
+    let (u, l) = (&r.usage, &r.limits);
+    let fuel = match l.fuel {
+        Some(max) => format!(", fuel {}/{max}", u.fuel.unwrap_or(0)),
+        None => String::new(),
+    };
+    format!(
+        "ops {}/{}, output {}/{} B{fuel}, wall {}/{} ms",
+        u.ops, l.ops, u.output_bytes, l.output_bytes, u.wall_ms, l.wall_ms
+    )
+}
+
+fn status_name(s: Status) -> Value {
+    serde_json::to_value(s).unwrap_or(Value::Null)
+}
+
+/// The answer of `run_python` or `run_wasm`.
+pub(crate) fn run(run: &WasmRun, ids: &Ids<'_>) -> CallToolResult {
+    let r = &run.report;
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    let status = match (r.status, r.violation, r.exit_code) {
+        (Status::HardLimit, Some(v), _) => format!("hard_limit ({v})"),
+        (Status::Exited, _, Some(code)) => format!("exited {code}"),
+        (s, _, _) => status_name(s).as_str().unwrap_or("?").to_string(),
+    };
+    let failed = !matches!(r.status, Status::Completed | Status::Exited)
+        || r.exit_code.is_some_and(|c| c != 0);
+    let mut text = format!("status: {status}\n");
+    for d in &r.denials {
+        text += &format!("denied: {} {} ({})\n", d.op, d.target, d.violation);
+    }
+    if let Some(t) = &run.trap {
+        text += &format!("trap: {t}\n");
+    }
+    text += &format!("stdout:\n{stdout}");
+    if !stdout.is_empty() && !stdout.ends_with('\n') {
+        text.push('\n');
+    }
+    if !stderr.is_empty() {
+        text += &format!("stderr:\n{stderr}");
+        if !stderr.ends_with('\n') {
+            text.push('\n');
+        }
+    }
+    text += &format!("usage: {}", usage_line(r));
+    let structured = json!({
+        "status": status_name(r.status),
+        "exit_code": r.exit_code,
+        "violation": r.violation,
+        "stdout": stdout,
+        "stderr": stderr,
+        "denials": r.denials,
+        "trap": run.trap,
+        "usage": r.usage,
+        "limits": r.limits,
+        "usage_line": usage_line(r),
+        "notes": r.notes,
+        "session": ids.session,
+        "call": ids.call,
+    });
+    answer(text, structured, failed)
+}
+
+/// A call refused before it ran: `busy` (no run slot came free in time)
+/// or `refused` (a session total is spent, or the request is malformed).
+pub(crate) fn refused(status: &str, reason: &str, ids: &Ids<'_>) -> CallToolResult {
+    let structured = json!({
+        "status": status,
+        "reason": reason,
+        "session": ids.session,
+        "call": ids.call,
+    });
+    answer(format!("status: {status}\n{reason}"), structured, true)
+}
+
+/// The answer of a single op (`read_file`, `fetch`, a granted tool, ...).
+pub(crate) fn op(result: &SandboxResult, report: &RunReport, ids: &Ids<'_>) -> CallToolResult {
+    let mut structured = serde_json::to_value(result).unwrap_or(Value::Null);
+    if let Some(o) = structured.as_object_mut() {
+        o.insert("violation".into(), json!(result.violation()));
+        o.insert("usage_line".into(), json!(usage_line(report)));
+        o.insert("session".into(), json!(ids.session));
+        o.insert("call".into(), json!(ids.call));
+    }
+    if let Some(d) = &result.denial {
+        let text = format!(
+            "denied: {} {} ({}): {}",
+            result.op, result.target, d.violation, d.message
+        );
+        return answer(text, structured, true);
+    }
+    if let Some(e) = &result.error {
+        let text = format!("failed: {} {}: {}", result.op, result.target, e.message);
+        return answer(text, structured, true);
+    }
+    let text = match &result.output {
+        Some(Output::Data { content }) => String::from_utf8_lossy(&content.0).into_owned(),
+        Some(Output::Written { bytes }) => format!("wrote {bytes} bytes to {}", result.target),
+        Some(Output::Entries { entries }) => entries
+            .iter()
+            .map(|e| serde_json::to_string(e).unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Some(Output::Response { status, body, .. }) => {
+            format!("HTTP {status}\n{}", String::from_utf8_lossy(&body.0))
+        }
+        Some(Output::ToolOutput { output }) => output.clone(),
+        Some(other) => serde_json::to_string(other).unwrap_or_default(),
+        None => "done".into(),
+    };
+    answer(text, structured, false)
+}

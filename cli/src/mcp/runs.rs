@@ -1,0 +1,175 @@
+//! `run_python` and `run_wasm`: a whole program under the grant, in a run
+//! slot, its output and denials streamed as progress notifications when
+//! the client asked for progress, cancelled by the client's cancellation
+//! or by shutdown.
+
+use super::audit::CallTag;
+use super::door::{Door, Session};
+use super::reply::{self, Ids};
+use crate::common::registry;
+use rmcp::model::{CallToolResult, ProgressNotificationParam, ProgressToken};
+use rmcp::service::{Peer, RoleServer};
+use sbx_wasm::events::{Event, EventSink};
+use sbx_wasm::wasm::{PreparedAgent, RunOptions, WasmRun};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// What a program call asks for.
+pub(crate) struct Program {
+    pub(crate) agent: PreparedAgent,
+    /// `python` or the component's file name.
+    pub(crate) name: String,
+    pub(crate) args: Vec<String>,
+    pub(crate) stdin: Vec<u8>,
+    /// For `run_python`: the source, handed to the runner as its script.
+    pub(crate) source: Option<String>,
+}
+
+/// Where progress goes, when the client asked for it.
+pub(crate) struct Progress {
+    pub(crate) peer: Peer<RoleServer>,
+    pub(crate) token: ProgressToken,
+}
+
+/// Largest text one progress notification carries; longer chunks are
+/// split.
+const CHUNK: usize = 16 * 1024;
+/// Events queued for the client before the run's sink drops them (the
+/// run never waits for a slow client).
+const QUEUE: usize = 1024;
+
+/// Run `program` for `session` (its slot already held), answering with the
+/// run's result.
+pub(crate) async fn run(
+    door: &Arc<Door>,
+    session: &Session,
+    ids: &Ids<'_>,
+    tool: &str,
+    program: Program,
+    progress: Option<Progress>,
+    client_cancel: CancellationToken,
+) -> CallToolResult {
+    let caps = session.caps.clone();
+    let mut opts = RunOptions::new(caps.clone())
+        .program_name(program.name.clone())
+        .args(program.args)
+        .stdin(program.stdin)
+        .tools(registry(&caps));
+    if let (Some(source), Some(python)) = (&program.source, &door.python) {
+        opts = match python.source_options(source, "snippet.py", opts) {
+            Ok(o) => o,
+            Err(e) => return reply::refused("refused", &e.to_string(), ids),
+        };
+    }
+    let (cancel, _watch) = door.cancel_switch(client_cancel);
+    opts = opts.cancel(cancel);
+    let mut forwarder = None;
+    if let Some(p) = progress {
+        let (tx, rx) = std::sync::mpsc::sync_channel(QUEUE);
+        opts = opts.events(EventSink::new(tx));
+        forwarder = Some(forward(rx, p));
+    }
+    let result = door.host.run_prepared_async(&program.agent, opts).await;
+    if let Some(f) = forwarder {
+        // Every chunk and denial is sent before the result.
+        let _ = tokio::task::spawn_blocking(move || f.join()).await;
+    }
+    match result {
+        Ok(run) => {
+            finish(door, session, ids, tool, &run);
+            reply::run(&run, ids)
+        }
+        Err(e) => {
+            let reason = e.to_string();
+            if let Some(audit) = &door.audit {
+                let tag = CallTag {
+                    session: ids.session,
+                    call: ids.call,
+                    tool,
+                };
+                audit.record(&tag, &[], json!({ "status": "refused", "reason": reason }));
+            }
+            reply::refused("refused", &reason, ids)
+        }
+    }
+}
+
+/// Charge the session and write the call's audit.
+fn finish(door: &Door, session: &Session, ids: &Ids<'_>, tool: &str, run: &WasmRun) {
+    let r = &run.report;
+    session.charge(r.usage.wall_us, r.usage.output_bytes);
+    tracing::info!(
+        session = ids.session, call = ids.call, tool,
+        status = ?r.status, violation = ?r.violation, "call ended"
+    );
+    if let Some(audit) = &door.audit {
+        let tag = CallTag {
+            session: ids.session,
+            call: ids.call,
+            tool,
+        };
+        let end = json!({
+            "status": r.status,
+            "exit_code": r.exit_code,
+            "violation": r.violation,
+            "usage": r.usage,
+        });
+        audit.record(&tag, &run.audit, end);
+    }
+}
+
+/// Send each event to the client as a progress notification, from a
+/// thread of its own (the run's sink is a blocking channel), until the run
+/// drops its sink.
+fn forward(rx: std::sync::mpsc::Receiver<Event>, p: Progress) -> std::thread::JoinHandle<()> {
+    let handle = tokio::runtime::Handle::current();
+    std::thread::spawn(move || {
+        let mut n = 0u64;
+        for event in rx {
+            for message in messages(&event) {
+                n += 1;
+                let mut param = ProgressNotificationParam::new(p.token.clone(), n as f64);
+                param.message = Some(message.to_string());
+                if handle.block_on(p.peer.notify_progress(param)).is_err() {
+                    // The client is gone; drain so the run never notices.
+                    continue;
+                }
+            }
+        }
+    })
+}
+
+/// An event as progress messages: `{"stdout": text}`, `{"stderr": text}`
+/// (split every 16 KiB), or `{"denied": {op, target, violation, hard}}`.
+/// Allowed decisions are not streamed.
+fn messages(event: &Event) -> Vec<Value> {
+    let chunks = |key: &str, bytes: &[u8]| -> Vec<Value> {
+        let text = String::from_utf8_lossy(bytes);
+        let mut out = Vec::new();
+        let mut rest: &str = &text;
+        while !rest.is_empty() {
+            let mut end = rest.len().min(CHUNK);
+            while !rest.is_char_boundary(end) {
+                end -= 1;
+            }
+            out.push(json!({ key: &rest[..end] }));
+            rest = &rest[end..];
+        }
+        out
+    };
+    match event {
+        Event::Stdout(b) => chunks("stdout", b),
+        Event::Stderr(b) => chunks("stderr", b),
+        Event::Decision(d) if d.decision != "allowed" => vec![json!({
+            "denied": {
+                "op": d.op,
+                "target": d.target,
+                "violation": d.violation,
+                "hard": d.hard,
+                "detail": d.detail,
+            }
+        })],
+        _ => Vec::new(),
+    }
+}
