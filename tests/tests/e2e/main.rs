@@ -8,6 +8,7 @@ mod cli;
 mod egress;
 mod hostile;
 mod kernel;
+mod mcp;
 mod python;
 mod python_api;
 mod seed_behaviours;

@@ -1,0 +1,294 @@
+//! The MCP door (`sbx-wasm mcp`) driven by two real MCP clients: the
+//! official Rust SDK (`rust_client.rs`) and the official Python SDK
+//! (`python_client.rs`, `mcp` from PyPI, pinned, installed into a venv by
+//! [`python_sdk`]), over stdio and streamable HTTP, against real folders,
+//! a real loopback HTTP server and the real Python runner.
+
+mod python_client;
+mod rust_client;
+
+use crate::python::warm_cache;
+use sbx_wasm_tests::{LoopbackServer, guest, python_runner, repo_root, sbx_bin, snapshot};
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+
+/// The pinned Python SDK.
+pub(crate) const PYTHON_SDK: &str = "mcp==2.3.0";
+
+/// A server's world: `data/` read at `/work` (with `a.txt`, `data.csv`),
+/// `out/` written at `/work/out`, a components folder with `benign.wasm`,
+/// a scratch root, the caps file (egress to `granted` only, the
+/// `word_count` tool), the audit stream, and a canary beside the mounts.
+pub(crate) struct Fixture {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) granted: LoopbackServer,
+    pub(crate) other: LoopbackServer,
+}
+
+impl Fixture {
+    pub(crate) fn new() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        for d in ["data", "out", "components", "scratch"] {
+            std::fs::create_dir_all(r.join(d)).unwrap();
+        }
+        std::fs::write(r.join("data/a.txt"), "hello mcp").unwrap();
+        std::fs::write(r.join("data/data.csv"), "name,value\na,2\nb,3\n").unwrap();
+        std::fs::write(r.join("canary.txt"), "CANARY").unwrap();
+        std::fs::copy(guest("benign"), r.join("components/benign.wasm")).unwrap();
+        let granted = LoopbackServer::start();
+        let other = LoopbackServer::start();
+        let caps = format!(
+            "[fs]\nread = [{{ host = \"data\", guest = \"/work\" }}]\n\
+             write = [{{ host = \"out\", guest = \"/work/out\" }}]\n\
+             [net]\nallow = [\"{}\"]\n\
+             [tools]\nallow = [\"word_count\"]\n\
+             [tools.command.word_count]\nargv = [\"wc\", \"-w\"]\n\
+             description = \"Count the words of a text.\"\n\
+             input_schema = {{ type = \"object\", properties = {{ text = {{ type = \"string\" }} }} }}\n\
+             [budget]\nmax_wall_ms = 20000\n",
+            granted.origin()
+        );
+        std::fs::write(r.join("caps.toml"), caps).unwrap();
+        Fixture {
+            dir,
+            granted,
+            other,
+        }
+    }
+
+    pub(crate) fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    /// `sbx-wasm mcp` arguments for this world (stdio), then `extra`.
+    pub(crate) fn args(&self, extra: &[&str]) -> Vec<String> {
+        let p = |rel: &str| self.path(rel).display().to_string();
+        let mut a: Vec<String> = vec![
+            "mcp".into(),
+            "--caps".into(),
+            p("caps.toml"),
+            "--python-runner".into(),
+            python_runner().display().to_string(),
+            "--components".into(),
+            p("components"),
+            "--session-scratch".into(),
+            "--scratch-root".into(),
+            p("scratch"),
+            "--audit".into(),
+            p("audit.jsonl"),
+            "--log".into(),
+            p("server.log"),
+        ];
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    }
+
+    /// The environment a server needs: the shared warm artifact cache.
+    pub(crate) fn env(&self) -> Vec<(String, String)> {
+        vec![(
+            "SBX_WASM_CACHE_DIR".into(),
+            warm_cache().display().to_string(),
+        )]
+    }
+
+    /// The audit stream, one JSON value per line.
+    pub(crate) fn audit(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.path("audit.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    /// The end record of every call, in order.
+    pub(crate) fn ends(&self) -> Vec<Value> {
+        self.audit()
+            .into_iter()
+            .filter(|v| v.get("end").is_some())
+            .collect()
+    }
+
+    /// Every host file outside `out/`, `scratch/` and the server's own
+    /// records, hashed.
+    pub(crate) fn host_state(&self) -> Vec<(PathBuf, String)> {
+        snapshot(self.dir.path())
+            .into_iter()
+            .filter(|(p, _)| {
+                !["out", "scratch", "audit.jsonl", "server.log"]
+                    .iter()
+                    .any(|skip| p.starts_with(skip))
+            })
+            .map(|(p, n)| (p, format!("{n:?}")))
+            .collect()
+    }
+
+    /// Start `sbx-wasm mcp --http 127.0.0.1:0` (then `extra`) and wait for
+    /// its address.
+    pub(crate) fn http(&self, extra: &[&str]) -> HttpServer {
+        let mut args = self.args(&["--http", "127.0.0.1:0"]);
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let mut child = Command::new(sbx_bin())
+            .args(&args)
+            .envs(self.env())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let url = loop {
+            let line = lines
+                .next()
+                .expect("the server ended before listening")
+                .unwrap();
+            if let Some(url) = line.strip_prefix("sbx-wasm mcp: listening on ") {
+                break url.to_string();
+            }
+        };
+        // Keep draining stderr so the server never blocks on it.
+        std::thread::spawn(move || lines.for_each(drop));
+        HttpServer { child, url }
+    }
+}
+
+/// A running HTTP server, stopped with SIGTERM on drop.
+pub(crate) struct HttpServer {
+    pub(crate) child: Child,
+    /// `http://127.0.0.1:PORT/mcp`.
+    pub(crate) url: String,
+}
+
+impl HttpServer {
+    /// SIGTERM, then its exit code.
+    pub(crate) fn terminate(&mut self) -> Option<i32> {
+        terminate(self.child.id());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return s.code();
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the server did not stop"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    /// The status code of one raw HTTP request to the server.
+    pub(crate) fn status_of(&self, method: &str, headers: &[(&str, &str)], body: &str) -> u16 {
+        let addr = self
+            .url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp");
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        let mut req = format!(
+            "{method} /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+            body.len()
+        );
+        for (k, v) in headers {
+            req += &format!("{k}: {v}\r\n");
+        }
+        req += "\r\n";
+        s.write_all(req.as_bytes()).unwrap();
+        s.write_all(body.as_bytes()).unwrap();
+        let mut head = [0u8; 12];
+        s.read_exact(&mut head).unwrap();
+        String::from_utf8_lossy(&head[9..12]).parse().unwrap()
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// SIGTERM to `pid`, as an operator or an orchestrator sends it.
+fn terminate(pid: u32) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status();
+}
+
+/// An `initialize` request body.
+pub(crate) const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+
+/// The venv's python with the pinned SDK, made once (kept across runs
+/// under `target/`; a lock file keeps parallel test binaries apart).
+pub(crate) fn python_sdk() -> &'static Path {
+    static PY: OnceLock<PathBuf> = OnceLock::new();
+    PY.get_or_init(|| {
+        let venv = repo_root().join("target/mcp-venv");
+        let python = venv.join("bin/python");
+        let stamp = venv.join(format!(".{PYTHON_SDK}"));
+        if stamp.exists() {
+            return python;
+        }
+        let lock = repo_root().join("target/mcp-venv.lock");
+        let _guard = Lock::take(&lock);
+        if !stamp.exists() {
+            let ok = Command::new("python3")
+                .args(["-m", "venv"])
+                .arg(&venv)
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok, "cannot make the venv {}", venv.display());
+            let out = Command::new(&python)
+                .args(["-m", "pip", "install", "--quiet", PYTHON_SDK])
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "pip install {PYTHON_SDK}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            std::fs::write(&stamp, "").unwrap();
+        }
+        python
+    })
+}
+
+/// A lock file held while it exists (created exclusively, removed on drop;
+/// a stale one older than 10 minutes is taken over).
+struct Lock(PathBuf);
+
+impl Lock {
+    fn take(path: &Path) -> Lock {
+        loop {
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(path)
+            {
+                Ok(_) => return Lock(path.to_path_buf()),
+                Err(_) => {
+                    let stale = std::fs::metadata(path)
+                        .and_then(|m| m.modified())
+                        .ok()
+                        .and_then(|t| t.elapsed().ok())
+                        .is_some_and(|age| age.as_secs() > 600);
+                    if stale {
+                        let _ = std::fs::remove_file(path);
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}

@@ -1,0 +1,299 @@
+//! The official MCP Rust SDK's client against `sbx-wasm mcp`: stdio with
+//! components, session scratch, progress, cancel, capacity and session
+//! totals; HTTP with a bearer token, `Origin` checks and two sessions.
+
+use super::{Fixture, INITIALIZE};
+use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ProgressNotificationParam};
+use rmcp::service::{NotificationContext, RoleClient, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, ServiceExt};
+use sbx_wasm_tests::sbx_bin;
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A client that keeps every progress message it receives, with its
+/// progress value (notifications may be handled out of order; the values
+/// count up, so they give the order back).
+#[derive(Clone, Default)]
+struct Client(Arc<Mutex<Vec<(f64, String)>>>);
+
+impl ClientHandler for Client {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.0
+            .lock()
+            .unwrap()
+            .push((params.progress, params.message.unwrap_or_default()));
+    }
+}
+
+type Session = RunningService<RoleClient, Client>;
+
+async fn stdio(f: &Fixture, extra: &[&str], client: Client) -> Session {
+    let cmd = tokio::process::Command::new(sbx_bin()).configure(|c| {
+        c.args(f.args(extra)).envs(f.env());
+    });
+    client
+        .serve(TokioChildProcess::new(cmd).unwrap())
+        .await
+        .unwrap()
+}
+
+async fn http(url: &str, token: &str) -> Session {
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
+    config.auth_header = Some(token.to_string());
+    Client::default()
+        .serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .unwrap()
+}
+
+async fn call(s: &Session, tool: &str, args: Value) -> CallToolResult {
+    let args = args.as_object().unwrap().clone();
+    s.call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(args))
+        .await
+        .unwrap()
+}
+
+fn text(r: &CallToolResult) -> String {
+    r.content
+        .iter()
+        .filter_map(|c| match c {
+            ContentBlock::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn field<'a>(r: &'a CallToolResult, key: &str) -> &'a Value {
+    &r.structured_content.as_ref().unwrap()[key]
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rust_sdk_over_stdio() {
+    let f = Fixture::new();
+    let before = f.host_state();
+    let client = Client::default();
+    let s = stdio(&f, &[], client.clone()).await;
+    assert_eq!(
+        s.peer_info().unwrap().server_info.clone().unwrap().name,
+        "sbx-wasm"
+    );
+    let tools: Vec<String> = s
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert!(tools.contains(&"run_wasm".to_string()), "{tools:?}");
+
+    // A component from the components folder; a path is not a name.
+    let r = call(&s, "run_wasm", json!({"component": "benign.wasm"})).await;
+    assert_eq!(r.is_error, Some(false), "{}", text(&r));
+    assert!(
+        field(&r, "stdout").as_str().unwrap().contains('5'),
+        "{}",
+        text(&r)
+    );
+    for bad in [
+        "../caps.toml",
+        "/etc/passwd",
+        "missing.wasm",
+        ".hidden.wasm",
+    ] {
+        let r = call(&s, "run_wasm", json!({"component": bad})).await;
+        assert_eq!(r.is_error, Some(true), "{bad}");
+        assert_eq!(field(&r, "status"), "refused", "{bad}");
+    }
+
+    // Single ops: the denied write beside the allowed one.
+    let r = call(
+        &s,
+        "write_file",
+        json!({"path": "/work/a.txt", "content": "x"}),
+    )
+    .await;
+    assert_eq!(r.is_error, Some(true));
+    assert_eq!(field(&r, "violation"), "fs_write_denied");
+    let r = call(
+        &s,
+        "write_file",
+        json!({"path": "/work/out/r.txt", "content": "ok"}),
+    )
+    .await;
+    assert_eq!(r.is_error, Some(false), "{}", text(&r));
+    assert_eq!(std::fs::read_to_string(f.path("out/r.txt")).unwrap(), "ok");
+    // A wrong type is the gate's invalid_request, not a protocol error.
+    let r = call(&s, "read_file", json!({"path": 7})).await;
+    assert_eq!(field(&r, "violation"), "invalid_request");
+    // A tool the grant does not name is refused and on record.
+    let r = call(&s, "rm_rf", json!({})).await;
+    assert_eq!(field(&r, "violation"), "tool_denied");
+
+    // The session's scratch folder keeps files between calls.
+    let r = call(
+        &s,
+        "run_python",
+        json!({"code": "open('/scratch/notes.txt', 'w').write('kept')"}),
+    )
+    .await;
+    assert_eq!(r.is_error, Some(false), "{}", text(&r));
+    let r = call(
+        &s,
+        "run_python",
+        json!({"code": "print(open('/scratch/notes.txt').read())"}),
+    )
+    .await;
+    assert_eq!(field(&r, "stdout"), "kept\n");
+
+    // Progress: every chunk of output, as it happened, before the result.
+    client.0.lock().unwrap().clear();
+    let r = call(
+        &s,
+        "run_python",
+        json!({"code": "for i in range(3):\n    print(i, flush=True)"}),
+    )
+    .await;
+    assert_eq!(r.is_error, Some(false));
+    let mut messages = client.0.lock().unwrap().clone();
+    messages.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let streamed: String = messages
+        .iter()
+        .filter_map(|(_, m)| serde_json::from_str::<Value>(m).ok())
+        .filter_map(|v| v["stdout"].as_str().map(String::from))
+        .collect();
+    assert_eq!(streamed, "0\n1\n2\n");
+
+    // A run that never ends, abandoned: cancelled within moments.
+    let started = Instant::now();
+    let spin = call(&s, "run_python", json!({"code": "while True:\n    pass"}));
+    assert!(
+        tokio::time::timeout(Duration::from_millis(800), spin)
+            .await
+            .is_err()
+    );
+    let r = call(&s, "run_python", json!({"code": "print(7)"})).await;
+    assert_eq!(field(&r, "stdout"), "7\n");
+    assert!(started.elapsed() < Duration::from_secs(10));
+
+    assert_eq!(f.host_state(), before, "the host changed");
+    s.cancel().await.unwrap();
+    let ends = f.ends();
+    assert!(
+        ends.iter().any(|e| e["end"]["status"] == "cancelled"),
+        "{ends:?}"
+    );
+    assert!(
+        ends.iter()
+            .all(|e| e["session"] == "s1" && e["call"].is_string())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn busy_slots_and_session_totals() {
+    let f = Fixture::new();
+    let s = stdio(
+        &f,
+        &[
+            "--max-concurrent",
+            "1",
+            "--queue-wait-ms",
+            "300",
+            "--session-max-calls",
+            "3",
+        ],
+        Client::default(),
+    )
+    .await;
+    let slow = call(
+        &s,
+        "run_python",
+        json!({"code": "import time\ntime.sleep(2)\nprint('slow done')"}),
+    );
+    let quick = async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        call(&s, "run_python", json!({"code": "print(1)"})).await
+    };
+    let (slow, quick) = tokio::join!(slow, quick);
+    assert_eq!(field(&slow, "stdout"), "slow done\n");
+    assert_eq!(quick.is_error, Some(true));
+    assert_eq!(field(&quick, "status"), "busy");
+    // Third call: allowed; fourth: the session's total is spent.
+    let r = call(&s, "read_file", json!({"path": "/work/a.txt"})).await;
+    assert_eq!(text(&r), "hello mcp");
+    let r = call(&s, "read_file", json!({"path": "/work/a.txt"})).await;
+    assert_eq!(field(&r, "status"), "refused");
+    assert!(text(&r).contains("session_max_calls"), "{}", text(&r));
+    s.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rust_sdk_over_http_with_token_and_origin_checks() {
+    let f = Fixture::new();
+    let token = "correct-horse-battery-staple";
+    std::fs::write(f.path("token"), token).unwrap();
+    let token_file = f.path("token").display().to_string();
+    let mut server = f.http(&["--token-file", &token_file]);
+
+    // Refused before any MCP: no token, a wrong token, a foreign Origin.
+    let good = format!("Bearer {token}");
+    assert_eq!(server.status_of("POST", &[], INITIALIZE), 401);
+    let wrong = [("Authorization", "Bearer correct-horse-battery-stapler")];
+    assert_eq!(server.status_of("POST", &wrong, INITIALIZE), 401);
+    let foreign = [
+        ("Authorization", good.as_str()),
+        ("Origin", "http://evil.example"),
+    ];
+    assert_eq!(server.status_of("POST", &foreign, INITIALIZE), 403);
+    let allowed = [("Authorization", good.as_str())];
+    assert_eq!(server.status_of("POST", &allowed, INITIALIZE), 200);
+
+    // Two sessions: each has its own scratch folder.
+    let a = http(&server.url, token).await;
+    let b = http(&server.url, token).await;
+    let r = call(
+        &a,
+        "run_python",
+        json!({"code": "open('/scratch/mine', 'w').write('a')\nprint('ok')"}),
+    )
+    .await;
+    assert_eq!(field(&r, "stdout"), "ok\n", "{}", text(&r));
+    let r = call(
+        &b,
+        "run_python",
+        json!({"code": "import os\nprint(os.listdir('/scratch'))"}),
+    )
+    .await;
+    assert_eq!(field(&r, "stdout"), "[]\n");
+    let r = call(&b, "read_file", json!({"path": "/etc/passwd"})).await;
+    assert_eq!(r.is_error, Some(true));
+    assert_eq!(field(&r, "violation"), "fs_read_denied");
+    a.cancel().await.unwrap();
+    b.cancel().await.unwrap();
+    assert_eq!(server.terminate(), Some(0));
+    let sessions: std::collections::BTreeSet<String> = f
+        .ends()
+        .iter()
+        .filter_map(|e| e["session"].as_str().map(String::from))
+        .collect();
+    assert!(sessions.len() >= 2, "{sessions:?}");
+}
+
+#[test]
+fn non_loopback_http_needs_a_token() {
+    let f = Fixture::new();
+    let out = std::process::Command::new(sbx_bin())
+        .args(f.args(&["--http", "0.0.0.0:0"]))
+        .envs(f.env())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bearer token is required"), "{err}");
+}
