@@ -15,6 +15,7 @@ use sbx_wasm_bench::bare;
 
 #[path = "../../guest-examples/agents/src/cpu_work.rs"]
 mod cpu_work;
+mod mcp;
 mod p7;
 mod timing;
 
@@ -439,6 +440,11 @@ fn main() -> Res<()> {
                 met: ratio < 0.7,
             });
         }
+    }
+    if let (Some(runner), true) = (env_path("PYTHON_RUNNER"), want("MCP")) {
+        let caps_file = scratch.path().join("caps.toml");
+        std::fs::write(&caps_file, caps.to_toml())?;
+        rows.push(mcp::mcp_row(&sbx, &runner, &caps_file)?);
     }
 
     println!("| id | measurement | sbx-wasm | baseline | ratio | goal | met |");

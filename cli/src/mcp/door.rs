@@ -8,7 +8,7 @@
 //! stop one client from taking the host for itself.
 
 use super::McpArgs;
-use super::audit::AuditStream;
+use super::audit::{AuditStream, CallTag};
 use crate::common::{engine_for, open_cache, registry};
 use anyhow::{Context, Result, bail};
 use sbx_wasm::tools::ToolDefinition;
@@ -53,6 +53,9 @@ pub(crate) struct Door {
     inflight: AtomicUsize,
     idle: Notify,
     sessions: AtomicU64,
+    /// Sessions open now, and the most allowed at once.
+    open: Arc<AtomicUsize>,
+    max_sessions: usize,
     prepared: Mutex<HashMap<PathBuf, (SystemTime, u64, PreparedAgent)>>,
 }
 
@@ -144,6 +147,8 @@ impl Door {
             inflight: AtomicUsize::new(0),
             idle: Notify::new(),
             sessions: AtomicU64::new(0),
+            open: Arc::new(AtomicUsize::new(0)),
+            max_sessions: args.max_sessions,
             prepared: Mutex::new(HashMap::new()),
             caps,
         })
@@ -185,6 +190,18 @@ impl Door {
         }
     }
 
+    /// The end record of a call answered without running (`busy`,
+    /// `refused`), when there is an audit stream.
+    pub(crate) fn record_turned_away(&self, tag: &CallTag<'_>, status: &str, reason: &str) {
+        if let Some(audit) = &self.audit {
+            audit.record(
+                tag,
+                &[],
+                serde_json::json!({ "status": status, "reason": reason }),
+            );
+        }
+    }
+
     /// A cancel switch for one call, thrown by the client's cancellation
     /// (`client`) or by shutdown; the watch ends when the guard drops.
     pub(crate) fn cancel_switch(&self, client: CancellationToken) -> (CancelHandle, Watch) {
@@ -202,6 +219,7 @@ impl Door {
 
     /// A new session: its id, its grant, its scratch folder.
     pub(crate) fn session(&self) -> Result<Session> {
+        let open = OpenSession::count(&self.open, self.max_sessions)?;
         let n = self.sessions.fetch_add(1, Ordering::Relaxed) + 1;
         let id = format!("s{n}");
         let (caps, scratch) = match &self.scratch_root {
@@ -223,6 +241,7 @@ impl Door {
         };
         tracing::info!(session = %id, "session opened");
         Ok(Session {
+            _open: open,
             id,
             caps,
             _scratch: scratch,
@@ -297,8 +316,28 @@ impl Drop for Inflight {
     }
 }
 
+/// One open session, counted until dropped.
+struct OpenSession(Arc<AtomicUsize>);
+
+impl OpenSession {
+    fn count(open: &Arc<AtomicUsize>, max: usize) -> Result<OpenSession> {
+        if open.fetch_add(1, Ordering::SeqCst) >= max {
+            open.fetch_sub(1, Ordering::SeqCst);
+            bail!("busy: {max} sessions are open, the most this server takes (--max-sessions)");
+        }
+        Ok(OpenSession(open.clone()))
+    }
+}
+
+impl Drop for OpenSession {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// One MCP session's own state.
 pub(crate) struct Session {
+    _open: OpenSession,
     pub(crate) id: String,
     /// The door's grant, plus this session's scratch mount.
     pub(crate) caps: Capabilities,

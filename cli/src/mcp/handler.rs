@@ -81,7 +81,7 @@ impl ServerHandler for Handler {
             Ok(call) => call,
             Err(reason) => {
                 let ids = Ids { session, call: "-" };
-                return Ok(reply::refused("refused", &reason, &ids).into());
+                return Ok(self.turned_away("refused", &reason, &ids, &tool).into());
             }
         };
         let ids = Ids {
@@ -94,13 +94,20 @@ impl ServerHandler for Handler {
                 "busy: all {} run slots stayed taken; try again later",
                 self.door.max_concurrent
             );
-            return Ok(reply::refused("busy", &reason, &ids).into());
+            return Ok(self.turned_away("busy", &reason, &ids, &tool).into());
         };
         Ok(self.dispatch(&tool, &args, &ids, context).await.into())
     }
 }
 
 impl Handler {
+    /// A call answered without running: its end record, then the answer.
+    fn turned_away(&self, status: &str, reason: &str, ids: &Ids<'_>, tool: &str) -> CallToolResult {
+        let tag = ids.tag(tool);
+        self.door.record_turned_away(&tag, status, reason);
+        reply::refused(status, reason, ids)
+    }
+
     async fn dispatch(
         &self,
         tool: &str,
@@ -119,7 +126,7 @@ impl Handler {
         };
         let program = match program {
             Ok(p) => p,
-            Err(reason) => return reply::refused("refused", &reason, ids),
+            Err(reason) => return self.turned_away("refused", &reason, ids, tool),
         };
         let progress = context
             .meta

@@ -92,6 +92,10 @@ pub(crate) struct McpArgs {
     /// `busy`, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 10_000)]
     queue_wait_ms: u64,
+    /// Sessions open at once (HTTP); a new one past it is refused. Idle
+    /// sessions close after 5 minutes.
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    max_sessions: usize,
     /// Calls one session may make in all.
     #[arg(long, value_name = "N", default_value_t = 1_000)]
     session_max_calls: u64,

@@ -4,7 +4,6 @@
 //! so a wrong type is the gate's `invalid_request`, recorded like any
 //! other denial.
 
-use super::audit::CallTag;
 use super::door::{Door, Session};
 use super::reply::{self, Ids};
 use rmcp::model::{CallToolResult, JsonObject};
@@ -68,11 +67,7 @@ pub(crate) async fn run(
         Ok((result, report, audit)) => {
             session.charge(report.usage.wall_us, report.usage.output_bytes);
             if let Some(stream) = &door.audit {
-                let tag = CallTag {
-                    session: ids.session,
-                    call: ids.call,
-                    tool,
-                };
+                let tag = ids.tag(tool);
                 let end = json!({
                     "status": report.status,
                     "violation": report.violation,
@@ -82,6 +77,10 @@ pub(crate) async fn run(
             }
             reply::op(&result, &report, ids)
         }
-        Err(reason) => reply::refused("refused", &reason, ids),
+        Err(reason) => {
+            let tag = ids.tag(tool);
+            door.record_turned_away(&tag, "refused", &reason);
+            reply::refused("refused", &reason, ids)
+        }
     }
 }

@@ -16,6 +16,17 @@ pub(crate) struct Ids<'a> {
     pub(crate) call: &'a str,
 }
 
+impl Ids<'_> {
+    /// The audit stream's tag of this call of `tool`.
+    pub(crate) fn tag<'a>(&'a self, tool: &'a str) -> super::audit::CallTag<'a> {
+        super::audit::CallTag {
+            session: self.session,
+            call: self.call,
+            tool,
+        }
+    }
+}
+
 fn answer(text: String, structured: Value, is_error: bool) -> CallToolResult {
     let mut r = if is_error {
         CallToolResult::error(vec![ContentBlock::text(text)])

@@ -3,7 +3,6 @@
 //! the client asked for progress, cancelled by the client's cancellation
 //! or by shutdown.
 
-use super::audit::CallTag;
 use super::door::{Door, Session};
 use super::reply::{self, Ids};
 use crate::common::registry;
@@ -59,7 +58,7 @@ pub(crate) async fn run(
     if let (Some(source), Some(python)) = (&program.source, &door.python) {
         opts = match python.source_options(source, "snippet.py", opts) {
             Ok(o) => o,
-            Err(e) => return reply::refused("refused", &e.to_string(), ids),
+            Err(e) => return turned_away(door, ids, tool, &e.to_string()),
         };
     }
     let (cancel, _watch) = door.cancel_switch(client_cancel);
@@ -80,19 +79,16 @@ pub(crate) async fn run(
             finish(door, session, ids, tool, &run);
             reply::run(&run, ids)
         }
-        Err(e) => {
-            let reason = e.to_string();
-            if let Some(audit) = &door.audit {
-                let tag = CallTag {
-                    session: ids.session,
-                    call: ids.call,
-                    tool,
-                };
-                audit.record(&tag, &[], json!({ "status": "refused", "reason": reason }));
-            }
-            reply::refused("refused", &reason, ids)
-        }
+        Err(e) => turned_away(door, ids, tool, &e.to_string()),
     }
+}
+
+/// A run that could not start (a source too long, no run thread): on
+/// record, answered `refused`.
+fn turned_away(door: &Door, ids: &Ids<'_>, tool: &str, reason: &str) -> CallToolResult {
+    let tag = ids.tag(tool);
+    door.record_turned_away(&tag, "refused", reason);
+    reply::refused("refused", reason, ids)
 }
 
 /// Charge the session and write the call's audit.
@@ -104,11 +100,7 @@ fn finish(door: &Door, session: &Session, ids: &Ids<'_>, tool: &str, run: &WasmR
         status = ?r.status, violation = ?r.violation, "call ended"
     );
     if let Some(audit) = &door.audit {
-        let tag = CallTag {
-            session: ids.session,
-            call: ids.call,
-            tool,
-        };
+        let tag = ids.tag(tool);
         let end = json!({
             "status": r.status,
             "exit_code": r.exit_code,
