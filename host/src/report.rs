@@ -32,6 +32,9 @@ pub struct AuditEvent {
     /// For fetches: redirects followed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub redirects: Option<u32>,
+    /// For fetches: the secrets put into the request (names only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<String>,
     /// Why an allowed effect failed, or the denial message.
     pub detail: Option<String>,
     /// Milliseconds since the run started, on the injected clock.
@@ -129,6 +132,20 @@ pub struct RunReport {
     /// stdout or stderr whose reader went away).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Which secrets each fetch carried (names only), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secret_uses: Vec<SecretUse>,
+}
+
+/// The secrets one fetch carried.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SecretUse {
+    /// The fetch's sequence number.
+    pub seq: u64,
+    /// Its URL (as recorded in the audit log).
+    pub target: String,
+    /// The secrets' names.
+    pub secrets: Vec<String>,
 }
 
 /// What the kernel enforced around a run, besides wasm isolation.

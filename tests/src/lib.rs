@@ -125,6 +125,10 @@ enum Route {
     RedirectTo,
     /// 200 with 16 headers of 1 KiB each and a 2-byte body.
     BigHeaders,
+    /// 200 reflecting the request's header values: plain, base64 and
+    /// percent-encoded in the body, and the `authorization` value in an
+    /// `x-reflect` response header (an echoing server).
+    Reflect,
     NotFound,
 }
 
@@ -138,6 +142,7 @@ fn route(path: &str) -> Route {
         "/redirect-loop" => Route::Redirect("/redirect-loop"),
         "/drip" => Route::Drip,
         "/headers" => Route::BigHeaders,
+        "/reflect" => Route::Reflect,
         p if p.starts_with("/redirect-to/") => Route::RedirectTo,
         p if p.starts_with("/echo") => Route::Ok("echo"),
         _ => Route::NotFound,
@@ -226,6 +231,7 @@ fn serve(
         return;
     }
     let mut content_length = 0usize;
+    let mut these = Vec::new();
     loop {
         let mut h = String::new();
         if reader.read_line(&mut h).is_err() || h == "\r\n" || h.is_empty() {
@@ -235,9 +241,16 @@ fn serve(
             content_length = v.trim().parse().unwrap_or(0);
         }
         header_log.lock().unwrap().push(h.trim_end().to_string());
+        these.push(h.trim_end().to_string());
     }
     let mut body = vec![0; content_length.min(1 << 20)];
     let _ = reader.read_exact(&mut body);
+    if !body.is_empty() {
+        header_log
+            .lock()
+            .unwrap()
+            .push(format!("body: {}", String::from_utf8_lossy(&body)));
+    }
     log.lock().unwrap().push(line.trim_end().to_string());
     let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
     let mut stream = stream;
@@ -274,6 +287,36 @@ fn serve(
             reply(&mut stream, "200 OK", &extra, b"ok")
         }
         Route::NotFound => reply(&mut stream, "404 Not Found", "", b"not found"),
+        Route::Reflect => {
+            use base64::Engine as _;
+            let mut text = String::new();
+            let mut auth = String::new();
+            for h in &these {
+                let (k, v) = h.split_once(':').unwrap_or((h, ""));
+                let v = v.trim();
+                if k.eq_ignore_ascii_case("authorization") {
+                    auth = v.to_string();
+                }
+                let b64 = base64::engine::general_purpose::STANDARD.encode(v);
+                let pct: String = v
+                    .bytes()
+                    .map(|c| {
+                        if c.is_ascii_alphanumeric() {
+                            (c as char).to_string()
+                        } else {
+                            format!("%{c:02X}")
+                        }
+                    })
+                    .collect();
+                text += &format!("{k}: {v} | {b64} | {pct}\n");
+            }
+            reply(
+                &mut stream,
+                "200 OK",
+                &format!("x-reflect: {auth}\r\n"),
+                text.as_bytes(),
+            )
+        }
         Route::Drip => {
             let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n");
             for _ in 0..100 {

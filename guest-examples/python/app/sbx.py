@@ -132,3 +132,19 @@ def call_tool(name, input=""):
 def granted_tools():
     """The names of the tools the grant allows."""
     return list(tools.granted())
+
+
+def secret(name):
+    """The placeholder of the grant's secret `name` (from the caps file's
+    `[secrets]`). Send it in a header the secret is bound to, to a host it
+    is bound to, and the host puts the value in its place; the value itself
+    never reaches this script. Raises KeyError if the grant has no such
+    secret.
+    """
+    import os
+
+    name = _text(name, "the secret's name")
+    try:
+        return os.environ[name]
+    except KeyError:
+        raise KeyError(f"the grant has no secret {name!r}") from None

@@ -29,6 +29,13 @@ pub fn call_tool(name: &str, input: &str) -> Result<String, Error> {
     sbx::agent::tools::call(name, input)
 }
 
+/// The placeholder of the grant's secret `name`: send it in a header the
+/// secret is bound to, to a host it is bound to, and the host puts the
+/// value in its place. The value itself never reaches the guest.
+pub fn secret(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
 /// The tools the grant allows.
 pub fn granted_tools() -> Vec<String> {
     sbx::agent::tools::granted()

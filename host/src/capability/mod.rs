@@ -103,6 +103,11 @@ pub(crate) struct Trace {
     pub redirects: u32,
     /// Request headers dropped at a cross-origin redirect (names only).
     pub dropped_headers: Vec<String>,
+    /// Secrets put into the request (names only).
+    pub secrets: Vec<String>,
+    /// Why a placeholder was left as it was, and which secrets' echoes were
+    /// taken out of the response (names and reasons, never values).
+    pub secret_notes: Vec<String>,
 }
 
 /// What the gate hands a capability: the grant and the handles it opened.
@@ -117,6 +122,8 @@ pub(crate) struct Held<'a> {
     pub(crate) net: &'a std::sync::Arc<dyn Net>,
     /// The run's cancel switch, when it has one.
     pub(crate) cancel: Option<&'a crate::CancelHandle>,
+    /// The grant's secrets with this run's placeholders.
+    pub(crate) secrets: &'a net::RunSecrets,
 }
 
 /// What the gate lends an effect from the budgets.

@@ -14,6 +14,8 @@ mod env;
 use crate::budget::Budget;
 use crate::capability::fs::config::{FsSection, RequestedMounts};
 use crate::capability::net::config::{NetSection, RequestedEgress};
+use crate::capability::net::secrets::Secret;
+use crate::capability::net::secrets::config::{RequestedSecrets, SecretsSection};
 use crate::capability::tools::config::{RequestedTools, ToolsSection};
 use crate::error::CapsError;
 use crate::fs::{Access, Mount};
@@ -35,6 +37,7 @@ pub struct Capabilities {
     tools: BTreeSet<String>,
     commands: BTreeMap<String, CommandTool>,
     env: BTreeMap<String, String>,
+    secrets: Vec<Secret>,
     budget: Budget,
     warnings: Vec<String>,
 }
@@ -86,6 +89,7 @@ pub struct CapabilitiesBuilder {
     egress: RequestedEgress,
     tools: RequestedTools,
     env: Vec<(String, String)>,
+    secrets: RequestedSecrets,
     budget: Budget,
 }
 
@@ -120,6 +124,8 @@ struct CapsFile {
     tools: ToolsSection,
     #[serde(default)]
     env: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    secrets: SecretsSection,
     #[serde(default)]
     budget: BudgetSection,
 }
@@ -172,6 +178,44 @@ impl CapabilitiesBuilder {
         self
     }
 
+    /// Add secret `name` with `value` (from the embedder, not a caps file),
+    /// sent only in `headers` of requests to `hosts` (egress-rule syntax,
+    /// each granted by an allow rule). The guest's env var `name` holds a
+    /// per-run placeholder; the value never enters the sandbox.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use sbx_wasm::Capabilities;
+    ///
+    /// let caps = Capabilities::builder()
+    ///     .allow_egress("https://api.github.com")
+    ///     .secret("GITHUB_TOKEN", "ghp_example", ["https://api.github.com"], ["Authorization"])
+    ///     .build()?;
+    /// assert_eq!(caps.secrets()[0].name(), "GITHUB_TOKEN");
+    /// assert!(!format!("{caps:?}").contains("ghp_example"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn secret<H, K>(
+        mut self,
+        name: impl Into<String>,
+        value: impl Into<String>,
+        hosts: impl IntoIterator<Item = H>,
+        headers: impl IntoIterator<Item = K>,
+    ) -> Self
+    where
+        H: Into<String>,
+        K: Into<String>,
+    {
+        self.secrets.value(
+            name.into(),
+            value.into(),
+            hosts.into_iter().map(Into::into).collect(),
+            headers.into_iter().map(Into::into).collect(),
+        );
+        self
+    }
+
     /// Options that weaken the sandbox.
     pub fn dangerous(self) -> DangerousCapabilities {
         DangerousCapabilities { inner: self }
@@ -185,6 +229,7 @@ impl CapabilitiesBuilder {
         let egress = self.egress.build(&mut warnings)?;
         let (tools, commands) = self.tools.build(&base, &mut warnings)?;
         let env = env::build_env(&self.env)?;
+        let secrets = self.secrets.build(&base, &egress, &env)?;
         check_budget(&self.budget)?;
         Ok(Capabilities {
             mounts,
@@ -192,6 +237,7 @@ impl CapabilitiesBuilder {
             tools,
             commands,
             env,
+            secrets,
             budget: self.budget,
             warnings,
         })
@@ -253,6 +299,7 @@ impl Capabilities {
         for (k, v) in file.env {
             b = b.env(k, v);
         }
+        b.secrets.apply(file.secrets);
         file.budget.apply(b)
     }
 
@@ -275,7 +322,13 @@ impl Capabilities {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn to_builder(&self) -> Result<CapabilitiesBuilder, CapsError> {
-        Self::builder_from(self.to_file(), Path::new("/"))
+        // Secrets keep their values (a caps file holds only where they
+        // come from, and not those given in Rust).
+        let mut file = self.to_file();
+        file.secrets.clear();
+        let mut b = Self::builder_from(file, Path::new("/"))?;
+        b.secrets.keep(&self.secrets);
+        Ok(b)
     }
 
     /// Mounts, in caps-file order (read mounts first).
@@ -303,6 +356,12 @@ impl Capabilities {
         &self.env
     }
 
+    /// Secrets: bound to hosts and headers, never shown to the guest (it
+    /// sees a placeholder per run).
+    pub fn secrets(&self) -> &[Secret] {
+        &self.secrets
+    }
+
     /// The budget.
     pub fn budget(&self) -> &Budget {
         &self.budget
@@ -325,6 +384,7 @@ impl Capabilities {
             net: NetSection::render(&self.egress),
             tools: ToolsSection::render(&self.tools, &self.commands),
             env: self.env.clone(),
+            secrets: crate::capability::net::secrets::config::render(&self.secrets),
             budget: BudgetSection::render(&self.budget),
         }
     }

@@ -27,6 +27,7 @@ impl Sandbox {
             resolver: &*self.resolver,
             net: &self.net,
             cancel: self.cancel.as_ref(),
+            secrets: &self.secrets,
         }
     }
 

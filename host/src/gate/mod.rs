@@ -17,7 +17,7 @@ use crate::caps::Capabilities;
 use crate::error::Error;
 use crate::events::EventSink;
 use crate::fs::MountTable;
-use crate::net::{HttpNet, Net, Resolve, SystemResolver};
+use crate::net::{HttpNet, Net, Resolve, RunSecrets, SystemResolver};
 use crate::op::{Failure, Op, Output, SandboxResult};
 use crate::report::{AuditEvent, DenialRecord, Limits, RunReport, Status};
 use crate::tools::ToolRegistry;
@@ -47,9 +47,18 @@ pub struct SandboxBuilder {
     writes: Option<Arc<WriteMeter>>,
     cancel: Option<CancelHandle>,
     events: Option<EventSink>,
+    secrets: Option<RunSecrets>,
 }
 
 impl SandboxBuilder {
+    /// The run's secret placeholders (the wasm door binds them before the
+    /// guest's env is made). Default: fresh random ones.
+    #[cfg_attr(not(feature = "wasm"), allow(dead_code))]
+    pub(crate) fn secrets(mut self, secrets: RunSecrets) -> Self {
+        self.secrets = Some(secrets);
+        self
+    }
+
     /// Send each decision to `sink` as it is made (see [`EventSink`]).
     /// Default: none.
     pub fn events(mut self, sink: EventSink) -> Self {
@@ -133,6 +142,9 @@ impl SandboxBuilder {
             source,
         })?;
         let start = self.clock.now();
+        let secrets = self
+            .secrets
+            .unwrap_or_else(|| RunSecrets::bind(self.caps.secrets(), None));
         let output = self
             .output
             .unwrap_or_else(|| Arc::new(OutputMeter::new(self.caps.budget().max_output_bytes)));
@@ -158,6 +170,7 @@ impl SandboxBuilder {
             halted: None,
             audit: Vec::new(),
             denials: Vec::new(),
+            secrets,
         })
     }
 }
@@ -203,6 +216,7 @@ pub struct Sandbox {
     halted: Option<Denial>,
     audit: Vec<AuditEvent>,
     denials: Vec<DenialRecord>,
+    secrets: RunSecrets,
 }
 
 /// How [`Sandbox::run_with`] treats an op that passes the check.
@@ -228,12 +242,20 @@ impl Sandbox {
             writes: None,
             cancel: None,
             events: None,
+            secrets: None,
         }
     }
 
     /// A sandbox with the defaults of [`SandboxBuilder`].
     pub fn new(caps: Capabilities) -> Result<Self, Error> {
         Self::builder(caps).build()
+    }
+
+    /// Each secret's name and this run's placeholder for it: what a
+    /// guest's env var of that name holds. A plan may use the placeholder
+    /// or `{{secret:NAME}}`.
+    pub fn secret_placeholders(&self) -> Vec<(String, String)> {
+        self.secrets.placeholders()
     }
 
     /// The grant.
@@ -290,6 +312,16 @@ impl Sandbox {
                 )],
                 _ => Vec::new(),
             },
+            secret_uses: self
+                .audit
+                .iter()
+                .filter(|e| !e.secrets.is_empty())
+                .map(|e| crate::report::SecretUse {
+                    seq: e.seq,
+                    target: e.target.clone(),
+                    secrets: e.secrets.clone(),
+                })
+                .collect(),
         }
     }
 

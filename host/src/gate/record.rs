@@ -49,12 +49,8 @@ impl Sandbox {
             address: trace.address.map(|a| a.to_string()),
             status: trace.status,
             redirects: (trace.redirects > 0).then_some(trace.redirects),
-            detail: (!trace.dropped_headers.is_empty()).then(|| {
-                format!(
-                    "headers dropped at a cross-origin redirect: {}",
-                    trace.dropped_headers.join(", ")
-                )
-            }),
+            secrets: trace.secrets.clone(),
+            detail: trace_detail(trace),
             elapsed_ms: u64::try_from(self.elapsed.as_millis()).unwrap_or(u64::MAX),
         };
         match outcome {
@@ -123,4 +119,18 @@ fn with_detail(message: &str, earlier: Option<String>) -> String {
         Some(e) => format!("{message}; {e}"),
         None => message.to_string(),
     }
+}
+
+/// What a fetch's trace adds to its record: headers dropped at an origin
+/// change, placeholders left as they were, echoes taken out.
+fn trace_detail(trace: &Trace) -> Option<String> {
+    let mut parts = Vec::new();
+    if !trace.dropped_headers.is_empty() {
+        parts.push(format!(
+            "headers dropped at a cross-origin redirect: {}",
+            trace.dropped_headers.join(", ")
+        ));
+    }
+    parts.extend(trace.secret_notes.iter().cloned());
+    (!parts.is_empty()).then(|| parts.join("; "))
 }

@@ -160,7 +160,8 @@ impl WasmHost {
         let meter = Arc::new(OutputMeter::new(budget.max_output_bytes));
         let mut opts = opts;
         let capture = Capture::new(&mut opts);
-        let (wasi, closed) = self.wasi_context(&opts, &meter)?;
+        let secrets = crate::net::RunSecrets::bind(opts.caps.secrets(), opts.deterministic);
+        let (wasi, closed) = self.wasi_context(&opts, &meter, &secrets)?;
         let RunOptions {
             caps,
             tools,
@@ -178,6 +179,7 @@ impl WasmHost {
             (None, false) => Arc::new(MonotonicClock::new()),
         };
         let mut gate = Sandbox::builder(caps)
+            .secrets(secrets)
             .tools(tools)
             .output_meter(meter.clone())
             .clock_shared(clock);
@@ -258,6 +260,7 @@ impl WasmHost {
         &self,
         opts: &RunOptions,
         meter: &Arc<OutputMeter>,
+        secrets: &crate::net::RunSecrets,
     ) -> Result<(WasiCtx, Closed), LoadError> {
         let mut wasi = WasiCtxBuilder::new();
         // The grant's mounts first: a program that takes "the directory it
@@ -287,6 +290,8 @@ impl WasmHost {
         }
         let env: Vec<(&String, &String)> = opts.caps.env().iter().collect();
         wasi.envs(&env);
+        // A secret's env var holds this run's placeholder, never the value.
+        wasi.envs(&secrets.placeholders());
         let mut argv = vec![opts.program_name.clone()];
         argv.extend(opts.args.iter().cloned());
         wasi.args(&argv);

@@ -11,6 +11,7 @@ mod kernel;
 mod mcp;
 mod python;
 mod python_api;
+mod secrets;
 mod seed_behaviours;
 mod wasi;
 mod wasm;

@@ -21,6 +21,7 @@ pub(crate) fn fetch(
         let egress = held.egress;
         gated_fetch(
             egress,
+            held.secrets,
             held.resolver,
             held.net,
             req.clone(),
@@ -29,7 +30,7 @@ pub(crate) fn fetch(
             held.cancel,
         )
     };
-    let (result, trace) = match catch_quietly(run) {
+    let (result, mut trace) = match catch_quietly(run) {
         Ok(r) => r,
         Err(message) => (
             Err(FetchFailure::Failed(format!(
@@ -39,6 +40,7 @@ pub(crate) fn fetch(
             Trace::default(),
         ),
     };
+    let result = redact(held.secrets, result, &mut trace);
     let outcome = match result {
         Ok(resp) => Ok(Output::response(resp)),
         Err(FetchFailure::Denied(d)) => Err(Failure::Denied(d)),
@@ -57,4 +59,45 @@ pub(crate) fn fetch(
         Err(FetchFailure::Failed(e)) => Err(Failure::Error(OpError::new(ErrorKind::Network, e))),
     };
     (outcome, trace)
+}
+
+/// Echo protection: every copy of a secret's value in what goes back to
+/// the guest (status text, headers, body, an error message) becomes its
+/// placeholder, and the trace says whose.
+fn redact(
+    secrets: &super::RunSecrets,
+    result: Result<super::FetchResponse, FetchFailure>,
+    trace: &mut Trace,
+) -> Result<super::FetchResponse, FetchFailure> {
+    if secrets.is_empty() {
+        return result;
+    }
+    let mut found = Vec::new();
+    let result = match result {
+        Ok(mut resp) => {
+            for (k, v) in resp.headers.iter_mut() {
+                found.extend(secrets.redact_text(k));
+                found.extend(secrets.redact_text(v));
+            }
+            found.extend(secrets.redact(&mut resp.body));
+            Ok(resp)
+        }
+        Err(FetchFailure::Failed(mut e)) => {
+            found.extend(secrets.redact_text(&mut e));
+            Err(FetchFailure::Failed(e))
+        }
+        Err(FetchFailure::Denied(mut d)) => {
+            found.extend(secrets.redact_text(&mut d.message));
+            Err(FetchFailure::Denied(d))
+        }
+        other => other,
+    };
+    found.sort();
+    found.dedup();
+    for name in found {
+        trace.secret_notes.push(format!(
+            "echo of secret {name} in the response replaced by its placeholder"
+        ));
+    }
+    result
 }

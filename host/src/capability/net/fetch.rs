@@ -4,7 +4,7 @@
 //! and hop.
 
 use super::{
-    Egress, FetchLimits, FetchRequest, FetchResponse, Net, NetError, Refusal, Resolve,
+    Egress, FetchLimits, FetchRequest, FetchResponse, Net, NetError, Refusal, Resolve, RunSecrets,
     cross_origin_safe,
 };
 use crate::CancelHandle;
@@ -65,8 +65,10 @@ fn dial(
 }
 
 /// Run `req` through the egress decision and the network.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn gated_fetch(
     egress: &Egress,
+    secrets: &RunSecrets,
     resolver: &dyn Resolve,
     net: &Arc<dyn Net>,
     mut req: FetchRequest,
@@ -106,7 +108,29 @@ pub(crate) fn gated_fetch(
             if limits.timeout.is_zero() {
                 return (Err(FetchFailure::Timeout), trace);
             }
-            response = match dial(net, &req, *addr, limits, cancel) {
+            // The request keeps its placeholders: each hop decides again
+            // whether a secret may go in it.
+            let hop = if secrets.is_empty() {
+                std::borrow::Cow::Borrowed(&req)
+            } else {
+                let url = &decision.url;
+                let (headers, done) = secrets.substitute(url, &req.headers, &req.body);
+                for name in done.used {
+                    if !trace.secrets.contains(&name) {
+                        trace.secrets.push(name);
+                    }
+                }
+                for note in done.refused {
+                    let note = format!("placeholder not substituted: {note}");
+                    if !trace.secret_notes.contains(&note) {
+                        trace.secret_notes.push(note);
+                    }
+                }
+                let mut hop = req.clone();
+                hop.headers = headers;
+                std::borrow::Cow::Owned(hop)
+            };
+            response = match dial(net, &hop, *addr, limits, cancel) {
                 Ok(r) => Ok(r),
                 Err(NetError::Connect(e)) => {
                     response = Err(FetchFailure::Failed(format!(

@@ -13,6 +13,7 @@ mod plan;
 mod request;
 mod resolve;
 mod rules;
+pub mod secrets;
 
 pub use address::special_range;
 pub(crate) use check::check_fetch;
@@ -26,6 +27,7 @@ pub use request::{
 };
 pub use resolve::{Resolve, StaticResolver, SystemResolver};
 pub use rules::{EgressRule, HostPattern, PortPattern, RULE_FORM, RuleError, Scheme};
+pub use secrets::{RunSecrets, Secret, SecretSource};
 
 use crate::capability::{Held, Lent, Output, Request, Trace};
 use crate::failure::Failure;
