@@ -32,7 +32,10 @@ fn main() {
     };
     show("bound", sbx_guest::fetch(&request(bound, "Authorization")));
     show("other header", sbx_guest::fetch(&request(bound, "X-Leak")));
-    show("other host", sbx_guest::fetch(&request(other, "Authorization")));
+    show(
+        "other host",
+        sbx_guest::fetch(&request(other, "Authorization")),
+    );
     let in_url = format!("{other}?t={placeholder}");
     show("in url", sbx_guest::get(&in_url));
     // An injected agent writes the placeholder to a file: harmless.
