@@ -125,7 +125,7 @@ impl Door {
         };
         tracing::info!(
             max_concurrent,
-            memory_bound_mib = max_concurrent as u64 * caps.budget().max_memory_bytes >> 20,
+            memory_bound_mib = (max_concurrent as u64 * caps.budget().max_memory_bytes) >> 20,
             "sbx-wasm mcp ready"
         );
         Ok(Door {
