@@ -50,6 +50,8 @@ pub(crate) struct Door {
     queue_wait: Duration,
     /// Thrown at shutdown: running calls are cancelled.
     pub(crate) stop: CancellationToken,
+    /// How long running calls may finish at shutdown.
+    grace: Duration,
     inflight: AtomicUsize,
     idle: Notify,
     sessions: AtomicU64,
@@ -144,6 +146,7 @@ impl Door {
             max_concurrent,
             queue_wait: Duration::from_millis(args.queue_wait_ms),
             stop: CancellationToken::new(),
+            grace: Duration::from_millis(args.shutdown_grace_ms),
             inflight: AtomicUsize::new(0),
             idle: Notify::new(),
             sessions: AtomicU64::new(0),
@@ -180,10 +183,13 @@ impl Door {
         }
     }
 
-    /// Shutdown: let running calls finish for up to `grace`, then cancel
-    /// the rest and wait for them (each still writes its audit).
-    pub(crate) async fn shut_down(&self, grace: Duration) {
-        if tokio::time::timeout(grace, self.drained()).await.is_err() {
+    /// Shutdown: let running calls finish for up to the grace period, then
+    /// cancel the rest and wait for them (each still writes its audit).
+    pub(crate) async fn shut_down(&self) {
+        if tokio::time::timeout(self.grace, self.drained())
+            .await
+            .is_err()
+        {
             tracing::info!("cancelling the calls still running");
             self.stop.cancel();
             self.drained().await;

@@ -14,11 +14,6 @@ use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use serde_json::Value;
 use std::sync::Arc;
-use std::time::Duration;
-
-/// How long running calls may finish at shutdown before they are
-/// cancelled.
-pub(crate) const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// One session's server.
 #[derive(Clone)]
@@ -46,7 +41,7 @@ pub(crate) async fn serve_stdio(door: Arc<Door>) -> Result<()> {
         r = service.waiting() => { r.context("the MCP session failed")?; }
         () = super::http::shutdown_signal() => {}
     }
-    door.shut_down(SHUTDOWN_GRACE).await;
+    door.shut_down().await;
     Ok(())
 }
 

@@ -9,11 +9,12 @@
 //!   bind).
 //! - Bodies over `--max-request-bytes` are refused; headers must arrive
 //!   within 10 s; at most 1,024 connections at once.
-//! - SIGINT/SIGTERM: stop accepting, let running calls finish (10 s), then
+//! - SIGINT/SIGTERM: stop accepting, let running calls finish
+//!   (`--shutdown-grace-ms`, 10 s), then
 //!   cancel the rest (their audit is written), then close.
 
 use super::door::Door;
-use super::handler::{Handler, SHUTDOWN_GRACE};
+use super::handler::Handler;
 use anyhow::{Context, Result, bail};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, combinators::BoxBody};
@@ -119,7 +120,7 @@ pub(crate) async fn serve(door: Arc<Door>, o: HttpOptions) -> Result<()> {
     }
     drop(listener);
     tracing::info!("shutting down: finishing running calls");
-    door.shut_down(SHUTDOWN_GRACE).await;
+    door.shut_down().await;
     closing.cancel();
     let _ = tokio::time::timeout(Duration::from_secs(5), graceful.shutdown()).await;
     Ok(())

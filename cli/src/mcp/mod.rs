@@ -96,6 +96,10 @@ pub(crate) struct McpArgs {
     /// sessions close after 5 minutes.
     #[arg(long, value_name = "N", default_value_t = 256)]
     max_sessions: usize,
+    /// At SIGINT or SIGTERM, how long running calls may finish before they
+    /// are cancelled, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    shutdown_grace_ms: u64,
     /// Calls one session may make in all.
     #[arg(long, value_name = "N", default_value_t = 1_000)]
     session_max_calls: u64,

@@ -290,7 +290,10 @@ fn explain_answers_for_each_kind_of_op() {
 #[test]
 fn readme_caps_example_is_a_valid_caps_file() {
     let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
-    let start = readme.find("```toml\n").expect("README has a toml block") + 8;
+    let section = readme
+        .find("## The caps file")
+        .expect("README has a caps file section");
+    let start = section + readme[section..].find("```toml\n").expect("a toml block") + 8;
     let len = readme[start..].find("```").unwrap();
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("data")).unwrap();

@@ -161,14 +161,22 @@ async fn rust_sdk_over_stdio() {
     )
     .await;
     assert_eq!(r.is_error, Some(false));
-    let mut messages = client.0.lock().unwrap().clone();
-    messages.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let streamed: String = messages
-        .iter()
-        .filter_map(|(_, m)| serde_json::from_str::<Value>(m).ok())
-        .filter_map(|v| v["stdout"].as_str().map(String::from))
-        .collect();
-    assert_eq!(streamed, "0\n1\n2\n");
+    // The server sends every notification before the result; this client
+    // handles each on a task of its own, so the last may land just after.
+    let streamed = || -> String {
+        let mut messages = client.0.lock().unwrap().clone();
+        messages.sort_by(|a, b| a.0.total_cmp(&b.0));
+        messages
+            .iter()
+            .filter_map(|(_, m)| serde_json::from_str::<Value>(m).ok())
+            .filter_map(|v| v["stdout"].as_str().map(String::from))
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while streamed() != "0\n1\n2\n" && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(streamed(), "0\n1\n2\n");
 
     // A run that never ends, abandoned: cancelled within moments.
     let started = Instant::now();
@@ -296,4 +304,35 @@ fn non_loopback_http_needs_a_token() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("bearer token is required"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn shutdown_cancels_a_running_call_and_keeps_its_audit() {
+    let f = Fixture::new();
+    let token = "correct-horse-battery-staple";
+    std::fs::write(f.path("token"), token).unwrap();
+    let token_file = f.path("token").display().to_string();
+    let mut server = f.http(&["--token-file", &token_file, "--shutdown-grace-ms", "300"]);
+    let s = http(&server.url, token).await;
+    let spin = tokio::spawn(async move {
+        let args = json!({"code": "while True:\n    pass"});
+        let args = args.as_object().unwrap().clone();
+        let r = s
+            .call_tool(CallToolRequestParams::new("run_python").with_arguments(args))
+            .await;
+        (s, r)
+    });
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let started = Instant::now();
+    assert_eq!(server.terminate(), Some(0));
+    // Grace (0.3 s), then the cancel: well before the run's 20 s wall.
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let ends = f.ends();
+    let end = ends
+        .iter()
+        .find(|e| e["tool"] == "run_python")
+        .expect("the running call's end record");
+    assert_eq!(end["end"]["status"], "cancelled", "{ends:?}");
+    assert!(end["end"]["usage"]["wall_ms"].as_u64().unwrap() >= 1000);
+    spin.abort();
 }
