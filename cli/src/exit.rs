@@ -2,7 +2,8 @@
 
 /// Success: the plan completed, the caps file is valid, the op is allowed.
 pub(crate) const EXIT_OK: i32 = 0;
-/// `check --explain`: the op would be denied.
+/// `check --explain`: the op would be denied; `policy`: a decision flips,
+/// the grants differ, or lint found something.
 pub(crate) const EXIT_DENIED: i32 = 1;
 /// Bad usage, caps file or plan file.
 pub(crate) const EXIT_USAGE: i32 = 2;
@@ -23,7 +24,8 @@ pub(crate) const EXIT_CODES: &str = "\
 Exit codes:
   0   success: the plan completed (soft denials included), the caps file is valid,
       or the explained op would be allowed
-  1   check --explain: the op would be denied
+  1   check --explain: the op would be denied; policy what-if: a decision flips;
+      policy diff: the grants differ; policy lint: something was found
   2   usage error: bad arguments, caps file or plan file
   3   exec: a budget (max_ops, max_output_bytes, max_wall) halted the run
   70  internal error

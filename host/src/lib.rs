@@ -54,6 +54,7 @@ mod failure;
 pub mod gate;
 pub mod op;
 pub mod plan;
+pub mod policy;
 mod quiet_panic;
 pub mod report;
 pub mod violation;

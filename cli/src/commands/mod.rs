@@ -5,6 +5,7 @@ mod cache;
 mod check;
 mod exec;
 mod kernel_check;
+mod policy;
 mod run;
 
 use crate::exit::EXIT_CODES;
@@ -47,6 +48,8 @@ enum Command {
     /// Serve the grant to MCP clients (stdio, or streamable HTTP with
     /// --http): run_python, run_wasm, file ops, fetch and granted tools.
     Mcp(crate::mcp::McpArgs),
+    /// Policy tools over grants and audit logs: what-if, learn, diff, lint.
+    Policy(policy::PolicyArgs),
 }
 
 impl Cli {
@@ -60,6 +63,7 @@ impl Cli {
             Command::KernelCheck(c) => crate::exit::finish(c.execute()),
             Command::Check(c) => crate::exit::finish(c.execute()),
             Command::Mcp(c) => crate::exit::finish(c.execute()),
+            Command::Policy(c) => crate::exit::finish(c.execute()),
         }
     }
 }

@@ -9,6 +9,7 @@ mod egress;
 mod hostile;
 mod kernel;
 mod mcp;
+mod policy;
 mod python;
 mod python_api;
 mod secrets;

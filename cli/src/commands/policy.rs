@@ -1,0 +1,215 @@
+//! `sbx-wasm policy`: what-if, learn, diff and lint over grants and audit
+//! logs (the library's `policy` module), printed as a table or JSON.
+
+use crate::common::load_caps;
+use crate::exit::{EXIT_DENIED, EXIT_OK, Internal};
+use anyhow::{Context, Result};
+use sbx_wasm::policy::{self, Verdict};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+#[derive(clap::Args, Debug)]
+pub(crate) struct PolicyArgs {
+    #[command(subcommand)]
+    command: PolicyCommand,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum PolicyCommand {
+    /// Decide every op of a recorded run again under another grant and
+    /// print each decision that flips (exit 1 when any does).
+    WhatIf {
+        /// The run's audit log (JSON lines).
+        #[arg(long, value_name = "FILE")]
+        audit: PathBuf,
+        /// The grant to decide under.
+        #[arg(long, value_name = "FILE")]
+        caps: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Draft the smallest caps file that allows every op the run allowed.
+    Learn {
+        /// The run's audit log (JSON lines).
+        #[arg(long, value_name = "FILE")]
+        audit: PathBuf,
+        /// The run's report, for fuel, memory and wall budgets.
+        #[arg(long, value_name = "FILE")]
+        report: Option<PathBuf>,
+        /// Write the caps file here instead of standard output.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
+    /// What one grant allows that the other does not (exit 1 when they
+    /// differ).
+    Diff {
+        #[arg(value_name = "A.toml")]
+        a: PathBuf,
+        #[arg(value_name = "B.toml")]
+        b: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Risky parts of a grant, each with why and a safer form (exit 1 when
+    /// anything is found).
+    Lint {
+        #[arg(value_name = "CAPS.toml")]
+        caps: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn read_audit(path: &Path) -> Result<Vec<sbx_wasm::AuditEvent>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the audit log {}", path.display()))?;
+    policy::read_audit(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+fn json(out: &mut impl Write, v: &impl serde::Serialize) -> Result<()> {
+    let text = serde_json::to_string_pretty(v).map_err(|e| Internal(e.to_string()))?;
+    writeln!(out, "{text}")?;
+    Ok(())
+}
+
+fn verdict(v: &Verdict) -> String {
+    match v {
+        Verdict::Allowed { rule } => format!("allowed ({rule})"),
+        Verdict::Denied { violation } => format!("denied ({violation})"),
+    }
+}
+
+impl PolicyArgs {
+    pub(crate) fn execute(&self) -> Result<i32> {
+        let mut out = std::io::stdout().lock();
+        match &self.command {
+            PolicyCommand::WhatIf {
+                audit,
+                caps,
+                json: as_json,
+            } => {
+                let events = read_audit(audit)?;
+                let w = policy::what_if(&events, load_caps(caps)?)?;
+                if *as_json {
+                    json(&mut out, &w)?;
+                } else {
+                    for f in &w.flips {
+                        writeln!(
+                            out,
+                            "{:>4}  {:<9}  {:<40}  {} -> {}",
+                            f.seq,
+                            f.op,
+                            f.target,
+                            verdict(&f.was),
+                            verdict(&f.now)
+                        )?;
+                    }
+                    for s in &w.skipped {
+                        writeln!(
+                            out,
+                            "{:>4}  {:<9}  not decided again: {}",
+                            s.seq, s.op, s.reason
+                        )?;
+                    }
+                    writeln!(
+                        out,
+                        "{} decisions flip, {} unchanged, {} not decided again",
+                        w.flips.len(),
+                        w.unchanged,
+                        w.skipped.len()
+                    )?;
+                }
+                Ok(if w.flips.is_empty() {
+                    EXIT_OK
+                } else {
+                    EXIT_DENIED
+                })
+            }
+            PolicyCommand::Learn {
+                audit,
+                report,
+                out: to,
+            } => {
+                let events = read_audit(audit)?;
+                let report = match report {
+                    Some(p) => {
+                        let text = std::fs::read_to_string(p)
+                            .with_context(|| format!("cannot read the report {}", p.display()))?;
+                        Some(
+                            serde_json::from_str(&text)
+                                .with_context(|| format!("{}: not a run report", p.display()))?,
+                        )
+                    }
+                    None => None,
+                };
+                let learned = policy::learn(&events, report.as_ref())?;
+                match to {
+                    Some(path) => crate::output::write_json_file(path, &learned.toml)?,
+                    None => write!(out, "{}", learned.toml)?,
+                }
+                Ok(EXIT_OK)
+            }
+            PolicyCommand::Diff {
+                a,
+                b,
+                json: as_json,
+            } => {
+                let d = policy::diff(&load_caps(a)?, &load_caps(b)?);
+                if *as_json {
+                    json(&mut out, &d)?;
+                } else {
+                    let side = |out: &mut dyn Write, who: &Path, other: &Path, items: &[String]| {
+                        if !items.is_empty() {
+                            writeln!(
+                                out,
+                                "{} allows what {} does not:",
+                                who.display(),
+                                other.display()
+                            )?;
+                            for i in items {
+                                writeln!(out, "  {i}")?;
+                            }
+                        }
+                        Ok::<_, std::io::Error>(())
+                    };
+                    side(&mut out, a, b, &d.only_a)?;
+                    side(&mut out, b, a, &d.only_b)?;
+                    for c in &d.budgets {
+                        writeln!(
+                            out,
+                            "budget {}: {} in {}, {} in {}",
+                            c.key,
+                            c.a,
+                            a.display(),
+                            c.b,
+                            b.display()
+                        )?;
+                    }
+                    if d.is_empty() {
+                        writeln!(out, "the grants are the same")?;
+                    }
+                }
+                Ok(if d.is_empty() { EXIT_OK } else { EXIT_DENIED })
+            }
+            PolicyCommand::Lint {
+                caps,
+                json: as_json,
+            } => {
+                let found = policy::lint(&load_caps(caps)?, Some(caps));
+                if *as_json {
+                    json(&mut out, &found)?;
+                } else {
+                    for f in &found {
+                        writeln!(out, "{}\n  why: {}\n  safer: {}", f.what, f.why, f.safer)?;
+                    }
+                    writeln!(out, "{} findings", found.len())?;
+                }
+                Ok(if found.is_empty() {
+                    EXIT_OK
+                } else {
+                    EXIT_DENIED
+                })
+            }
+        }
+    }
+}

@@ -1,0 +1,201 @@
+//! Draft the smallest grant that allows every op a recorded run had
+//! allowed.
+
+use crate::caps::{Capabilities, CapabilitiesBuilder};
+use crate::error::CapsError;
+use crate::report::{AuditEvent, RunReport};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How much room the drafted budgets leave over what the run used.
+pub const HEADROOM: u64 = 2;
+
+/// A drafted grant: the caps file text (comments included) and the grant.
+#[derive(Debug)]
+pub struct Learned {
+    /// The caps file: a header, the grant, the run's denied ops as
+    /// comments.
+    pub toml: String,
+    /// The grant it loads to.
+    pub caps: Capabilities,
+}
+
+/// A mount an allowed op went through, from its record's rule
+/// (`read mount /work (host /abs/data)`).
+fn mount_of(rule: &str) -> Option<(bool, String, PathBuf)> {
+    let (access, rest) = rule.split_once(" mount ")?;
+    let (guest, host) = rest.split_once(" (host ")?;
+    let host = host.strip_suffix(')')?;
+    Some((access == "write", guest.to_string(), PathBuf::from(host)))
+}
+
+/// The deepest folder that holds every path in `paths` (guest paths).
+fn common_folder<'a>(paths: impl Iterator<Item = &'a str>) -> Option<String> {
+    let mut common: Option<Vec<&str>> = None;
+    for p in paths {
+        let parts: Vec<&str> = p.split('/').filter(|s| !s.is_empty()).collect();
+        common = Some(match common {
+            None => parts,
+            Some(c) => c
+                .iter()
+                .zip(&parts)
+                .take_while(|(a, b)| a == b)
+                .map(|(a, _)| *a)
+                .collect(),
+        });
+    }
+    common.map(|c| format!("/{}", c.join("/")))
+}
+
+fn parent(path: &str) -> &str {
+    match path.rfind('/') {
+        Some(0) | None => "/",
+        Some(i) => &path[..i],
+    }
+}
+
+/// The folders a grant must cover for `audit`'s allowed file ops: per
+/// (write?, mount guest path, mount host path), the folders touched.
+type Touched = BTreeMap<(bool, String, PathBuf), Vec<String>>;
+
+fn touched(audit: &[AuditEvent]) -> Touched {
+    let mut t: Touched = BTreeMap::new();
+    for e in audit.iter().filter(|e| e.decision == "allowed") {
+        let Some(rule) = &e.rule else { continue };
+        let Some((_, guest, host)) = mount_of(rule) else {
+            continue;
+        };
+        let (write, folder) = match e.op.as_str() {
+            "fs_list" => (false, e.target.as_str()),
+            "fs_read" | "fs_stat" => (false, parent(&e.target)),
+            "fs_write" | "fs_remove" | "fs_mkdir" => (true, parent(&e.target)),
+            _ => continue,
+        };
+        // The folder, never above the mount it went through.
+        let folder = if folder.starts_with(&guest) {
+            folder.to_string()
+        } else {
+            guest.clone()
+        };
+        t.entry((write, guest, host)).or_default().push(folder);
+    }
+    t
+}
+
+/// Draft the smallest grant that allows every op `audit` allowed: mounts
+/// at the narrowest folder covering what was read and, apart, what was
+/// written (a write mount is readable, so a read folder inside one is
+/// left out); the exact origins fetched; the tools called; budgets from
+/// what was used ([`HEADROOM`] times; from `report` for fuel, memory and
+/// wall when given). Denied ops are listed as comments.
+pub fn learn(audit: &[AuditEvent], report: Option<&RunReport>) -> Result<Learned, CapsError> {
+    let mut b = Capabilities::builder();
+    let mut writes: Vec<(String, PathBuf)> = Vec::new();
+    let mut reads: Vec<(String, PathBuf)> = Vec::new();
+    for ((write, guest, host), folders) in touched(audit) {
+        let Some(folder) = common_folder(folders.iter().map(String::as_str)) else {
+            continue;
+        };
+        let rel = folder
+            .strip_prefix(&guest)
+            .unwrap_or("")
+            .trim_start_matches('/');
+        let host = if rel.is_empty() { host } else { host.join(rel) };
+        if write {
+            writes.push((folder, host));
+        } else {
+            reads.push((folder, host));
+        }
+    }
+    let under = |p: &Path, base: &Path| p.starts_with(base);
+    for (guest, host) in &reads {
+        if !writes.iter().any(|(_, w)| under(host, w)) {
+            b = b.read_mount(host, guest.clone());
+        }
+    }
+    for (guest, host) in &writes {
+        b = b.write_mount(host, guest.clone());
+    }
+    let allowed = || audit.iter().filter(|e| e.decision == "allowed");
+    let origins: BTreeSet<String> = allowed()
+        .filter(|e| e.op == "net_fetch")
+        .filter_map(|e| url::Url::parse(&e.target).ok())
+        .filter_map(|u| {
+            let port = u.port_or_known_default()?;
+            let host = match u.host()? {
+                url::Host::Ipv6(ip) => format!("[{ip}]"),
+                h => h.to_string(),
+            };
+            Some(format!("{}://{host}:{port}", u.scheme()))
+        })
+        .collect();
+    for o in origins {
+        b = b.allow_egress(o);
+    }
+    let tools: BTreeSet<&str> = allowed()
+        .filter(|e| e.op == "tool_call")
+        .map(|e| e.target.as_str())
+        .collect();
+    for t in &tools {
+        b = b.allow_tool(*t);
+    }
+    b = budgets(b, audit, report);
+    let caps = b.build()?;
+    let mut toml = format!(
+        "# Drafted by `sbx-wasm policy learn` from {} recorded ops ({} allowed): the\n\
+         # smallest grant that allows every allowed op, budgets at {HEADROOM}x what was used.\n",
+        audit.len(),
+        allowed().count()
+    );
+    if !tools.is_empty() {
+        toml += "# Tools are allowed by name: add [tools.command.NAME] for the CLI to run them.\n";
+    }
+    toml += &caps.to_toml();
+    let denied: Vec<&AuditEvent> = audit.iter().filter(|e| e.decision != "allowed").collect();
+    if !denied.is_empty() {
+        toml += "\n# Denied in the run (not granted here):\n";
+        for e in denied {
+            let v = e.violation.map(|v| v.to_string()).unwrap_or_default();
+            toml += &format!(
+                "# seq {}: {} {} ({v})\n",
+                e.seq,
+                e.op,
+                e.target.replace('\n', " ")
+            );
+        }
+    }
+    Ok(Learned { toml, caps })
+}
+
+fn budgets(
+    b: CapabilitiesBuilder,
+    audit: &[AuditEvent],
+    report: Option<&RunReport>,
+) -> CapabilitiesBuilder {
+    let ops = audit.len() as u64;
+    let output: u64 = audit.iter().map(|e| e.bytes).sum();
+    let wall_ms = report
+        .map(|r| r.usage.wall_ms)
+        .unwrap_or_else(|| audit.iter().map(|e| e.elapsed_ms).max().unwrap_or(0));
+    let mut b = b
+        .max_ops((ops * HEADROOM).max(10))
+        .max_output_bytes((output * HEADROOM).max(64 * 1024))
+        .max_wall(Duration::from_millis((wall_ms * HEADROOM).max(1000)));
+    if let Some(r) = report {
+        if let Some(fuel) = r.usage.fuel {
+            b = b.max_fuel((fuel * HEADROOM).max(1_000_000));
+        }
+        if let Some(mem) = r.usage.memory_peak_bytes {
+            let mib = 1 << 20;
+            b = b.max_memory_bytes(((mem * HEADROOM).div_ceil(mib) * mib).max(16 * mib));
+        }
+        if r.usage.write_bytes > 0 {
+            b = b.max_write_bytes((r.usage.write_bytes * HEADROOM).max(1 << 20));
+        }
+        if r.usage.files > 0 {
+            b = b.max_files((r.usage.files * HEADROOM).max(10));
+        }
+    }
+    b
+}

@@ -1,0 +1,196 @@
+use super::*;
+use crate::tools::ToolRegistry;
+use crate::{Capabilities, Op, Sandbox, Violation};
+
+/// A run through the gate: reads under data/sub, a list, a write under
+/// out/r, a tool, a denied read and a denied tool.
+fn recorded() -> (tempfile::TempDir, Vec<crate::AuditEvent>, Capabilities) {
+    let dir = tempfile::tempdir().unwrap();
+    let r = dir.path();
+    std::fs::create_dir_all(r.join("data/sub")).unwrap();
+    std::fs::create_dir_all(r.join("data/other")).unwrap();
+    std::fs::create_dir_all(r.join("out/r")).unwrap();
+    std::fs::write(r.join("data/sub/a.txt"), "a").unwrap();
+    std::fs::write(r.join("data/sub/b.txt"), "b").unwrap();
+    let caps = Capabilities::builder()
+        .read_mount(r.join("data"), "/work")
+        .write_mount(r.join("out"), "/work/out")
+        .allow_tool("count")
+        .build()
+        .unwrap();
+    let mut tools = ToolRegistry::new();
+    tools.register("count", |s: &str| Ok(s.len().to_string()));
+    let mut sb = Sandbox::builder(caps.clone()).tools(tools).build().unwrap();
+    for op in [
+        Op::read("/work/sub/a.txt"),
+        Op::read("/work/sub/b.txt"),
+        Op::list("/work/sub"),
+        Op::write("/work/out/r/x.txt", "x"),
+        Op::tool("count", "abc"),
+        Op::read("/etc/passwd"),
+        Op::tool("rm", ""),
+    ] {
+        sb.run(op);
+    }
+    (dir, sb.audit().to_vec(), caps)
+}
+
+#[test]
+fn what_if_flips_exactly_what_a_narrower_grant_refuses() {
+    let (dir, audit, caps) = recorded();
+    assert!(what_if(&audit, caps).unwrap().flips.is_empty());
+    // Narrower: no tool, reads only under data/sub.
+    let narrower = Capabilities::builder()
+        .read_mount(dir.path().join("data/sub"), "/work/sub")
+        .write_mount(dir.path().join("out"), "/work/out")
+        .build()
+        .unwrap();
+    let w = what_if(&audit, narrower).unwrap();
+    let flipped: Vec<(u64, &str)> = w.flips.iter().map(|f| (f.seq, f.op.as_str())).collect();
+    assert_eq!(flipped, [(5, "tool_call")]);
+    assert_eq!(
+        w.flips[0].now,
+        Verdict::Denied {
+            violation: Violation::ToolDenied
+        }
+    );
+    // Wider: the denied read flips to allowed.
+    let wider = Capabilities::builder()
+        .read_mount(dir.path().join("data"), "/work")
+        .read_mount(dir.path().join("data/other"), "/etc")
+        .write_mount(dir.path().join("out"), "/work/out")
+        .allow_tool("count")
+        .build()
+        .unwrap();
+    let w = what_if(&audit, wider).unwrap();
+    // /etc/passwd is under the new /etc mount (its file need not exist).
+    assert_eq!(w.flips.len(), 1);
+    assert_eq!(w.flips[0].seq, 6);
+    assert!(matches!(w.flips[0].now, Verdict::Allowed { .. }));
+}
+
+#[test]
+fn learn_drafts_the_narrowest_grant_that_allows_the_run() {
+    let (dir, audit, _) = recorded();
+    let learned = learn(&audit, None).unwrap();
+    let mounts: Vec<(String, std::path::PathBuf)> = learned
+        .caps
+        .mounts()
+        .iter()
+        .map(|m| (m.guest.as_str().to_string(), m.host.clone()))
+        .collect();
+    assert_eq!(
+        mounts,
+        [
+            ("/work/sub".into(), dir.path().join("data/sub")),
+            ("/work/out/r".into(), dir.path().join("out/r")),
+        ]
+    );
+    assert!(learned.caps.tools().contains("count"));
+    assert!(!learned.caps.tools().contains("rm"));
+    assert!(
+        learned
+            .toml
+            .contains("# seq 6: fs_read /etc/passwd (fs_read_denied)")
+    );
+    // Loading it back and deciding the run again: no allowed op flips.
+    let again = Capabilities::from_toml(&learned.toml, dir.path(), None).unwrap();
+    let w = what_if(&audit, again).unwrap();
+    assert!(
+        w.flips
+            .iter()
+            .all(|f| !matches!(f.was, Verdict::Allowed { .. })),
+        "{w:?}"
+    );
+}
+
+#[test]
+fn diff_names_what_each_side_allows() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = Capabilities::builder()
+        .read_mount(dir.path(), "/work")
+        .allow_egress("https://api.example.com")
+        .allow_tool("x")
+        .max_ops(5)
+        .build()
+        .unwrap();
+    let b = Capabilities::builder()
+        .write_mount(dir.path(), "/work")
+        .allow_egress("https://api.example.com")
+        .allow_egress("https://b.example.com")
+        .max_ops(7)
+        .build()
+        .unwrap();
+    let d = diff(&a, &b);
+    assert!(d.only_a.iter().any(|s| s.starts_with("read mount /work")));
+    assert!(d.only_a.contains(&"tool x".to_string()));
+    assert!(d.only_b.iter().any(|s| s.starts_with("write mount /work")));
+    assert!(
+        d.only_b
+            .contains(&"egress rule https://b.example.com".to_string())
+    );
+    assert!(!d.only_b.iter().any(|s| s.contains("api.example.com")));
+    assert_eq!(d.budgets.len(), 1);
+    assert_eq!(
+        (d.budgets[0].a.as_str(), d.budgets[0].b.as_str()),
+        ("5", "7")
+    );
+    assert!(diff(&a, &a).is_empty());
+}
+
+#[test]
+fn lint_finds_risky_grants_and_passes_a_tight_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let caps_file = dir.path().join("caps.toml");
+    let risky = Capabilities::builder()
+        .write_mount(dir.path(), "/work")
+        .allow_egress("http://10.0.0.0/8:80")
+        .allow_egress("https://api.example.com:*")
+        .allow_tool("sh")
+        .tool_command("sh", vec!["bash".into(), "-c".into(), "cat".into()])
+        .max_wall(std::time::Duration::from_secs(3600))
+        .dangerous()
+        .allow_all_egress()
+        .build()
+        .unwrap();
+    let found = lint(&risky, Some(&caps_file));
+    let whats: Vec<&str> = found.iter().map(|f| f.what.as_str()).collect();
+    for needle in [
+        "net.dangerous_allow_all",
+        "egress rule http://10.0.0.0/8",
+        "egress rule https://api.example.com:*",
+        "write mount /work",
+        "tools.command.sh",
+        "budget.max_wall_ms",
+    ] {
+        assert!(
+            whats.iter().any(|w| w.starts_with(needle)),
+            "{needle} not in {whats:?}"
+        );
+    }
+    assert!(
+        found
+            .iter()
+            .all(|f| !f.why.is_empty() && !f.safer.is_empty())
+    );
+    let out = tempfile::tempdir().unwrap();
+    let tight = Capabilities::builder()
+        .write_mount(out.path(), "/work/out")
+        .allow_egress("https://api.example.com")
+        .build()
+        .unwrap();
+    assert!(lint(&tight, Some(&caps_file)).is_empty());
+}
+
+#[test]
+fn read_audit_skips_end_records_and_names_bad_lines() {
+    let (_dir, audit, _) = recorded();
+    let mut text: String = audit
+        .iter()
+        .map(|e| serde_json::to_string(e).unwrap() + "\n")
+        .collect();
+    text += "{\"end\": {\"status\": \"completed\"}}\n";
+    assert_eq!(read_audit(&text).unwrap(), audit);
+    let e = read_audit("{}\nnot json\n").unwrap_err();
+    assert!(e.starts_with("line 1") || e.starts_with("line 2"), "{e}");
+}
