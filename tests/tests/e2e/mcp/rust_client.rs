@@ -35,6 +35,10 @@ impl ClientHandler for Client {
 
 type Session = RunningService<RoleClient, Client>;
 
+/// A script that runs until cancelled (or `max_wall`), spending little
+/// fuel.
+const FOREVER: &str = "import time\nwhile True:\n    time.sleep(0.01)";
+
 async fn stdio(f: &Fixture, extra: &[&str], client: Client) -> Session {
     let cmd = tokio::process::Command::new(sbx_bin()).configure(|c| {
         c.args(f.args(extra)).envs(f.env());
@@ -190,9 +194,11 @@ async fn rust_sdk_over_stdio() {
     }
     assert_eq!(streamed(), "0\n1\n2\n");
 
-    // A run that never ends, abandoned: cancelled within moments.
+    // A run that never ends, abandoned: cancelled within moments. (It
+    // mostly sleeps: a spinning loop could spend its fuel before the
+    // cancel on a fast machine.)
     let started = Instant::now();
-    let spin = call(&s, "run_python", json!({"code": "while True:\n    pass"}));
+    let spin = call(&s, "run_python", json!({"code": FOREVER}));
     assert!(
         tokio::time::timeout(Duration::from_millis(800), spin)
             .await
@@ -327,7 +333,7 @@ async fn shutdown_cancels_a_running_call_and_keeps_its_audit() {
     let mut server = f.http(&["--token-file", &token_file, "--shutdown-grace-ms", "300"]);
     let s = http(&server.url, token).await;
     let spin = tokio::spawn(async move {
-        let args = json!({"code": "while True:\n    pass"});
+        let args = json!({"code": FOREVER});
         let args = args.as_object().unwrap().clone();
         let r = s
             .call_tool(CallToolRequestParams::new("run_python").with_arguments(args))
