@@ -36,7 +36,6 @@ const SHELLS: &[&str] = &[
     "csh",
     "tcsh",
     "busybox",
-    "env",
     "cmd",
     "cmd.exe",
     "powershell",
