@@ -299,25 +299,28 @@ fn echoes(value: &str, placeholder: &str) -> Vec<(Vec<u8>, Vec<u8>)> {
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    !needle.is_empty() && hay.windows(needle.len()).any(|w| w == needle)
+    !needle.is_empty() && memchr::memmem::find(hay, needle).is_some()
 }
 
 /// `hay` with every `from` replaced by `to`, or `None` when there is none.
+/// Linear in `hay` (a response may be as large as the output budget).
 fn replace_all(hay: &[u8], from: &[u8], to: &[u8]) -> Option<Vec<u8>> {
-    if from.is_empty() || !contains(hay, from) {
+    if from.is_empty() {
         return None;
     }
+    let mut hits = memchr::memmem::find_iter(hay, from).peekable();
+    hits.peek()?;
     let mut out = Vec::with_capacity(hay.len());
-    let mut i = 0;
-    while i < hay.len() {
-        if hay[i..].starts_with(from) {
-            out.extend_from_slice(to);
-            i += from.len();
-        } else {
-            out.push(hay[i]);
-            i += 1;
+    let mut at = 0;
+    for i in hits {
+        if i < at {
+            continue;
         }
+        out.extend_from_slice(&hay[at..i]);
+        out.extend_from_slice(to);
+        at = i + from.len();
     }
+    out.extend_from_slice(&hay[at..]);
     Some(out)
 }
 

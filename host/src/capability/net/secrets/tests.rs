@@ -181,3 +181,16 @@ fn to_builder_keeps_secrets() {
     let again = caps.to_builder().unwrap().build().unwrap();
     assert_eq!(again.secrets(), caps.secrets());
 }
+
+#[test]
+fn a_large_body_built_to_slow_the_search_is_redacted() {
+    let caps = caps();
+    let run = RunSecrets::bind(caps.secrets(), None);
+    // The value's prefix over and over, then the value: the worst case of
+    // a naive search (linear with memmem).
+    let prefix = &VALUE.as_bytes()[..VALUE.len() - 1];
+    let mut body = prefix.repeat((4 << 20) / prefix.len());
+    body.extend_from_slice(VALUE.as_bytes());
+    assert_eq!(run.redact(&mut body), ["GITHUB_TOKEN"]);
+    assert!(!contains(&body, VALUE.as_bytes()));
+}
