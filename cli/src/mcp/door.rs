@@ -157,13 +157,14 @@ impl Door {
         })
     }
 
-    /// A run slot, or `None` after waiting `queue_wait` (the call is
-    /// answered `busy`).
+    /// A run slot, or `None` after waiting `queue_wait` or once shutdown
+    /// has cancelled the running calls (the call is answered `busy`).
     pub(crate) async fn slot(&self) -> Option<OwnedSemaphorePermit> {
-        tokio::time::timeout(self.queue_wait, self.slots.clone().acquire_owned())
-            .await
-            .ok()?
-            .ok()
+        let wait = tokio::time::timeout(self.queue_wait, self.slots.clone().acquire_owned());
+        tokio::select! {
+            got = wait => got.ok()?.ok(),
+            () = self.stop.cancelled() => None,
+        }
     }
 
     /// Count a call as running until the guard drops.
