@@ -94,14 +94,16 @@ pub(crate) fn tools(door: &Door) -> Vec<Tool> {
         ));
     }
     let path = json!({ "type": "string", "description": "A guest path, e.g. /work/a.txt." });
-    out.push(
+    // The read-only ops take a path and nothing else.
+    let reading = |name: &'static str, what: &str| {
         Tool::new(
-            "read_file",
-            format!("Read a text file under a granted folder ({seen})."),
+            name,
+            format!("{what} under a granted folder ({seen})."),
             schema(json!({"type": "object", "properties": {"path": path}, "required": ["path"]})),
         )
-        .annotate(ToolAnnotations::new().read_only(true)),
-    );
+        .annotate(ToolAnnotations::new().read_only(true))
+    };
+    out.push(reading("read_file", "Read a text file"));
     out.push(Tool::new(
         "write_file",
         format!("Write a text file under a read-write folder ({seen})."),
@@ -111,14 +113,7 @@ pub(crate) fn tools(door: &Door) -> Vec<Tool> {
             "required": ["path", "content"],
         })),
     ));
-    out.push(
-        Tool::new(
-            "list_files",
-            format!("List a folder under a granted folder ({seen})."),
-            schema(json!({"type": "object", "properties": {"path": path}, "required": ["path"]})),
-        )
-        .annotate(ToolAnnotations::new().read_only(true)),
-    );
+    out.push(reading("list_files", "List a folder"));
     out.push(Tool::new(
         "fetch",
         "Fetch a URL the grant's egress rules allow (HTTP or HTTPS).",

@@ -8,9 +8,12 @@
 //! stop one client from taking the host for itself.
 
 use super::McpArgs;
-use super::audit::{AuditStream, CallTag};
+use super::audit::AuditStream;
+use super::reply::{self, Ids};
 use crate::common::{engine_for, open_cache, registry};
 use anyhow::{Context, Result, bail};
+use rmcp::model::CallToolResult;
+use sbx_wasm::report::{AuditEvent, RunReport};
 use sbx_wasm::tools::ToolDefinition;
 use sbx_wasm::wasm::{PreparedAgent, PythonRunner, WasmHost};
 use sbx_wasm::{CancelHandle, Capabilities};
@@ -197,15 +200,45 @@ impl Door {
         }
     }
 
-    /// The end record of a call answered without running (`busy`,
-    /// `refused`), when there is an audit stream.
-    pub(crate) fn record_turned_away(&self, tag: &CallTag<'_>, status: &str, reason: &str) {
+    /// A call answered without running (`busy`, `refused`): its end
+    /// record, then the answer.
+    pub(crate) fn turn_away(
+        &self,
+        ids: &Ids<'_>,
+        tool: &str,
+        status: &str,
+        reason: &str,
+    ) -> CallToolResult {
         if let Some(audit) = &self.audit {
-            audit.record(
-                tag,
-                &[],
-                serde_json::json!({ "status": status, "reason": reason }),
-            );
+            let end = serde_json::json!({ "status": status, "reason": reason });
+            audit.record(&ids.tag(tool), &[], end);
+        }
+        reply::refused(status, reason, ids)
+    }
+
+    /// A call that ran (a program or one op): charge the session, log it,
+    /// and write its decisions and end record.
+    pub(crate) fn finish_call(
+        &self,
+        session: &Session,
+        ids: &Ids<'_>,
+        tool: &str,
+        report: &RunReport,
+        decisions: &[AuditEvent],
+    ) {
+        session.charge(report.usage.wall_us, report.usage.output_bytes);
+        tracing::info!(
+            session = ids.session, call = ids.call, tool,
+            status = ?report.status, violation = ?report.violation, "call ended"
+        );
+        if let Some(audit) = &self.audit {
+            let end = serde_json::json!({
+                "status": report.status,
+                "exit_code": report.exit_code,
+                "violation": report.violation,
+                "usage": report.usage,
+            });
+            audit.record(&ids.tag(tool), decisions, end);
         }
     }
 

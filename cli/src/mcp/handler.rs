@@ -3,7 +3,7 @@
 
 use super::catalog;
 use super::door::{Door, Session};
-use super::reply::{self, Ids};
+use super::reply::Ids;
 use super::{ops, runs};
 use anyhow::{Context, Result};
 use rmcp::model::{
@@ -76,7 +76,7 @@ impl ServerHandler for Handler {
             Ok(call) => call,
             Err(reason) => {
                 let ids = Ids { session, call: "-" };
-                return Ok(self.turned_away("refused", &reason, &ids, &tool).into());
+                return Ok(self.door.turn_away(&ids, &tool, "refused", &reason).into());
             }
         };
         let ids = Ids {
@@ -89,20 +89,13 @@ impl ServerHandler for Handler {
                 "busy: all {} run slots stayed taken; try again later",
                 self.door.max_concurrent
             );
-            return Ok(self.turned_away("busy", &reason, &ids, &tool).into());
+            return Ok(self.door.turn_away(&ids, &tool, "busy", &reason).into());
         };
         Ok(self.dispatch(&tool, &args, &ids, context).await.into())
     }
 }
 
 impl Handler {
-    /// A call answered without running: its end record, then the answer.
-    fn turned_away(&self, status: &str, reason: &str, ids: &Ids<'_>, tool: &str) -> CallToolResult {
-        let tag = ids.tag(tool);
-        self.door.record_turned_away(&tag, status, reason);
-        reply::refused(status, reason, ids)
-    }
-
     async fn dispatch(
         &self,
         tool: &str,
@@ -121,7 +114,7 @@ impl Handler {
         };
         let program = match program {
             Ok(p) => p,
-            Err(reason) => return self.turned_away("refused", &reason, ids, tool),
+            Err(reason) => return self.door.turn_away(ids, tool, "refused", &reason),
         };
         let progress = context
             .meta

@@ -65,22 +65,9 @@ pub(crate) async fn run(
     .and_then(|r| r);
     match done {
         Ok((result, report, audit)) => {
-            session.charge(report.usage.wall_us, report.usage.output_bytes);
-            if let Some(stream) = &door.audit {
-                let tag = ids.tag(tool);
-                let end = json!({
-                    "status": report.status,
-                    "violation": report.violation,
-                    "usage": report.usage,
-                });
-                stream.record(&tag, &audit, end);
-            }
+            door.finish_call(session, ids, tool, &report, &audit);
             reply::op(&result, &report, ids)
         }
-        Err(reason) => {
-            let tag = ids.tag(tool);
-            door.record_turned_away(&tag, "refused", &reason);
-            reply::refused("refused", &reason, ids)
-        }
+        Err(reason) => door.turn_away(ids, tool, "refused", &reason),
     }
 }

@@ -9,7 +9,7 @@ use crate::common::registry;
 use rmcp::model::{CallToolResult, ProgressNotificationParam, ProgressToken};
 use rmcp::service::{Peer, RoleServer};
 use sbx_wasm::events::{Event, EventSink};
-use sbx_wasm::wasm::{PreparedAgent, RunOptions, WasmRun};
+use sbx_wasm::wasm::{PreparedAgent, RunOptions};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -58,7 +58,7 @@ pub(crate) async fn run(
     if let (Some(source), Some(python)) = (&program.source, &door.python) {
         opts = match python.source_options(source, "snippet.py", opts) {
             Ok(o) => o,
-            Err(e) => return turned_away(door, ids, tool, &e.to_string()),
+            Err(e) => return door.turn_away(ids, tool, "refused", &e.to_string()),
         };
     }
     let (cancel, _watch) = door.cancel_switch(client_cancel);
@@ -76,38 +76,10 @@ pub(crate) async fn run(
     }
     match result {
         Ok(run) => {
-            finish(door, session, ids, tool, &run);
+            door.finish_call(session, ids, tool, &run.report, &run.audit);
             reply::run(&run, ids)
         }
-        Err(e) => turned_away(door, ids, tool, &e.to_string()),
-    }
-}
-
-/// A run that could not start (a source too long, no run thread): on
-/// record, answered `refused`.
-fn turned_away(door: &Door, ids: &Ids<'_>, tool: &str, reason: &str) -> CallToolResult {
-    let tag = ids.tag(tool);
-    door.record_turned_away(&tag, "refused", reason);
-    reply::refused("refused", reason, ids)
-}
-
-/// Charge the session and write the call's audit.
-fn finish(door: &Door, session: &Session, ids: &Ids<'_>, tool: &str, run: &WasmRun) {
-    let r = &run.report;
-    session.charge(r.usage.wall_us, r.usage.output_bytes);
-    tracing::info!(
-        session = ids.session, call = ids.call, tool,
-        status = ?r.status, violation = ?r.violation, "call ended"
-    );
-    if let Some(audit) = &door.audit {
-        let tag = ids.tag(tool);
-        let end = json!({
-            "status": r.status,
-            "exit_code": r.exit_code,
-            "violation": r.violation,
-            "usage": r.usage,
-        });
-        audit.record(&tag, &run.audit, end);
+        Err(e) => door.turn_away(ids, tool, "refused", &e.to_string()),
     }
 }
 
