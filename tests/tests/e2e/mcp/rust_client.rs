@@ -265,9 +265,10 @@ async fn rust_sdk_over_http_with_token_and_origin_checks() {
     let token = "correct-horse-battery-staple";
     std::fs::write(f.path("token"), token).unwrap();
     let token_file = f.path("token").display().to_string();
-    let mut server = f.http(&["--token-file", &token_file]);
+    let mut server = f.http(&["--token-file", &token_file, "--max-request-bytes", "4096"]);
 
-    // Refused before any MCP: no token, a wrong token, a foreign Origin.
+    // Refused before any MCP: no token, a wrong token, a foreign Origin,
+    // a body over the limit (refused as it streams in, never held whole).
     let good = format!("Bearer {token}");
     assert_eq!(server.status_of("POST", &[], INITIALIZE), 401);
     let wrong = [("Authorization", "Bearer correct-horse-battery-stapler")];
@@ -278,6 +279,8 @@ async fn rust_sdk_over_http_with_token_and_origin_checks() {
     ];
     assert_eq!(server.status_of("POST", &foreign, INITIALIZE), 403);
     let allowed = [("Authorization", good.as_str())];
+    let big = INITIALIZE.replace("\"raw\"", &format!("\"{}\"", "x".repeat(5000)));
+    assert_eq!(server.status_of("POST", &allowed, &big), 413);
     assert_eq!(server.status_of("POST", &allowed, INITIALIZE), 200);
 
     // Two sessions: each has its own scratch folder.
