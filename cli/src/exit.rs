@@ -11,6 +11,8 @@ pub(crate) const EXIT_USAGE: i32 = 2;
 pub(crate) const EXIT_HARD_LIMIT: i32 = 3;
 /// A bug or an unexpected host failure (EX_SOFTWARE).
 pub(crate) const EXIT_INTERNAL: i32 = 70;
+/// `replay`: the replay departed from its recording.
+pub(crate) const EXIT_REPLAY_DIVERGED: i32 = 122;
 /// `run`: the guest trapped (not a limit).
 pub(crate) const EXIT_RUN_TRAP: i32 = 123;
 /// `run`: a budget halted the guest.
@@ -29,7 +31,8 @@ Exit codes:
   2   usage error: bad arguments, caps file or plan file
   3   exec: a budget (max_ops, max_output_bytes, max_wall) halted the run
   70  internal error
-run passes the guest's own exit code through, except:
+run (and replay) pass the guest's own exit code through, except:
+  122 replay: the replay departed from its recording (the first point is printed)
   123 run: the guest trapped (not a limit; the report has the message)
   124 run: a budget (ops, output, wall, fuel, memory, stack) halted the guest
   125 run: the guest could not be started (caps file, component, setup)

@@ -50,12 +50,15 @@ impl OutputFiles {
     }
 
     /// For a run that cannot rename files itself (confined): an empty temp
-    /// file beside each file asked for, paired with its final name, in the
-    /// order of [`OutputFiles::texts`]. Temp files of the same name left by
+    /// file beside each file asked for (and `extra`, a recording, last),
+    /// paired with its final name, in the order of [`OutputFiles::texts`]. Temp files of the same name left by
     /// dead processes are removed first.
-    pub(crate) fn stage(&self) -> Result<Vec<(PathBuf, PathBuf)>> {
+    pub(crate) fn stage(&self, extra: Option<&PathBuf>) -> Result<Vec<(PathBuf, PathBuf)>> {
         let mut staged = Vec::new();
-        for path in [&self.report, &self.audit].into_iter().flatten() {
+        for path in [self.report.as_ref(), self.audit.as_ref(), extra]
+            .into_iter()
+            .flatten()
+        {
             remove_stale_stages(path);
             let tmp = stage_path(path, std::process::id());
             std::fs::File::create(&tmp)

@@ -94,6 +94,14 @@ pub enum Error {
     /// The run could not be set up (runtime, preopens, fuel).
     #[error("{0}")]
     Setup(String),
+    /// A recording could not be read, written or replayed.
+    #[error("recording {}: {message}", path.display())]
+    Recording {
+        /// The recording file (empty when there is none yet).
+        path: PathBuf,
+        /// What was wrong.
+        message: String,
+    },
 }
 
 /// `v` as a count, or the error naming `key` when it is negative.

@@ -56,6 +56,7 @@ pub mod op;
 pub mod plan;
 pub mod policy;
 mod quiet_panic;
+pub mod replay;
 pub mod report;
 pub mod violation;
 #[cfg(feature = "wasm")]

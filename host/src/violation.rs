@@ -48,11 +48,15 @@ pub enum Violation {
     /// The embedder cancelled the run (hard): not the guest's doing. The
     /// report's status is `cancelled`.
     Cancelled,
+    /// A replayed run asked for something its recording does not hold (a
+    /// different op, or one past its end): the guest or its inputs are not
+    /// the recorded ones (hard; `sbx-wasm replay` only).
+    ReplayDiverged,
 }
 
 impl Violation {
     /// Every violation, soft ones first.
-    pub const ALL: [Violation; 15] = [
+    pub const ALL: [Violation; 16] = [
         Violation::PathTraversal,
         Violation::FsReadDenied,
         Violation::FsWriteDenied,
@@ -68,6 +72,7 @@ impl Violation {
         Violation::MaxWriteBytes,
         Violation::MaxFiles,
         Violation::Cancelled,
+        Violation::ReplayDiverged,
     ];
 
     /// The stable `snake_case` name.
@@ -88,6 +93,7 @@ impl Violation {
             Violation::MaxWriteBytes => "max_write_bytes",
             Violation::MaxFiles => "max_files",
             Violation::Cancelled => "cancelled",
+            Violation::ReplayDiverged => "replay_diverged",
         }
     }
 
@@ -105,6 +111,7 @@ impl Violation {
                 | Violation::MaxWriteBytes
                 | Violation::MaxFiles
                 | Violation::Cancelled
+                | Violation::ReplayDiverged
         )
     }
 }
@@ -155,7 +162,7 @@ mod tests {
             assert_eq!(json, format!("\"{}\"", v.as_str()));
         }
         let hard: Vec<_> = Violation::ALL.iter().filter(|v| v.is_hard()).collect();
-        assert_eq!(hard.len(), 9);
+        assert_eq!(hard.len(), 10);
         assert!(!Violation::EgressDenied.is_hard());
         assert!(Violation::MaxWall.is_hard());
     }

@@ -6,6 +6,7 @@ mod check;
 mod exec;
 mod kernel_check;
 mod policy;
+mod replay;
 mod run;
 
 use crate::exit::EXIT_CODES;
@@ -50,6 +51,10 @@ enum Command {
     Mcp(crate::mcp::McpArgs),
     /// Policy tools over grants and audit logs: what-if, learn, diff, lint.
     Policy(policy::PolicyArgs),
+    /// Run a component again against a recording (`run --record`) alone:
+    /// no file, network or tool touched; says where it departs from it.
+    #[command(after_help = EXIT_CODES)]
+    Replay(replay::ReplayArgs),
 }
 
 impl Cli {
@@ -64,6 +69,7 @@ impl Cli {
             Command::Check(c) => crate::exit::finish(c.execute()),
             Command::Mcp(c) => crate::exit::finish(c.execute()),
             Command::Policy(c) => crate::exit::finish(c.execute()),
+            Command::Replay(c) => c.execute(),
         }
     }
 }

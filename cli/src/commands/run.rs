@@ -2,8 +2,9 @@
 //! and audit log (also after a halt or a trap), print a one-line summary.
 
 use crate::common::{engine_for, load_caps, open_cache, registry};
+use crate::exit::Internal;
 use crate::exit::{EXIT_RUN_HARD_LIMIT, EXIT_RUN_SETUP, EXIT_RUN_TRAP, describe};
-use crate::output::OutputFiles;
+use crate::output::{OutputFiles, write_json_file};
 use crate::{progress, python, tool_helper};
 use anyhow::{Context, Result};
 use sbx_wasm::confine::Policy;
@@ -38,12 +39,22 @@ pub(crate) struct RunArgs {
     /// and audit log for identical component, caps and input.
     #[arg(long)]
     pub(crate) deterministic: bool,
-    /// Seed for --deterministic randomness.
-    #[arg(long, default_value_t = 0, requires = "deterministic")]
-    pub(crate) seed: u64,
+    /// Seed for --deterministic (or --record) randomness.
+    #[arg(long)]
+    pub(crate) seed: Option<u64>,
     /// Give the guest an empty stdin instead of this process's stdin.
     #[arg(long)]
     pub(crate) no_stdin: bool,
+    /// Record what the host hands the guest (files met, listings, fetch and
+    /// tool answers, stdin, args, seed, the grant) to FILE, for `sbx-wasm
+    /// replay`. Implies --deterministic (a random seed unless --seed);
+    /// stdin is read whole before the run.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) record: Option<PathBuf>,
+    /// The most bytes of file contents, listings and stdin a recording
+    /// keeps (past it a file is kept by size only; more stdin is an error).
+    #[arg(long, value_name = "BYTES", default_value_t = sbx_wasm::replay::DEFAULT_RECORD_LIMIT, requires = "record")]
+    pub(crate) record_max_bytes: u64,
     /// Print the one-line summary even when stderr is not a terminal.
     #[arg(long)]
     pub(crate) summary: bool,
@@ -127,8 +138,19 @@ fn run_inner(a: &RunArgs) -> Result<i32> {
         // The guest's output is the command's output, as it is written.
         .stdout(Arc::new(Mutex::new(std::io::stdout())))
         .stderr(Arc::new(Mutex::new(std::io::stderr())));
-    if a.deterministic {
-        opts = opts.deterministic(a.seed);
+    if a.seed.is_some() && !a.deterministic && a.record.is_none() {
+        anyhow::bail!("--seed needs --deterministic or --record");
+    }
+    if a.deterministic || a.seed.is_some() {
+        opts = opts.deterministic(a.seed.unwrap_or(0));
+    }
+    if a.record.is_some() {
+        let stdin = if a.no_stdin || std::io::stdin().is_terminal() {
+            Vec::new()
+        } else {
+            read_stdin(a.record_max_bytes)?
+        };
+        opts = opts.stdin(stdin).record(a.record_max_bytes);
     }
     opts = opts.cancel(cancel);
     let mut staged = Vec::new();
@@ -140,7 +162,7 @@ fn run_inner(a: &RunArgs) -> Result<i32> {
         // outside its mounts: command tools run in a helper started now,
         // before confinement, which also moves the report and audit log
         // (written into staged temp files) into place at the end.
-        staged = a.files.stage()?;
+        staged = a.files.stage(a.record.as_ref())?;
         let (tools, h) = tool_helper::spawn(caps.tool_commands(), &staged)
             .context("cannot start the tool helper")?;
         helper = h;
@@ -148,6 +170,11 @@ fn run_inner(a: &RunArgs) -> Result<i32> {
             .tools(tools)
             .confine(policy(&caps, &staged), a.require_kernel_confinement);
     }
+    // Read before the run: a confined process may not read them after.
+    let hashes = match a.record {
+        Some(_) => Some((Some(hashed(&program)?), Some(hashed(&a.caps)?))),
+        None => None,
+    };
     let mut run = host.run(&component, opts)?;
     if a.no_kernel_confinement {
         // Every report of `run` says whether the second wall was up.
@@ -158,16 +185,25 @@ fn run_inner(a: &RunArgs) -> Result<i32> {
             ..KernelWall::default()
         });
     }
+    let mut texts = a.files.texts(&run.report, &run.audit)?;
+    if let (Some(path), Some(mut rec)) = (&a.record, run.recording.take()) {
+        (rec.component, rec.caps_file) = hashes.unwrap_or_default();
+        let text = serde_json::to_string(&rec).map_err(|e| Internal(e.to_string()))?;
+        texts.push((path.clone(), text));
+    }
     match &helper {
         Some(helper) => {
-            let texts = a.files.texts(&run.report, &run.audit)?;
             for (i, ((tmp, path), (_, text))) in staged.iter().zip(texts).enumerate() {
                 std::fs::write(tmp, text)
                     .and_then(|()| helper.rename(i))
                     .with_context(|| format!("cannot write {}", path.display()))?;
             }
         }
-        None => a.files.write(&run.report, &run.audit)?,
+        None => {
+            for (path, text) in &texts {
+                write_json_file(path, text)?;
+            }
+        }
     }
     // Waits for the helper: no run leaves a process behind.
     drop(helper);
@@ -246,4 +282,27 @@ fn summary(run: &WasmRun) -> String {
         mib(u.memory_peak_bytes.unwrap_or(0)),
         mib(l.memory_peak_bytes),
     )
+}
+
+/// A file named by its path and the SHA-256 of its bytes.
+fn hashed(path: &std::path::Path) -> Result<sbx_wasm::replay::Hashed> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(sbx_wasm::replay::Hashed {
+        path: path.display().to_string(),
+        sha256: sbx_wasm::replay::sha256_hex(&bytes),
+    })
+}
+
+/// This process's stdin, whole, for a recording: at most `limit` bytes.
+fn read_stdin(limit: u64) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let mut buf = Vec::new();
+    std::io::stdin()
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut buf)
+        .context("cannot read stdin for the recording")?;
+    if buf.len() as u64 > limit {
+        anyhow::bail!("stdin is over --record-max-bytes ({limit} bytes)");
+    }
+    Ok(buf)
 }

@@ -91,7 +91,8 @@ pub(crate) trait Request {
 /// What the audit log records about an effect beyond the rule that allowed
 /// it. Only a fetch fills it in today: the rule and address of its last
 /// hop, the status, the redirects followed, the headers dropped.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub(crate) struct Trace {
     /// The rule that allowed the last hop.
     pub rule: Option<String>,

@@ -6,8 +6,9 @@
 use super::{Failure, Mode, Sandbox};
 use crate::bound::record_target;
 use crate::budget::WriteMeter;
-use crate::fs::check_path;
+use crate::fs::{MountTable, OpenMount, check_path};
 use crate::op::Op;
+use crate::replay::{Recorder, Tape};
 use crate::violation::Denial;
 use std::sync::Arc;
 use std::time::Duration;
@@ -112,4 +113,45 @@ impl Sandbox {
         }
         Err(d)
     }
+
+    /// When recording: keep `guest` (reached through the mount at `via`)
+    /// as it is before the effect, the first time the guest meets it.
+    pub(crate) fn sight(&mut self, via: &str, guest: &str) {
+        let Some(Tape::Record(rec)) = &mut self.tape else {
+            return;
+        };
+        if let Some((mount, rel)) = below(&self.mounts, via, guest) {
+            rec.sight(mount, &rel);
+        }
+    }
+
+    /// When recording: keep folder `guest`'s entries, the first time the
+    /// guest lists it.
+    pub(crate) fn sight_listing(&mut self, via: &str, guest: &str) {
+        let Some(Tape::Record(rec)) = &mut self.tape else {
+            return;
+        };
+        if let Some((mount, rel)) = below(&self.mounts, via, guest) {
+            rec.listing(mount, &rel);
+        }
+    }
+
+    /// The recorder, when the run was recorded (taken at its end).
+    pub(crate) fn take_recorder(&mut self) -> Option<Recorder> {
+        match self.tape.take() {
+            Some(Tape::Record(rec)) => Some(*rec),
+            other => {
+                self.tape = other;
+                None
+            }
+        }
+    }
+}
+
+/// The mount at `via` and `guest`'s path below it.
+fn below<'a>(mounts: &'a MountTable, via: &str, guest: &str) -> Option<(&'a OpenMount, String)> {
+    let mount = mounts.by_guest(via)?;
+    let path = check_path(guest).ok()?;
+    let rel = path.strip_base(&mount.mount.guest)?;
+    Some((mount, rel))
 }

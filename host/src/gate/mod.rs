@@ -19,6 +19,7 @@ use crate::events::EventSink;
 use crate::fs::MountTable;
 use crate::net::{HttpNet, Net, Resolve, RunSecrets, SystemResolver};
 use crate::op::{Failure, Op, Output, SandboxResult};
+use crate::replay::Tape;
 use crate::report::{AuditEvent, DenialRecord, Limits, RunReport, Status};
 use crate::tools::ToolRegistry;
 use crate::violation::{Denial, Violation};
@@ -48,9 +49,18 @@ pub struct SandboxBuilder {
     cancel: Option<CancelHandle>,
     events: Option<EventSink>,
     secrets: Option<RunSecrets>,
+    tape: Option<Tape>,
 }
 
 impl SandboxBuilder {
+    /// Record the run, or answer it from a recording (the wasm door's
+    /// `record` and `replay`). Default: neither.
+    #[cfg_attr(not(feature = "wasm"), allow(dead_code))]
+    pub(crate) fn tape(mut self, tape: Tape) -> Self {
+        self.tape = Some(tape);
+        self
+    }
+
     /// The run's secret placeholders (the wasm door binds them before the
     /// guest's env is made). Default: fresh random ones.
     #[cfg_attr(not(feature = "wasm"), allow(dead_code))]
@@ -171,6 +181,7 @@ impl SandboxBuilder {
             audit: Vec::new(),
             denials: Vec::new(),
             secrets,
+            tape: self.tape,
         })
     }
 }
@@ -217,6 +228,7 @@ pub struct Sandbox {
     audit: Vec<AuditEvent>,
     denials: Vec<DenialRecord>,
     secrets: RunSecrets,
+    tape: Option<Tape>,
 }
 
 /// How [`Sandbox::run_with`] treats an op that passes the check.
@@ -243,6 +255,7 @@ impl Sandbox {
             cancel: None,
             events: None,
             secrets: None,
+            tape: None,
         }
     }
 
@@ -361,6 +374,11 @@ impl Sandbox {
             );
             return self.finish(&op, None, Err(Failure::Denied(d)));
         }
+        if let Some(Tape::Replay(rec)) = &self.tape
+            && let Some(d) = crate::replay::diverges(rec, self.seq, &op)
+        {
+            return self.finish(&op, None, Err(Failure::Denied(d)));
+        }
         self.ops += 1;
         self.elapsed = self.clock.now().saturating_sub(self.start);
         let budget = *self.caps.budget();
@@ -396,7 +414,14 @@ impl Sandbox {
         if let Mode::Admit(_) = mode {
             return self.finish(&op, Some(rule), Ok(Output::Admitted));
         }
-        let (outcome, trace) = self.perform(&op);
+        let (outcome, trace) = match &self.tape {
+            // Answered as recorded: nothing performed.
+            Some(Tape::Replay(rec)) => crate::replay::answer(rec, self.seq),
+            _ => self.perform(&op),
+        };
+        if let Some(Tape::Record(rec)) = &mut self.tape {
+            rec.answer(self.seq, &outcome, &trace);
+        }
         if op.request().is_some_and(|r| r.slow()) {
             // A fetch or a tool may take most of the budget: the record and
             // the report say when it ended, not when it began. (File ops

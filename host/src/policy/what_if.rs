@@ -68,12 +68,7 @@ pub struct WhatIf {
 pub fn what_if(audit: &[AuditEvent], caps: Capabilities) -> Result<WhatIf, Error> {
     // The check asks whether a tool is allowed and registered: register
     // every allowed name with a stand-in (checked only, never called).
-    let mut tools = crate::tools::ToolRegistry::new();
-    for name in caps.tools() {
-        tools.register(name.clone(), |_: &str| {
-            Err(crate::tools::ToolError::Failed("not run by what-if".into()))
-        });
-    }
+    let tools = crate::tools::ToolRegistry::stand_ins(&caps, "not run by what-if");
     let sandbox = Sandbox::builder(caps).tools(tools).build()?;
     let mut out = WhatIf::default();
     for e in audit {

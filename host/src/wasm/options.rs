@@ -30,6 +30,7 @@ use std::sync::Arc;
 /// | [`events`](RunOptions::events) | none |
 /// | [`confine`](RunOptions::confine) | none: no kernel wall |
 /// | [`in_place`](RunOptions::in_place) | off: an async run gets a thread of its own |
+/// | [`record`](RunOptions::record) | off: [`WasmRun::recording`] is `None` |
 ///
 /// # Examples
 ///
@@ -63,6 +64,7 @@ pub struct RunOptions {
     pub(super) events: Option<EventSink>,
     pub(super) confine: Option<(crate::confine::Policy, bool)>,
     pub(super) in_place: bool,
+    pub(super) tape: Option<crate::replay::TapeSpec>,
 }
 
 impl RunOptions {
@@ -85,12 +87,30 @@ impl RunOptions {
             events: None,
             confine: None,
             in_place: false,
+            tape: None,
         }
     }
 
     /// The grant.
     pub fn caps(&self) -> &Capabilities {
         &self.caps
+    }
+
+    /// Record the run: [`WasmRun::recording`] then holds what the host
+    /// handed the guest (see [`crate::replay`]), keeping at most `limit`
+    /// bytes of file contents and listings (past it a file is kept by size
+    /// only, and the recording says so). A recorded run is deterministic:
+    /// with the seed of [`deterministic`](RunOptions::deterministic) when
+    /// set, else a fresh random one. Its stdin must be given as bytes
+    /// ([`stdin`](RunOptions::stdin)), not inherited.
+    pub fn record(mut self, limit: u64) -> Self {
+        self.tape = Some(crate::replay::TapeSpec::Record { limit });
+        self
+    }
+
+    pub(crate) fn tape(mut self, tape: crate::replay::TapeSpec) -> Self {
+        self.tape = Some(tape);
+        self
     }
 
     /// `argv[0]` as the guest sees it.
@@ -230,4 +250,7 @@ pub struct WasmRun {
     pub stdout: Vec<u8>,
     /// What the guest wrote to stderr, when captured (the default).
     pub stderr: Vec<u8>,
+    /// The recording, when the run was recorded
+    /// ([`RunOptions::record`]).
+    pub recording: Option<crate::replay::Recording>,
 }

@@ -16,9 +16,11 @@ pub(super) fn finish(
     end: End,
     meter: &OutputMeter,
     kernel_wall: Option<crate::KernelWall>,
+    header: Option<crate::replay::Header>,
 ) -> WasmRun {
     let fuel_left = store.get_fuel().unwrap_or(0);
-    let state = store.into_data();
+    let mut state = store.into_data();
+    let recorder = state.gate.take_recorder();
     let budget = *state.gate.caps().budget();
     let mut report = state.gate.report();
     report.kernel_wall = kernel_wall;
@@ -58,12 +60,17 @@ pub(super) fn finish(
             trap = Some(message);
         }
     }
+    let audit = state.gate.audit().to_vec();
+    let recording = header
+        .zip(recorder)
+        .map(|(h, r)| h.assemble(r, &report, &audit));
     WasmRun {
         report,
-        audit: state.gate.audit().to_vec(),
+        audit,
         trap,
         stdout: Vec::new(),
         stderr: Vec::new(),
+        recording,
     }
 }
 

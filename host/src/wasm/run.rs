@@ -156,9 +156,10 @@ impl WasmHost {
             ));
         }
         let budget = *opts.caps.budget();
+        let mut opts = opts;
+        let header = record_header(&mut opts)?;
         let deterministic = opts.deterministic.is_some();
         let meter = Arc::new(OutputMeter::new(budget.max_output_bytes));
-        let mut opts = opts;
         let capture = Capture::new(&mut opts);
         let secrets = crate::net::RunSecrets::bind(opts.caps.secrets(), opts.deterministic);
         let (wasi, closed) = self.wasi_context(&opts, &meter, &secrets)?;
@@ -171,6 +172,7 @@ impl WasmHost {
             confine,
             cancel,
             events,
+            tape,
             ..
         } = opts;
         let clock: Arc<dyn Clock> = match (clock, deterministic) {
@@ -194,6 +196,9 @@ impl WasmHost {
         }
         if let Some(e) = events {
             gate = gate.events(e);
+        }
+        if let Some(t) = tape {
+            gate = gate.tape(crate::replay::Tape::from_spec(t));
         }
         let state = HostState {
             wasi,
@@ -239,7 +244,7 @@ impl WasmHost {
                 }
             },
         };
-        let mut run = finish(store, end, &meter, kernel_wall);
+        let mut run = finish(store, end, &meter, kernel_wall, header);
         for (name, flag) in closed {
             if flag.load(std::sync::atomic::Ordering::SeqCst) {
                 run.report.notes.push(format!(
@@ -446,4 +451,30 @@ impl Capture {
         };
         (take(self.stdout), take(self.stderr))
     }
+}
+
+/// For a recorded run: make it deterministic (a fresh seed unless one was
+/// set) and keep what it starts with.
+fn record_header(opts: &mut RunOptions) -> Result<Option<crate::replay::Header>, LoadError> {
+    if !matches!(opts.tape, Some(crate::replay::TapeSpec::Record { .. })) {
+        return Ok(None);
+    }
+    if opts.inherit_stdin {
+        return Err(setup(
+            "a recorded run needs its stdin as bytes (RunOptions::stdin), not inherited".into(),
+        ));
+    }
+    let seed = match opts.deterministic {
+        Some(seed) => seed,
+        None => getrandom::u64()
+            .map_err(|e| setup(format!("no randomness for a recording's seed: {e}")))?,
+    };
+    opts.deterministic = Some(seed);
+    Ok(Some(crate::replay::Header::new(
+        &opts.caps,
+        &opts.program_name,
+        &opts.args,
+        &opts.stdin,
+        seed,
+    )))
 }

@@ -14,12 +14,14 @@ mod mount;
 mod path;
 mod plan;
 mod request;
+mod snapshot;
 
 pub use mount::{Access, Entry, Mount, Stat};
 pub(crate) use mount::{FsError, MountTable, OpenMount};
 pub use path::{GuestPath, MAX_PATH_BYTES, canonical, check_path, has_traversal};
 pub(crate) use plan::{PLAN_OPS, aimed_at, from_plan};
 pub use request::FsOp;
+pub(crate) use snapshot::Found;
 
 use crate::capability::Output;
 use crate::capability::Trace;

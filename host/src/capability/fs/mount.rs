@@ -83,7 +83,7 @@ impl From<io::Error> for FsError {
 #[derive(Debug)]
 pub(crate) struct OpenMount {
     pub(crate) mount: Mount,
-    dir: Dir,
+    pub(super) dir: Dir,
 }
 
 /// A directory entry as listed to the caller.
@@ -106,7 +106,7 @@ pub struct Stat {
     pub writable: bool,
 }
 
-fn kind_name(ft: cap_std::fs::FileType) -> &'static str {
+pub(super) fn kind_name(ft: cap_std::fs::FileType) -> &'static str {
     if ft.is_dir() {
         "dir"
     } else if ft.is_file() {

@@ -215,6 +215,20 @@ impl ToolRegistry {
         self
     }
 
+    /// A stand-in for every tool `caps` allows, failing with `why` if ever
+    /// called: for a gate that only decides (what-if) or answers from a
+    /// recording (replay), since the check asks that an allowed tool be
+    /// registered.
+    pub(crate) fn stand_ins(caps: &crate::Capabilities, why: &'static str) -> Self {
+        let mut tools = Self::new();
+        for name in caps.tools() {
+            tools.register(name.clone(), move |_: &str| {
+                Err(ToolError::Failed(why.into()))
+            });
+        }
+        tools
+    }
+
     /// The tool registered under `name`.
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
         self.tools.get(name)

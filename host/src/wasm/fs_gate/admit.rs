@@ -95,12 +95,16 @@ impl HostState {
         let op = make(full.clone());
         let write = matches!(&op, Op::Fs(r) if r.access() == crate::fs::Access::ReadWrite);
         match self.gate.admit_via(op, &via) {
-            Ok(seq) => Ok(Ok(Admitted {
-                full,
-                via,
-                seq,
-                write,
-            })),
+            Ok(seq) => {
+                // A recording keeps the path as it is before the effect.
+                self.gate.sight(&via, &full);
+                Ok(Ok(Admitted {
+                    full,
+                    via,
+                    seq,
+                    write,
+                }))
+            }
             Err(d) if d.hard => Err(hard(d)),
             Err(d) => Ok(Err(code(&d, self.gate.mount_access(&via).is_some()))),
         }

@@ -318,6 +318,23 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
         },
     )?;
 
+    t.func_wrap_async(
+        "[method]descriptor.read-directory",
+        |mut store, (fd,): (Resource<Descriptor>,)| {
+            Box::new(async move {
+                let state = store.data_mut();
+                // A recording keeps the folder's entries as first listed.
+                if let Some(dir) = state.fs_paths.get(&fd.rep()).cloned() {
+                    state.gate.sight_listing(&dir.via, &dir.path);
+                }
+                match state.filesystem().read_directory(fd).await {
+                    Ok(entries) => Ok((Ok(entries),)),
+                    Err(e) => Ok((Err(e.downcast()?),)),
+                }
+            })
+        },
+    )?;
+
     // Writes that take no path: charged to the write quota.
     t.func_wrap_async(
         "[method]descriptor.write",
