@@ -3,11 +3,14 @@
 //! recording.
 
 use crate::common::{engine_for, open_cache};
-use crate::exit::{EXIT_REPLAY_DIVERGED, EXIT_RUN_HARD_LIMIT, EXIT_RUN_SETUP, EXIT_RUN_TRAP, describe};
+use crate::exit::{
+    EXIT_REPLAY_DIVERGED, EXIT_RUN_HARD_LIMIT, EXIT_RUN_SETUP, EXIT_RUN_TRAP, describe,
+};
 use crate::output::OutputFiles;
 use anyhow::{Context, Result};
 use sbx_wasm::replay::{Recording, Replay, sha256_hex};
 use sbx_wasm::report::{RunReport, Status};
+use sbx_wasm::wasm::RunOptions;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -71,8 +74,7 @@ fn replay(a: &ReplayArgs) -> Result<i32> {
         Err(_) => host,
     };
     let agent = host.load(&component)?;
-    let opts = replay
-        .options()
+    let opts = RunOptions::replaying(&replay)
         .stdout(Arc::new(Mutex::new(std::io::stdout())))
         .stderr(Arc::new(Mutex::new(std::io::stderr())))
         .cancel(cancel);

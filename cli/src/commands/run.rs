@@ -88,6 +88,9 @@ impl RunArgs {
 fn run_inner(a: &RunArgs) -> Result<i32> {
     // From the start: a Ctrl-C during a long first compile still ends the
     // run as cancelled, with its report.
+    if a.seed.is_some() && !a.deterministic && a.record.is_none() {
+        anyhow::bail!("--seed needs --deterministic or --record");
+    }
     let cancel = crate::common::cancel_on_signals()?;
     let caps = load_caps(&a.caps)?;
     if a.require_kernel_confinement {
@@ -134,13 +137,11 @@ fn run_inner(a: &RunArgs) -> Result<i32> {
         .args(args)
         // Streamed, never read ahead: `sleep 100 | sbx-wasm run ...` must
         // not wait for the pipe to close before the guest starts.
-        .inherit_stdin(!a.no_stdin && !std::io::stdin().is_terminal())
+        // (A recorded run reads it whole first, below.)
+        .inherit_stdin(a.record.is_none() && !a.no_stdin && !std::io::stdin().is_terminal())
         // The guest's output is the command's output, as it is written.
         .stdout(Arc::new(Mutex::new(std::io::stdout())))
         .stderr(Arc::new(Mutex::new(std::io::stderr())));
-    if a.seed.is_some() && !a.deterministic && a.record.is_none() {
-        anyhow::bail!("--seed needs --deterministic or --record");
-    }
     if a.deterministic || a.seed.is_some() {
         opts = opts.deterministic(a.seed.unwrap_or(0));
     }

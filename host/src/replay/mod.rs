@@ -17,6 +17,9 @@
 //! the recorded op of the same sequence number: the first that differs
 //! halts the run as `replay_diverged`, and [`Replay::verdict`] names it.
 
+// Without the wasm door nothing records (the plan door has no replay yet).
+#![cfg_attr(not(feature = "wasm"), allow(dead_code))]
+
 mod format;
 mod recorder;
 mod tree;
@@ -202,12 +205,12 @@ impl Header {
 ///
 /// ```no_run
 /// use sbx_wasm::replay::{Recording, Replay};
-/// use sbx_wasm::wasm::WasmHost;
+/// use sbx_wasm::wasm::{RunOptions, WasmHost};
 ///
 /// let replay = Replay::new(Recording::read("run.sbxrec")?)?;
 /// let host = WasmHost::new()?;
 /// let agent = host.load("agent.wasm")?;
-/// let mut run = host.run(&agent, replay.options())?;
+/// let mut run = host.run(&agent, RunOptions::replaying(&replay))?;
 /// match replay.settle(&run.report, &mut run.audit).divergence {
 ///     Some(d) => println!("diverged: {d}"),
 ///     None => println!("same ops as recorded"),
@@ -257,20 +260,10 @@ impl Replay {
             .collect()
     }
 
-    /// Options that run a component as recorded: the grant over the
-    /// copies, the recorded `argv`, stdin and seed, fetches and tool
-    /// calls answered from the recording.
-    #[cfg(feature = "wasm")]
-    pub fn options(&self) -> crate::wasm::RunOptions {
-        let caps = self.trees.caps.clone();
-        let tools = crate::tools::ToolRegistry::stand_ins(&caps, "not run by a replay");
-        crate::wasm::RunOptions::new(caps)
-            .program_name(self.recording.program_name.clone())
-            .args(self.recording.args.clone())
-            .stdin(self.recording.stdin.0.clone())
-            .deterministic(self.recording.seed)
-            .tools(tools)
-            .tape(TapeSpec::Replay(self.recording.clone()))
+    /// The recording, shared with the run that replays it.
+    #[cfg_attr(not(feature = "wasm"), allow(dead_code))]
+    pub(crate) fn shared(&self) -> Arc<Recording> {
+        self.recording.clone()
     }
 
     /// Make a replayed run's audit name the recorded host folders where

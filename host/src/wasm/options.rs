@@ -91,6 +91,22 @@ impl RunOptions {
         }
     }
 
+    /// Options that run a component as `replay` recorded it: the recorded
+    /// grant over the replay's copies of the mounts, the recorded `argv`,
+    /// stdin and seed; fetches and tool calls answered from the recording
+    /// (tools registered as stand-ins, never run).
+    pub fn replaying(replay: &crate::replay::Replay) -> Self {
+        let caps = replay.caps().clone();
+        let rec = replay.recording();
+        RunOptions::new(caps.clone())
+            .program_name(rec.program_name.clone())
+            .args(rec.args.clone())
+            .stdin(rec.stdin.0.clone())
+            .deterministic(rec.seed)
+            .tools(ToolRegistry::stand_ins(&caps, "not run by a replay"))
+            .tape(crate::replay::TapeSpec::Replay(replay.shared()))
+    }
+
     /// The grant.
     pub fn caps(&self) -> &Capabilities {
         &self.caps

@@ -12,6 +12,7 @@ mod mcp;
 mod policy;
 mod python;
 mod python_api;
+mod replay;
 mod secrets;
 mod seed_behaviours;
 mod wasi;

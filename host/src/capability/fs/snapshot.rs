@@ -2,6 +2,8 @@
 //! first met it, and a folder's entries, read through the mount's own
 //! handle (so a symlink leading out of the mount is never followed here
 //! either).
+// Only the wasm door records.
+#![cfg_attr(not(feature = "wasm"), allow(dead_code))]
 
 use super::mount::{OpenMount, kind_name};
 use std::io::Read;
