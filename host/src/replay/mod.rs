@@ -209,7 +209,7 @@ impl Header {
 ///
 /// let replay = Replay::new(Recording::read("run.sbxrec")?)?;
 /// let host = WasmHost::new()?;
-/// let agent = host.load("agent.wasm")?;
+/// let agent = host.load(std::path::Path::new("agent.wasm"))?;
 /// let mut run = host.run(&agent, RunOptions::replaying(&replay))?;
 /// match replay.settle(&run.report, &mut run.audit).divergence {
 ///     Some(d) => println!("diverged: {d}"),

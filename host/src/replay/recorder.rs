@@ -57,7 +57,6 @@ impl Recorder {
             if !self.seen.insert((guest.clone(), path.clone())) {
                 return;
             }
-            // Parents first, so a replay can make them as folders.
             let left = self.limit.saturating_sub(self.used);
             let found = mount.snapshot(&path, left);
             let mut rec = FileRecord {
@@ -113,6 +112,13 @@ impl Recorder {
     pub(crate) fn listing(&mut self, mount: &OpenMount, path: &str) {
         let guest = mount.mount.guest.as_str().to_string();
         if !self.listed.insert((guest.clone(), path.to_string())) {
+            return;
+        }
+        if self.used >= self.limit {
+            self.notes.push(format!(
+                "{}: its entries were not kept: over the recording's size limit",
+                join(&guest, path)
+            ));
             return;
         }
         let Some(entries) = mount.listing(path, MAX_LISTED) else {

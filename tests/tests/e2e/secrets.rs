@@ -8,6 +8,7 @@
 
 use base64::Engine as _;
 use sbx_wasm::events::{Event, EventSink};
+use sbx_wasm::replay::Replay;
 use sbx_wasm::wasm::{RunOptions, WasmHost};
 use sbx_wasm::{Capabilities, Sandbox};
 use sbx_wasm_tests::{LoopbackServer, guest, mount_caps, mount_tree, python_runner, sbx_bin};
@@ -258,4 +259,41 @@ fn a_python_script_uses_a_secret_from_the_caps_file() {
         !check.status.success() && err.contains("secrets.API_TOKEN.from_env"),
         "{err}"
     );
+}
+
+#[test]
+fn a_recording_keeps_no_secret_and_replays_without_it() {
+    let (bound, other) = (LoopbackServer::start(), LoopbackServer::start());
+    let out = tempfile::tempdir().unwrap();
+    let caps = caps(&bound, &other)
+        .to_builder()
+        .unwrap()
+        .write_mount(out.path(), "/work/out")
+        .build()
+        .unwrap();
+    let host = WasmHost::new().unwrap();
+    let agent = host.load(&guest("secret_use")).unwrap();
+    let args = [
+        "API_TOKEN".to_string(),
+        format!("{}/reflect", bound.origin()),
+        format!("{}/reflect", other.origin()),
+    ];
+    let opts = RunOptions::new(caps).args(args).record(1 << 20);
+    let run = host.run(&agent, opts).unwrap();
+    assert_eq!(run.report.exit_code, Some(0), "{:?}", run.trap);
+    let rec = run.recording.clone().expect("recorded");
+    let text = serde_json::to_string(&rec).unwrap();
+    assert_clean("the recording", &text);
+    assert_eq!(rec.secrets[0].name, "API_TOKEN");
+    let seen = (bound.connections(), other.connections());
+
+    // Replayed with no value anywhere: the answers hold what the guest got.
+    let replay = Replay::new(rec).unwrap();
+    let mut again = host.run(&agent, RunOptions::replaying(&replay)).unwrap();
+    let verdict = replay.settle(&again.report, &mut again.audit);
+    assert!(verdict.same_outcome, "{verdict:?}");
+    assert_eq!(again.stdout, run.stdout);
+    assert_eq!(again.audit, run.audit);
+    assert_eq!(again.report.secret_uses, run.report.secret_uses);
+    assert_eq!((bound.connections(), other.connections()), seen);
 }
