@@ -51,6 +51,8 @@ pub mod confine;
 pub mod error;
 pub mod events;
 mod failure;
+#[cfg(feature = "fuzzing")]
+pub mod fuzz_agent;
 pub mod gate;
 pub mod op;
 pub mod plan;

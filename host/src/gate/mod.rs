@@ -414,9 +414,14 @@ impl Sandbox {
         if let Mode::Admit(_) = mode {
             return self.finish(&op, Some(rule), Ok(Output::Admitted));
         }
-        let (outcome, trace) = match &self.tape {
-            // Answered as recorded: nothing performed.
-            Some(Tape::Replay(rec)) => crate::replay::answer(rec, self.seq),
+        let scripted = match &mut self.tape {
+            Some(Tape::Script(script)) => script.next(&op),
+            _ => None,
+        };
+        let (outcome, trace) = match (&self.tape, scripted) {
+            // Answered as recorded, or as scripted: nothing performed.
+            (_, Some(answer)) => answer,
+            (Some(Tape::Replay(rec)), None) => crate::replay::answer(rec, self.seq),
             _ => self.perform(&op),
         };
         if let Some(Tape::Record(rec)) = &mut self.tape {

@@ -52,12 +52,15 @@ pub(crate) enum TapeSpec {
     Record { limit: u64 },
     /// Replay this recording.
     Replay(Arc<Recording>),
+    /// Answer fetches and tool calls from this script, in order.
+    Script(Script),
 }
 
 /// The gate's side of a recording.
 pub(crate) enum Tape {
     Record(Box<Recorder>),
     Replay(Arc<Recording>),
+    Script(Script),
 }
 
 impl Tape {
@@ -65,6 +68,43 @@ impl Tape {
         match spec {
             TapeSpec::Record { limit } => Tape::Record(Box::new(Recorder::new(limit))),
             TapeSpec::Replay(r) => Tape::Replay(r),
+            TapeSpec::Script(s) => Tape::Script(s),
+        }
+    }
+}
+
+/// Answers chosen by someone else (a fuzzer): each fetch gets the next
+/// page, each tool call the next output; past the end, a fetch gets an
+/// empty 404 and a tool call an empty output. Nothing is performed.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Script {
+    pub(crate) pages: std::collections::VecDeque<(u16, Vec<u8>)>,
+    pub(crate) tools: std::collections::VecDeque<String>,
+}
+
+impl Script {
+    /// The scripted answer to `op`, or `None` for an op this script does
+    /// not answer (a plan's file op).
+    pub(crate) fn next(&mut self, op: &Op) -> Option<(Result<Output, Failure>, Trace)> {
+        match op {
+            Op::Net(_) => {
+                let (status, body) = self.pages.pop_front().unwrap_or((404, Vec::new()));
+                let trace = Trace {
+                    status: Some(status),
+                    ..Trace::default()
+                };
+                let out = Output::Response {
+                    status,
+                    headers: Vec::new(),
+                    body: crate::capability::Content(body),
+                };
+                Some((Ok(out), trace))
+            }
+            Op::Tool(_) => {
+                let output = self.tools.pop_front().unwrap_or_default();
+                Some((Ok(Output::ToolOutput { output }), Trace::default()))
+            }
+            _ => None,
         }
     }
 }

@@ -6,6 +6,7 @@
 mod abuse;
 mod cli;
 mod egress;
+mod fuzz_agent;
 mod hostile;
 mod kernel;
 mod mcp;

@@ -1,0 +1,190 @@
+//! Fuzz your own agent: run a guest with host answers a fuzzer chose (file
+//! contents, fetched pages, tool outputs, stdin) and check what it then
+//! tried. A prompt-injected page is a hostile host answer; with the sandbox
+//! in the loop, every attempt it steers the agent into is refused and on
+//! record, so a property such as "never attempts a denied fetch" can be
+//! checked on each input.
+//!
+//! Nothing real is touched: the mounts are private copies made from a
+//! recording (`sbx-wasm run --record`) with the fuzzer's contents in place
+//! of the recorded ones, and fetches and tool calls are answered from the
+//! input, in order. The run is deterministic (the recording's seed), so a
+//! finding replays exactly.
+//!
+//! # Examples
+//!
+//! ```no_run
+//! use sbx_wasm::fuzz_agent::{AgentFuzzer, HostAnswers, Property};
+//! use sbx_wasm::replay::Recording;
+//! use sbx_wasm::Violation;
+//!
+//! let fuzzer = AgentFuzzer::new(
+//!     std::path::Path::new("agent.wasm"),
+//!     Recording::read("agent.sbxrec")?,
+//! )?;
+//! // In a `fuzz_target!(|answers: HostAnswers| { ... })`:
+//! let answers = fuzzer.seed_answers();
+//! let run = fuzzer.run(&answers)?;
+//! if let Err(finding) = run.check(&[Property::NeverDenied(Violation::EgressDenied)]) {
+//!     panic!("{finding}");
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod property;
+mod search;
+
+pub use property::{Finding, Property};
+pub use search::{Search, SearchOutcome};
+
+use crate::error::Error;
+use crate::replay::{AnswerResult, Recording, Replay, Script, TapeSpec};
+use crate::report::{AuditEvent, RunReport};
+use crate::tools::ToolRegistry;
+use crate::wasm::{PreparedAgent, RunOptions, WasmHost};
+use crate::{Output, capability::Content};
+use serde::{Deserialize, Serialize};
+
+/// What the host answers the guest in one fuzzed run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+pub struct HostAnswers {
+    /// The guest's stdin.
+    pub stdin: Vec<u8>,
+    /// Contents for the recording's files, in the order the guest first met
+    /// them (a file past the end keeps its recorded content).
+    pub files: Vec<Vec<u8>>,
+    /// The answer to each fetch, in order (past the end: an empty 404).
+    pub pages: Vec<Page>,
+    /// The output of each tool call, in order (past the end: empty).
+    pub tools: Vec<String>,
+}
+
+/// One fetch's answer.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+pub struct Page {
+    /// The HTTP status.
+    pub status: u16,
+    /// The body.
+    pub body: Vec<u8>,
+}
+
+/// A component, its grant and its inputs (from a recording), ready to be
+/// run again and again with other host answers.
+pub struct AgentFuzzer {
+    host: WasmHost,
+    agent: PreparedAgent,
+    base: Recording,
+}
+
+/// One fuzzed run: what the guest was given and what it did.
+#[derive(Clone, Debug)]
+pub struct FuzzRun {
+    /// The host answers it ran with.
+    pub answers: HostAnswers,
+    /// The run report.
+    pub report: RunReport,
+    /// Every decision, in order.
+    pub audit: Vec<AuditEvent>,
+    /// What the guest wrote to stdout.
+    pub stdout: Vec<u8>,
+    /// What the guest wrote to stderr.
+    pub stderr: Vec<u8>,
+    /// The trap message, when it trapped.
+    pub trap: Option<String>,
+}
+
+impl AgentFuzzer {
+    /// Compile `component` once, to run it under `recording`'s grant,
+    /// arguments and seed.
+    pub fn new(component: &std::path::Path, recording: Recording) -> Result<Self, Error> {
+        // The engine `run` would pick: no fuel instrumentation for a
+        // wall-only grant.
+        let metered = Replay::new(recording.clone())?.caps().budget().meter_fuel;
+        let host = if metered {
+            WasmHost::new()
+        } else {
+            WasmHost::new_unmetered()
+        }
+        .map_err(|e| Error::Setup(e.to_string()))?;
+        let loaded = host
+            .load(component)
+            .map_err(|e| Error::Setup(e.to_string()))?;
+        let agent = host
+            .prepare(&loaded)
+            .map_err(|e| Error::Setup(e.to_string()))?;
+        Ok(AgentFuzzer {
+            host,
+            agent,
+            base: recording,
+        })
+    }
+
+    /// The recording's own answers: the natural first corpus entry.
+    pub fn seed_answers(&self) -> HostAnswers {
+        let rec = &self.base;
+        let mut a = HostAnswers {
+            stdin: rec.stdin.0.clone(),
+            ..HostAnswers::default()
+        };
+        for f in rec.files.iter().filter(|f| f.kind == "file") {
+            let content = f.blob.as_ref().and_then(|b| rec.blobs.get(b));
+            a.files
+                .push(content.map(|c| c.0.clone()).unwrap_or_default());
+        }
+        for ans in &rec.answers {
+            match &ans.result {
+                AnswerResult::Ok(Output::Response { status, body, .. }) => a.pages.push(Page {
+                    status: *status,
+                    body: body.0.clone(),
+                }),
+                AnswerResult::Ok(Output::ToolOutput { output }) => a.tools.push(output.clone()),
+                _ => {}
+            }
+        }
+        a
+    }
+
+    /// Run the guest once with `answers`. Nothing real is touched.
+    pub fn run(&self, answers: &HostAnswers) -> Result<FuzzRun, Error> {
+        let mut rec = self.base.clone();
+        rec.stdin = Content(answers.stdin.clone());
+        let mut next = answers.files.iter();
+        for f in rec.files.iter_mut().filter(|f| f.kind == "file") {
+            let Some(content) = next.next() else { break };
+            let key = crate::replay::sha256_hex(content);
+            rec.blobs.insert(key.clone(), Content(content.clone()));
+            f.size = content.len() as u64;
+            f.blob = Some(key);
+        }
+        let replay = Replay::new(rec)?;
+        let r = replay.recording();
+        let caps = replay.caps().clone();
+        let script = Script {
+            pages: answers
+                .pages
+                .iter()
+                .map(|p| (p.status, p.body.clone()))
+                .collect(),
+            tools: answers.tools.iter().cloned().collect(),
+        };
+        let opts = RunOptions::new(caps.clone())
+            .program_name(r.program_name.clone())
+            .args(r.args.clone())
+            .stdin(answers.stdin.clone())
+            .deterministic(r.seed)
+            .tools(ToolRegistry::stand_ins(&caps, "not run while fuzzing"))
+            .tape(TapeSpec::Script(script));
+        let run = self
+            .host
+            .run_prepared(&self.agent, opts)
+            .map_err(|e| Error::Setup(e.to_string()))?;
+        Ok(FuzzRun {
+            answers: answers.clone(),
+            report: run.report,
+            audit: run.audit,
+            stdout: run.stdout,
+            stderr: run.stderr,
+            trap: run.trap,
+        })
+    }
+}
