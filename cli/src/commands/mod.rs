@@ -4,6 +4,7 @@
 mod cache;
 mod check;
 mod exec;
+mod fuzz_init;
 mod kernel_check;
 mod policy;
 mod replay;
@@ -55,6 +56,9 @@ enum Command {
     /// no file, network or tool touched; says where it departs from it.
     #[command(after_help = EXIT_CODES)]
     Replay(replay::ReplayArgs),
+    /// Write a cargo-fuzz project that fuzzes an agent with the host's
+    /// answers (pages, tool outputs, files, stdin), seeded from a recording.
+    FuzzInit(fuzz_init::FuzzInitArgs),
 }
 
 impl Cli {
@@ -70,6 +74,7 @@ impl Cli {
             Command::Mcp(c) => crate::exit::finish(c.execute()),
             Command::Policy(c) => crate::exit::finish(c.execute()),
             Command::Replay(c) => c.execute(),
+            Command::FuzzInit(c) => crate::exit::finish(c.execute()),
         }
     }
 }

@@ -45,18 +45,60 @@ use crate::wasm::{PreparedAgent, RunOptions, WasmHost};
 use crate::{Output, capability::Content};
 use serde::{Deserialize, Serialize};
 
-/// What the host answers the guest in one fuzzed run.
+/// What the host answers the guest in one fuzzed run. In JSON, bytes are
+/// `{"text": ...}` when they are UTF-8 and `{"base64": ...}` otherwise.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
 pub struct HostAnswers {
     /// The guest's stdin.
+    #[serde(with = "bytes")]
     pub stdin: Vec<u8>,
     /// Contents for the recording's files, in the order the guest first met
     /// them (a file past the end keeps its recorded content).
+    #[serde(with = "bytes_list")]
     pub files: Vec<Vec<u8>>,
     /// The answer to each fetch, in order (past the end: an empty 404).
     pub pages: Vec<Page>,
     /// The output of each tool call, in order (past the end: empty).
     pub tools: Vec<String>,
+}
+
+impl HostAnswers {
+    /// What `rec`'s guest was answered: its stdin, the contents of the
+    /// files it met, its pages and tool outputs.
+    pub fn from_recording(rec: &Recording) -> HostAnswers {
+        let mut a = HostAnswers {
+            stdin: rec.stdin.0.clone(),
+            ..HostAnswers::default()
+        };
+        for f in rec.files.iter().filter(|f| f.kind == "file") {
+            let content = f.blob.as_ref().and_then(|b| rec.blobs.get(b));
+            a.files
+                .push(content.map(|c| c.0.clone()).unwrap_or_default());
+        }
+        for ans in &rec.answers {
+            match &ans.result {
+                AnswerResult::Ok(Output::Response { status, body, .. }) => a.pages.push(Page {
+                    status: *status,
+                    body: body.0.clone(),
+                }),
+                AnswerResult::Ok(Output::ToolOutput { output }) => a.tools.push(output.clone()),
+                _ => {}
+            }
+        }
+        a
+    }
+
+    /// A fuzzer's input as host answers: JSON (as a finding prints them,
+    /// and as `sbx-wasm fuzz-init` seeds the corpus) when it parses, else
+    /// the bytes read by `arbitrary`. So a corpus seeded from a recording
+    /// mutates readable answers, and any bytes still make an input.
+    pub fn from_fuzz_input(data: &[u8]) -> HostAnswers {
+        if let Ok(a) = serde_json::from_slice(data) {
+            return a;
+        }
+        let mut u = arbitrary::Unstructured::new(data);
+        <HostAnswers as arbitrary::Arbitrary>::arbitrary(&mut u).unwrap_or_default()
+    }
 }
 
 /// One fetch's answer.
@@ -65,7 +107,37 @@ pub struct Page {
     /// The HTTP status.
     pub status: u16,
     /// The body.
+    #[serde(with = "bytes")]
     pub body: Vec<u8>,
+}
+
+/// Bytes as [`Content`] in JSON: text when they are UTF-8.
+mod bytes {
+    use crate::capability::Content;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(v: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        Content(v.to_vec()).serialize(s)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        Content::deserialize(d).map(|c| c.0)
+    }
+}
+
+/// A list of byte strings, each as [`Content`].
+mod bytes_list {
+    use crate::capability::Content;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(v: &[Vec<u8>], s: S) -> Result<S::Ok, S::Error> {
+        let list: Vec<Content> = v.iter().map(|b| Content(b.clone())).collect();
+        list.serialize(s)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Vec<u8>>, D::Error> {
+        Vec::<Content>::deserialize(d).map(|l| l.into_iter().map(|c| c.0).collect())
+    }
 }
 
 /// A component, its grant and its inputs (from a recording), ready to be
@@ -95,10 +167,9 @@ pub struct FuzzRun {
 
 impl AgentFuzzer {
     /// Compile `component` once, to run it under `recording`'s grant,
-    /// arguments and seed.
+    /// arguments and seed, on the engine `run` would pick (no fuel
+    /// instrumentation for a wall-only grant).
     pub fn new(component: &std::path::Path, recording: Recording) -> Result<Self, Error> {
-        // The engine `run` would pick: no fuel instrumentation for a
-        // wall-only grant.
         let metered = Replay::new(recording.clone())?.caps().budget().meter_fuel;
         let host = if metered {
             WasmHost::new()
@@ -106,6 +177,16 @@ impl AgentFuzzer {
             WasmHost::new_unmetered()
         }
         .map_err(|e| Error::Setup(e.to_string()))?;
+        Self::with_host(host, component, recording)
+    }
+
+    /// [`AgentFuzzer::new`] on a host of the caller's (one with an
+    /// artifact cache, say: the Python runner compiles once).
+    pub fn with_host(
+        host: WasmHost,
+        component: &std::path::Path,
+        recording: Recording,
+    ) -> Result<Self, Error> {
         let loaded = host
             .load(component)
             .map_err(|e| Error::Setup(e.to_string()))?;
@@ -121,27 +202,7 @@ impl AgentFuzzer {
 
     /// The recording's own answers: the natural first corpus entry.
     pub fn seed_answers(&self) -> HostAnswers {
-        let rec = &self.base;
-        let mut a = HostAnswers {
-            stdin: rec.stdin.0.clone(),
-            ..HostAnswers::default()
-        };
-        for f in rec.files.iter().filter(|f| f.kind == "file") {
-            let content = f.blob.as_ref().and_then(|b| rec.blobs.get(b));
-            a.files
-                .push(content.map(|c| c.0.clone()).unwrap_or_default());
-        }
-        for ans in &rec.answers {
-            match &ans.result {
-                AnswerResult::Ok(Output::Response { status, body, .. }) => a.pages.push(Page {
-                    status: *status,
-                    body: body.0.clone(),
-                }),
-                AnswerResult::Ok(Output::ToolOutput { output }) => a.tools.push(output.clone()),
-                _ => {}
-            }
-        }
-        a
+        HostAnswers::from_recording(&self.base)
     }
 
     /// Run the guest once with `answers`. Nothing real is touched.

@@ -3,13 +3,13 @@
 //! by `sbx_wasm::fuzz_agent` with pages chosen by the search: it is found
 //! attempting a fetch its grant forbids, within a bounded number of runs;
 //! the finding replays exactly; the fixed summariser (same-origin links
-//! only) survives the same search.
+//! only) survives the same search. The same for a Python agent.
 
 use sbx_wasm::Capabilities;
 use sbx_wasm::Violation;
 use sbx_wasm::fuzz_agent::{AgentFuzzer, Property, Search};
-use sbx_wasm::wasm::{RunOptions, WasmHost};
-use sbx_wasm_tests::{LoopbackServer, guest};
+use sbx_wasm::wasm::{ArtifactCache, RunOptions, WasmHost};
+use sbx_wasm_tests::{LoopbackServer, guest, python_runner, repo_root, sbx_bin};
 use std::time::Instant;
 
 /// A recording of `name` summarising the loopback server's `/status`.
@@ -85,4 +85,121 @@ fn the_search_steers_the_naive_agent_and_not_the_fixed_one() {
     // Its seed answers break nothing either, and it did follow a link
     // somewhere in the search (so the fix was exercised).
     assert!(outcome.kept > 1, "the search found no new behaviour");
+}
+
+#[test]
+fn the_search_steers_a_python_agent_run_in_the_runner() {
+    let server = LoopbackServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("caps.toml"),
+        format!("[net]\nallow = [\"{}\"]\n", server.origin()),
+    )
+    .unwrap();
+    let script = repo_root().join("examples/fuzz-agent/summarize.py");
+    let cache = super::python::warm_cache();
+    let out = std::process::Command::new(sbx_bin())
+        .env("SBX_WASM_CACHE_DIR", cache)
+        .current_dir(d)
+        .args([
+            "run",
+            "--caps",
+            "caps.toml",
+            "--no-stdin",
+            "--record",
+            "py.sbxrec",
+        ])
+        .arg("--python-runner")
+        .arg(python_runner())
+        .arg(&script)
+        .arg("--")
+        .arg(format!("{}/status", server.origin()))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "summary: ok\n");
+    let rec = sbx_wasm::replay::Recording::read(d.join("py.sbxrec")).unwrap();
+    let host = WasmHost::new()
+        .unwrap()
+        .with_cache(ArtifactCache::open(cache).unwrap());
+    let fuzzer = AgentFuzzer::with_host(host, &python_runner(), rec).unwrap();
+    let started = Instant::now();
+    let outcome = Search::new(&fuzzer, NEVER_EGRESS())
+        .words(["more: "])
+        .max_runs(1_500)
+        .run()
+        .unwrap();
+    let finding = outcome.finding.expect("the Python agent is steered");
+    eprintln!(
+        "summarize.py: found in {} runs, {:.1?}:\n{finding}",
+        outcome.runs,
+        started.elapsed()
+    );
+    assert!(finding.what.contains("net_fetch"), "{finding}");
+}
+
+#[test]
+fn fuzz_init_writes_a_project_seeded_from_the_recording() {
+    let server = LoopbackServer::start();
+    let rec = recorded("summarizer", &server);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    rec.write(d.join("run.sbxrec")).unwrap();
+    let component = guest("summarizer");
+    let init = |out: &str, never: &str| {
+        std::process::Command::new(sbx_bin())
+            .current_dir(d)
+            .args([
+                "fuzz-init",
+                "--recording",
+                "run.sbxrec",
+                "--out",
+                out,
+                "--never",
+                never,
+            ])
+            .arg("--component")
+            .arg(&component)
+            .output()
+            .unwrap()
+    };
+    let o = init("gen", "egress_denied");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let target = std::fs::read_to_string(d.join("gen/fuzz_targets/agent.rs")).unwrap();
+    assert!(
+        target.contains("Property::NeverDenied(Violation::EgressDenied)"),
+        "{target}"
+    );
+    assert!(target.contains(&format!("{:?}", component.display().to_string())));
+    let manifest = std::fs::read_to_string(d.join("gen/Cargo.toml")).unwrap();
+    assert!(manifest.contains("features = [\"fuzzing\"]"), "{manifest}");
+    // The corpus entry is the recording's answers, as readable JSON.
+    let seed = std::fs::read(d.join("gen/corpus/agent/recorded.json")).unwrap();
+    let answers = sbx_wasm::fuzz_agent::HostAnswers::from_fuzz_input(&seed);
+    assert_eq!(
+        answers,
+        sbx_wasm::fuzz_agent::HostAnswers::from_recording(&rec)
+    );
+    assert_eq!(answers.pages[0].body, b"ok");
+    assert!(d.join("gen/recording.sbxrec").is_file() && d.join("gen/agent.dict").is_file());
+    // Not over a project, not with a name that is no violation.
+    let o = init("gen", "egress_denied");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("is not empty"));
+    let o = init("other", "exfiltration");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--never exfiltration: not a violation name")
+    );
 }
