@@ -56,15 +56,15 @@ pub struct Finding {
 
 impl FuzzRun {
     /// The first of `properties` this run breaks, as a finding.
-    pub fn check(&self, properties: &[Property]) -> Result<(), Finding> {
+    pub fn check(&self, properties: &[Property]) -> Result<(), Box<Finding>> {
         for p in properties {
             if let Some((seq, what)) = self.breaks(p) {
-                return Err(Finding {
+                return Err(Box::new(Finding {
                     property: p.to_string(),
                     what,
                     seq,
                     answers: self.answers.clone(),
-                });
+                }));
             }
         }
         Ok(())

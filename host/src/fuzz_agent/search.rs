@@ -99,7 +99,7 @@ impl<'a> Search<'a> {
                 return Ok(SearchOutcome {
                     runs,
                     kept: corpus.len(),
-                    finding: Some(finding),
+                    finding: Some(*finding),
                 });
             }
             if seen.insert(behaviour(&run)) {
