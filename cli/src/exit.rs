@@ -54,6 +54,30 @@ pub(crate) fn finish(result: anyhow::Result<i32>) -> i32 {
     }
 }
 
+/// The exit code of `run` or `replay`: every error before the guest ran
+/// is a setup error (125); after a run, [`run_exit_code`].
+pub(crate) fn finish_run(result: anyhow::Result<i32>) -> i32 {
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("sbx-wasm: error: {}", describe(&e));
+            EXIT_RUN_SETUP
+        }
+    }
+}
+
+/// What `run` and `replay` exit with after a run: the guest's own code,
+/// or the code of how it was stopped.
+pub(crate) fn run_exit_code(r: &sbx_wasm::report::RunReport) -> i32 {
+    use sbx_wasm::report::Status;
+    match r.status {
+        Status::HardLimit => EXIT_RUN_HARD_LIMIT,
+        Status::Trapped => EXIT_RUN_TRAP,
+        Status::Cancelled => EXIT_CANCELLED,
+        _ => r.exit_code.unwrap_or(0),
+    }
+}
+
 /// An error and its causes on one line, `a: b: c`, leaving out a cause whose
 /// text the line already ends with (the library's errors say their cause
 /// in their own message, and also expose it as their source).

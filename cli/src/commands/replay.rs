@@ -3,13 +3,11 @@
 //! recording.
 
 use crate::common::{engine_for, open_cache};
-use crate::exit::{
-    EXIT_REPLAY_DIVERGED, EXIT_RUN_HARD_LIMIT, EXIT_RUN_SETUP, EXIT_RUN_TRAP, describe,
-};
+use crate::exit::EXIT_REPLAY_DIVERGED;
 use crate::output::OutputFiles;
 use anyhow::{Context, Result};
 use sbx_wasm::replay::{Recording, Replay, sha256_hex};
-use sbx_wasm::report::{RunReport, Status};
+use sbx_wasm::report::Status;
 use sbx_wasm::wasm::RunOptions;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -33,13 +31,7 @@ pub(crate) struct ReplayArgs {
 
 impl ReplayArgs {
     pub(crate) fn execute(&self) -> i32 {
-        match replay(self) {
-            Ok(code) => code,
-            Err(e) => {
-                eprintln!("sbx-wasm: error: {}", describe(&e));
-                EXIT_RUN_SETUP
-            }
-        }
+        crate::exit::finish_run(replay(self))
     }
 }
 
@@ -114,7 +106,7 @@ fn replay(a: &ReplayArgs) -> Result<i32> {
     Ok(if verdict.divergence.is_some() {
         EXIT_REPLAY_DIVERGED
     } else {
-        exit_code(&run.report)
+        crate::exit::run_exit_code(&run.report)
     })
 }
 
@@ -126,14 +118,5 @@ fn ended(status: Status, code: Option<i32>) -> String {
     match code {
         Some(c) => format!("{s} with exit code {c}"),
         None => s,
-    }
-}
-
-fn exit_code(r: &RunReport) -> i32 {
-    match r.status {
-        Status::HardLimit => EXIT_RUN_HARD_LIMIT,
-        Status::Trapped => EXIT_RUN_TRAP,
-        Status::Cancelled => crate::exit::EXIT_CANCELLED,
-        _ => r.exit_code.unwrap_or(0),
     }
 }

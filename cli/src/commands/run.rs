@@ -3,12 +3,12 @@
 
 use crate::common::{engine_for, load_caps, open_cache, registry};
 use crate::exit::Internal;
-use crate::exit::{EXIT_RUN_HARD_LIMIT, EXIT_RUN_SETUP, EXIT_RUN_TRAP, describe};
+
 use crate::output::{OutputFiles, write_json_file};
 use crate::{progress, python, tool_helper};
 use anyhow::{Context, Result};
 use sbx_wasm::confine::Policy;
-use sbx_wasm::report::{KernelWall, RunReport, Status};
+use sbx_wasm::report::{KernelWall, Status};
 use sbx_wasm::wasm::{CacheOutcome, RunOptions, WasmRun};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -75,13 +75,7 @@ pub(crate) struct RunArgs {
 impl RunArgs {
     /// Every error of `run` before the guest ran is a setup error (125).
     pub(crate) fn execute(&self) -> i32 {
-        match run_inner(self) {
-            Ok(code) => code,
-            Err(e) => {
-                eprintln!("sbx-wasm: error: {}", describe(&e));
-                EXIT_RUN_SETUP
-            }
-        }
+        crate::exit::finish_run(run_inner(self))
     }
 }
 
@@ -220,7 +214,7 @@ fn run_inner(a: &RunArgs) -> Result<i32> {
         };
         eprintln!("{}; {cache}", summary(&run));
     }
-    Ok(exit_code(&run.report))
+    Ok(crate::exit::run_exit_code(&run.report))
 }
 
 /// The kernel confinement of a `run` under `caps`: the grant's policy, plus
@@ -232,15 +226,6 @@ fn policy(caps: &sbx_wasm::Capabilities, staged: &[(PathBuf, PathBuf)]) -> Polic
         p = p.allow_write_file(tmp, "a staged report or audit log file");
     }
     p
-}
-
-fn exit_code(r: &RunReport) -> i32 {
-    match r.status {
-        Status::HardLimit => EXIT_RUN_HARD_LIMIT,
-        Status::Trapped => EXIT_RUN_TRAP,
-        Status::Cancelled => crate::exit::EXIT_CANCELLED,
-        _ => r.exit_code.unwrap_or(0),
-    }
 }
 
 fn mib(n: u64) -> String {
