@@ -146,6 +146,9 @@ fn the_search_steers_a_python_agent_run_in_the_runner() {
 
 #[test]
 fn fuzz_init_writes_a_project_seeded_from_the_recording() {
+    // The template keeps one fuzzer in a static.
+    fn shared<T: Send + Sync + 'static>() {}
+    shared::<AgentFuzzer>();
     let server = LoopbackServer::start();
     let rec = recorded("summarizer", &server);
     let dir = tempfile::tempdir().unwrap();
