@@ -20,6 +20,7 @@ import traceback
 from wit_world import exports
 
 import sbx
+import wasi_asyncio
 
 # The standard library a script can import. componentize-py snapshots the
 # interpreter after this module loads: modules imported here live in the
@@ -92,6 +93,9 @@ class _NotInSandbox:
             name=name,
         )
 
+
+# asyncio.run with an event loop that needs no socket (WASI has none here).
+wasi_asyncio.install()
 
 # Imports look only at the snapshot until a script adds a mount folder.
 sys.path.clear()

