@@ -5,11 +5,12 @@
 //! The helper is this binary re-executed as `sbx-wasm __tool-helper`. It is
 //! told, once, on its first stdin line, the caps file's command tools and
 //! the staged output files (the report and audit log, written by the run
-//! into temp files beside their final names); then it answers one request
+//! into temp files beside their final names) and the run's private folders
+//! to remove at the end (a Python run's /tmp); then it answers one request
 //! per line: run one of those commands (by name, with their argv, folder
 //! and timeout from the caps file), or move one staged file into place. So
 //! the authority it keeps outside the kernel wall is "run these N programs,
-//! rename these M files", nothing more.
+//! rename these M files, remove these K folders at the end", nothing more.
 //!
 //! It never outlives the run: the kernel kills it when its parent dies
 //! (parent-death signal), it exits when its stdin closes (removing staged
@@ -96,9 +97,10 @@ impl Drop for Helper {
 pub(crate) fn spawn(
     tools: &BTreeMap<String, CommandTool>,
     staged: &[(PathBuf, PathBuf)],
+    remove: &[PathBuf],
 ) -> std::io::Result<(ToolRegistry, Option<Helper>)> {
     let mut registry = ToolRegistry::new();
-    if tools.is_empty() && staged.is_empty() {
+    if tools.is_empty() && staged.is_empty() && remove.is_empty() {
         return Ok((registry, None));
     }
     let mut child = Command::new(std::env::current_exe()?)
@@ -120,7 +122,7 @@ pub(crate) fn spawn(
             (name.clone(), spec)
         })
         .collect();
-    let first = json!({ "tools": Value::Object(table), "staged": staged });
+    let first = json!({ "tools": Value::Object(table), "staged": staged, "remove": remove });
     writeln!(stdin, "{first}")?;
     let conn = Arc::new(Mutex::new(Conn { stdin, stdout }));
     for name in tools.keys() {
@@ -204,9 +206,15 @@ pub(crate) fn serve() -> i32 {
         })
         .unwrap_or_default();
     let code = serve_requests(table, &mut staged, lines);
-    // Staged files never moved into place (the run failed) go.
+    // Staged files never moved into place (the run failed) go, and so do
+    // the run's private folders (the wall kept the run from removing them).
     for (tmp, _) in staged.into_iter().flatten() {
         let _ = std::fs::remove_file(tmp);
+    }
+    for dir in first["remove"].as_array().into_iter().flatten() {
+        if let Some(dir) = dir.as_str() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
     code
 }

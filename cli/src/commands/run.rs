@@ -122,6 +122,13 @@ fn run_inner(a: &RunArgs) -> Result<i32> {
         (a.component.clone(), a.args.clone())
     };
     let (component, outcome) = progress::while_loading(&program, || host.load_traced(&program))?;
+    // A Python run's private /tmp, made before the wall goes up (which
+    // keeps the run from removing it: the helper does, at the end).
+    let (caps, tmp) = match python {
+        true => sbx_wasm::wasm::python::private_tmp(&caps)?,
+        false => (caps, None),
+    };
+    let remove: Vec<PathBuf> = tmp.iter().map(|t| t.path().to_path_buf()).collect();
     let name = program
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -158,7 +165,7 @@ fn run_inner(a: &RunArgs) -> Result<i32> {
         // before confinement, which also moves the report and audit log
         // (written into staged temp files) into place at the end.
         staged = a.files.stage(a.record.as_ref())?;
-        let (tools, h) = tool_helper::spawn(caps.tool_commands(), &staged)
+        let (tools, h) = tool_helper::spawn(caps.tool_commands(), &staged, &remove)
             .context("cannot start the tool helper")?;
         helper = h;
         opts = opts

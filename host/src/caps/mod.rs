@@ -140,14 +140,28 @@ impl CapabilitiesBuilder {
     /// Show host folder `host` read-only at guest path `guest`.
     pub fn read_mount(mut self, host: impl Into<PathBuf>, guest: impl Into<String>) -> Self {
         self.mounts
-            .push(host.into(), guest.into(), Access::ReadOnly);
+            .push(host.into(), guest.into(), Access::ReadOnly, false);
         self
     }
 
     /// Show host folder `host` read-write at guest path `guest`.
     pub fn write_mount(mut self, host: impl Into<PathBuf>, guest: impl Into<String>) -> Self {
         self.mounts
-            .push(host.into(), guest.into(), Access::ReadWrite);
+            .push(host.into(), guest.into(), Access::ReadWrite, false);
+        self
+    }
+
+    /// [`write_mount`](Self::write_mount) for a folder made for one run and
+    /// removed after it: audit rules name it `write mount GUEST (private
+    /// to the run)`, not by its host path, so a deterministic run's records
+    /// stay byte-identical. (A caps file says `private = true`.)
+    pub fn private_write_mount(
+        mut self,
+        host: impl Into<PathBuf>,
+        guest: impl Into<String>,
+    ) -> Self {
+        self.mounts
+            .push(host.into(), guest.into(), Access::ReadWrite, true);
         self
     }
 

@@ -31,6 +31,7 @@ use std::sync::Arc;
 /// | [`confine`](RunOptions::confine) | none: no kernel wall |
 /// | [`in_place`](RunOptions::in_place) | off: an async run gets a thread of its own |
 /// | [`record`](RunOptions::record) | off: [`WasmRun::recording`] is `None` |
+/// | [`private_tmp`](RunOptions::private_tmp) | off (the Python doors turn it on) |
 ///
 /// # Examples
 ///
@@ -65,6 +66,7 @@ pub struct RunOptions {
     pub(super) confine: Option<(crate::confine::Policy, bool)>,
     pub(super) in_place: bool,
     pub(super) tape: Option<crate::replay::TapeSpec>,
+    pub(super) private_tmp: bool,
 }
 
 impl RunOptions {
@@ -88,7 +90,19 @@ impl RunOptions {
             confine: None,
             in_place: false,
             tape: None,
+            private_tmp: false,
         }
+    }
+
+    /// Give the guest a fresh, empty, writable folder at `/tmp` (so
+    /// Python's `tempfile` works), removed after the run. What is written
+    /// there counts against `max_write_bytes` and `max_files` like any write
+    /// mount; audit rules name it `write mount /tmp (private to the run)`;
+    /// a kernel wall allows it. Nothing when the grant mounts `/tmp` or `/`
+    /// itself.
+    pub fn private_tmp(mut self) -> Self {
+        self.private_tmp = true;
+        self
     }
 
     /// Options that run a component as `replay` recorded it: the recorded

@@ -82,7 +82,8 @@ impl PythonRunner {
     }
 
     /// `opts` set to run `source` as the script `name`: the guest's argv
-    /// is `[name, opts' args...]`, as `python name args...` would give.
+    /// is `[name, opts' args...]`, as `python name args...` would give, and
+    /// a private `/tmp` ([`RunOptions::private_tmp`]).
     pub fn source_options(
         &self,
         source: &str,
@@ -90,7 +91,7 @@ impl PythonRunner {
         opts: RunOptions,
     ) -> Result<RunOptions, LoadError> {
         let args = runner_args(source, name, &opts.args)?;
-        Ok(opts.program_name("python").args(args))
+        Ok(opts.program_name("python").args(args).private_tmp())
     }
 
     /// Run `source` (as `snippet.py`) under `opts`, blocking.
@@ -190,4 +191,31 @@ fn existing(p: &Path, from: &str) -> Result<PathBuf, LoadError> {
             p.display()
         )))
     }
+}
+
+/// `caps` with a private `/tmp` for one run: a fresh folder, mounted
+/// writable at `/tmp` and named "private to the run" in audit rules,
+/// removed when the returned guard drops; `caps` as they are when they
+/// mount `/tmp` or `/` themselves. (A kernel wall forbids removing the
+/// folder from inside the run: the CLI makes it before the wall goes up
+/// and has its helper remove it.)
+pub fn private_tmp(
+    caps: &crate::Capabilities,
+) -> Result<(crate::Capabilities, Option<tempfile::TempDir>), crate::Error> {
+    let taken = caps
+        .mounts()
+        .iter()
+        .any(|m| matches!(m.guest.as_str(), "/" | "/tmp"));
+    if taken {
+        return Ok((caps.clone(), None));
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("sbx-tmp-")
+        .tempdir()
+        .map_err(|e| crate::Error::Setup(format!("cannot make the run's /tmp: {e}")))?;
+    let caps = caps
+        .to_builder()?
+        .private_write_mount(dir.path(), "/tmp")
+        .build()?;
+    Ok((caps, Some(dir)))
 }

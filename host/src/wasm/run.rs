@@ -157,6 +157,8 @@ impl WasmHost {
         }
         let budget = *opts.caps.budget();
         let mut opts = opts;
+        // Held to the end of the run: removed with it.
+        let _tmp = private_tmp(&mut opts)?;
         let header = record_header(&mut opts)?;
         let deterministic = opts.deterministic.is_some();
         let meter = Arc::new(OutputMeter::new(budget.max_output_bytes));
@@ -477,4 +479,21 @@ fn record_header(opts: &mut RunOptions) -> Result<Option<crate::replay::Header>,
         &opts.stdin,
         seed,
     )))
+}
+
+/// For a run with a private `/tmp`: make the folder, mount it, let a
+/// kernel wall allow it. The folder goes when the returned guard drops.
+fn private_tmp(opts: &mut RunOptions) -> Result<Option<tempfile::TempDir>, LoadError> {
+    if !opts.private_tmp {
+        return Ok(None);
+    }
+    let (caps, dir) = super::python::private_tmp(&opts.caps).map_err(|e| setup(e.to_string()))?;
+    opts.caps = caps;
+    if dir.is_some()
+        && let Some((policy, _)) = &mut opts.confine
+    {
+        let host = opts.caps.mounts().iter().find(|m| m.private);
+        policy.write.extend(host.map(|m| m.host.clone()));
+    }
+    Ok(dir)
 }

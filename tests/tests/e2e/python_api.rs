@@ -240,3 +240,54 @@ asyncio.run(main())
     let denied: Vec<Violation> = run.report.denials.iter().map(|d| d.violation).collect();
     assert_eq!(denied, [Violation::EgressDenied]);
 }
+
+#[test]
+fn tempfile_works_in_a_private_tmp_that_the_next_run_does_not_see() {
+    let (host, py) = python();
+    let caps = Capabilities::builder().build().unwrap();
+    let code = r#"
+import os, tempfile
+with tempfile.TemporaryDirectory() as d:
+    open(os.path.join(d, "part.txt"), "w").write("kept for the run")
+    print(os.listdir(d))
+with tempfile.NamedTemporaryFile("w+") as f:
+    f.write("abc"); f.flush(); f.seek(0); print(f.read())
+open("/tmp/left-behind.txt", "w").write("run 1")
+print(sorted(os.listdir("/tmp")))
+"#;
+    let run = py
+        .run_source(host, code, RunOptions::new(caps.clone()))
+        .unwrap();
+    assert_eq!(run.report.exit_code, Some(0), "{}", text(&run.stderr));
+    assert_eq!(
+        text(&run.stdout),
+        "['part.txt']\nabc\n['left-behind.txt']\n"
+    );
+    assert!(run.report.usage.write_bytes >= 21, "{:?}", run.report.usage);
+    let rule = run.audit[0].rule.clone().unwrap_or_default();
+    assert_eq!(rule, "write mount /tmp (private to the run)");
+
+    // The next run's /tmp is a new, empty folder.
+    let run = py
+        .run_source(
+            host,
+            "import os\nprint(os.listdir('/tmp'))",
+            RunOptions::new(caps),
+        )
+        .unwrap();
+    assert_eq!(text(&run.stdout), "[]\n", "{}", text(&run.stderr));
+
+    // Writes there count against the write quota like any write mount.
+    let tight = Capabilities::builder()
+        .max_write_bytes(1000)
+        .build()
+        .unwrap();
+    let run = py
+        .run_source(
+            host,
+            "open('/tmp/big', 'wb').write(b'x' * 2000)",
+            RunOptions::new(tight),
+        )
+        .unwrap();
+    assert_eq!(run.report.violation, Some(Violation::MaxWriteBytes));
+}

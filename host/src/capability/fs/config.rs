@@ -28,20 +28,23 @@ pub(crate) struct FsSection {
 struct MountEntry {
     host: String,
     guest: String,
+    /// Named "private to the run" in audit rules, not by its host path.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    private: bool,
 }
 
 /// Mounts as the builder was given them, before validation.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct RequestedMounts(Vec<(PathBuf, String, Access)>);
+pub(crate) struct RequestedMounts(Vec<(PathBuf, String, Access, bool)>);
 
 impl FsSection {
     /// Request this section's mounts.
     pub(crate) fn apply(self, to: &mut RequestedMounts) {
         for m in self.read {
-            to.push(m.host.into(), m.guest, Access::ReadOnly);
+            to.push(m.host.into(), m.guest, Access::ReadOnly, m.private);
         }
         for m in self.write {
-            to.push(m.host.into(), m.guest, Access::ReadWrite);
+            to.push(m.host.into(), m.guest, Access::ReadWrite, m.private);
         }
     }
 
@@ -52,6 +55,7 @@ impl FsSection {
             let entry = MountEntry {
                 host: m.host.display().to_string(),
                 guest: m.guest.as_str().to_string(),
+                private: m.private,
             };
             match m.access {
                 Access::ReadOnly => s.read.push(entry),
@@ -64,8 +68,8 @@ impl FsSection {
 
 impl RequestedMounts {
     /// Show host folder `host` at guest path `guest` with `access`.
-    pub(crate) fn push(&mut self, host: PathBuf, guest: String, access: Access) {
-        self.0.push((host, guest, access));
+    pub(crate) fn push(&mut self, host: PathBuf, guest: String, access: Access, private: bool) {
+        self.0.push((host, guest, access, private));
     }
 
     /// Validate the mounts: guest paths, existing host folders (relative
@@ -74,7 +78,7 @@ impl RequestedMounts {
     pub(crate) fn build(&self, base: &Path) -> Result<Vec<Mount>, CapsError> {
         let mut mounts: Vec<Mount> = Vec::new();
         let (mut ri, mut wi) = (0, 0);
-        for (host, guest, access) in &self.0 {
+        for (host, guest, access, private) in &self.0 {
             let key = match access {
                 Access::ReadOnly => {
                     ri += 1;
@@ -125,6 +129,7 @@ impl RequestedMounts {
                 host: canon,
                 guest: g,
                 access: *access,
+                private: *private,
             });
         }
         refuse_read_inside_write(&mounts)?;

@@ -40,11 +40,22 @@ pub struct Mount {
     pub guest: GuestPath,
     /// What the guest may do there.
     pub access: Access,
+    /// A folder made for one run and removed after it (the Python doors'
+    /// `/tmp`): rules name it as private, not by its host path, which
+    /// changes every run.
+    pub private: bool,
 }
 
 impl Mount {
     /// How audit events and `check --explain` name this mount.
     pub fn rule(&self) -> String {
+        if self.private {
+            return format!(
+                "{} mount {} (private to the run)",
+                self.access.as_str(),
+                self.guest
+            );
+        }
         format!(
             "{} mount {} (host {})",
             self.access.as_str(),
