@@ -26,6 +26,7 @@ mod output;
 pub mod python;
 mod root;
 mod run;
+mod run_inputs;
 
 pub use cache::{ArtifactCache, CacheEntry, CacheOutcome, process_alive};
 #[cfg(any(test, feature = "fuzzing"))]

@@ -1,0 +1,49 @@
+//! What a run starts with besides the component and the options as given:
+//! a recorded run's header (and its seed), a Python run's private `/tmp`.
+
+use super::{LoadError, RunOptions, setup};
+
+/// For a recorded run: make it deterministic (a fresh seed unless one was
+/// set) and keep what it starts with.
+pub(super) fn record_header(
+    opts: &mut RunOptions,
+) -> Result<Option<crate::replay::Header>, LoadError> {
+    if !matches!(opts.tape, Some(crate::replay::TapeSpec::Record { .. })) {
+        return Ok(None);
+    }
+    if opts.inherit_stdin {
+        return Err(setup(
+            "a recorded run needs its stdin as bytes (RunOptions::stdin), not inherited".into(),
+        ));
+    }
+    let seed = match opts.deterministic {
+        Some(seed) => seed,
+        None => getrandom::u64()
+            .map_err(|e| setup(format!("no randomness for a recording's seed: {e}")))?,
+    };
+    opts.deterministic = Some(seed);
+    Ok(Some(crate::replay::Header::new(
+        &opts.caps,
+        &opts.program_name,
+        &opts.args,
+        &opts.stdin,
+        seed,
+    )))
+}
+
+/// For a run with a private `/tmp`: make the folder, mount it, let a
+/// kernel wall allow it. The folder goes when the returned guard drops.
+pub(super) fn private_tmp(opts: &mut RunOptions) -> Result<Option<tempfile::TempDir>, LoadError> {
+    if !opts.private_tmp {
+        return Ok(None);
+    }
+    let (caps, dir) = super::python::private_tmp(&opts.caps).map_err(|e| setup(e.to_string()))?;
+    opts.caps = caps;
+    if dir.is_some()
+        && let Some((policy, _)) = &mut opts.confine
+    {
+        let host = opts.caps.mounts().iter().find(|m| m.private);
+        policy.write.extend(host.map(|m| m.host.clone()));
+    }
+    Ok(dir)
+}
