@@ -20,7 +20,7 @@ import traceback
 from wit_world import exports
 
 import sbx
-import wasi_asyncio
+import wasi_waits
 
 # The standard library a script can import. componentize-py snapshots the
 # interpreter after this module loads: modules imported here live in the
@@ -94,8 +94,9 @@ class _NotInSandbox:
         )
 
 
-# asyncio.run with an event loop that needs no socket (WASI has none here).
-wasi_asyncio.install()
+# asyncio.run with an event loop that needs no socket (WASI has none here),
+# and untimed threading waits that block (until max_wall) instead of trap.
+wasi_waits.install()
 
 # Imports look only at the snapshot until a script adds a mount folder.
 sys.path.clear()

@@ -291,3 +291,50 @@ print(sorted(os.listdir("/tmp")))
         .unwrap();
     assert_eq!(run.report.violation, Some(Violation::MaxWriteBytes));
 }
+
+#[test]
+fn threading_waits_sleep_and_an_endless_one_ends_at_max_wall() {
+    let (host, py) = python();
+    let caps = Capabilities::builder()
+        .max_wall(std::time::Duration::from_millis(1000))
+        .build()
+        .unwrap();
+    let code = r#"
+import queue, threading, time
+e = threading.Event()
+t0 = time.monotonic()
+print(e.wait(0.2), time.monotonic() - t0 >= 0.2)
+e.set()
+print(e.wait())
+q = queue.Queue()
+try:
+    q.get(timeout=0.05)
+except queue.Empty:
+    print("empty")
+"#;
+    let run = py
+        .run_source(host, code, RunOptions::new(caps.clone()))
+        .unwrap();
+    assert_eq!(run.report.exit_code, Some(0), "{}", text(&run.stderr));
+    assert_eq!(text(&run.stdout), "False True\nTrue\nempty\n");
+    // Nothing will ever set it: the run waits (sleeping, not spinning the
+    // fuel away) until max_wall, and is not a trap.
+    let run = py
+        .run_source(
+            host,
+            "import threading\nthreading.Event().wait()",
+            RunOptions::new(caps),
+        )
+        .unwrap();
+    assert_eq!(
+        run.report.violation,
+        Some(Violation::MaxWall),
+        "{}",
+        text(&run.stderr)
+    );
+    assert!(
+        run.report.usage.fuel.unwrap_or(0) < 100_000_000,
+        "{:?}",
+        run.report.usage
+    );
+}
