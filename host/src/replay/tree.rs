@@ -121,7 +121,29 @@ fn fill(rec: &Recording, guest: &str, dir: &Path, notes: &mut Vec<String>) -> Re
             _ => {}
         }
     }
-    for l in rec.listings.iter().filter(|l| l.mount == guest) {
+    // A folder the guest made itself (first met as absent) is not made
+    // here, listed or not: the replayed guest makes it again.
+    let absent: HashSet<&str> = rec
+        .files
+        .iter()
+        .filter(|f| f.mount == guest && f.kind == "absent")
+        .map(|f| f.path.as_str())
+        .collect();
+    let made_by_guest = |path: &str| {
+        let mut p = Some(path);
+        while let Some(at) = p {
+            if absent.contains(at) {
+                return true;
+            }
+            p = at.rsplit_once('/').map(|(parent, _)| parent);
+        }
+        false
+    };
+    for l in rec
+        .listings
+        .iter()
+        .filter(|l| l.mount == guest && !made_by_guest(&l.path))
+    {
         let folder = below(dir, &l.path)?;
         std::fs::create_dir_all(&folder).map_err(|e| io(&folder, e))?;
         for e in &l.entries {

@@ -221,3 +221,50 @@ fn a_replay_that_cannot_start_says_why() {
     assert_eq!(o.status.code(), Some(125));
     assert!(text(&o).contains("--seed needs"), "{}", text(&o));
 }
+
+#[test]
+fn a_python_run_using_tempfile_replays_identically() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("caps.toml"), "").unwrap();
+    let script = "import os, tempfile\n\
+        with tempfile.TemporaryDirectory() as t:\n    \
+            open(os.path.join(t, 'x.txt'), 'w').write('hi')\n    \
+            print(os.listdir(t))\n\
+        print(os.listdir('/tmp'))\n";
+    std::fs::write(d.join("t.py"), script).unwrap();
+    let cache = crate::python::warm_cache();
+    let run = |args: &[&str]| {
+        Command::new(sbx_bin())
+            .env("SBX_WASM_CACHE_DIR", cache)
+            .current_dir(d)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let runner = sbx_wasm_tests::python_runner().display().to_string();
+    let recorded = run(&[
+        "run",
+        "--caps",
+        "caps.toml",
+        "--no-stdin",
+        "--python-runner",
+        &runner,
+        "--record",
+        "t.sbxrec",
+        "--audit",
+        "a1.jsonl",
+        "t.py",
+    ]);
+    assert_eq!(recorded.status.code(), Some(0), "{}", text(&recorded));
+    assert_eq!(String::from_utf8_lossy(&recorded.stdout), "['x.txt']\n[]\n");
+    // The folder tempfile made (and listed) is the guest's own: the replay
+    // does not make it beforehand, so the guest makes it again.
+    let replayed = run(&["replay", "t.sbxrec", "--audit", "a2.jsonl"]);
+    assert_eq!(replayed.status.code(), Some(0), "{}", text(&replayed));
+    assert_eq!(replayed.stdout, recorded.stdout);
+    assert_eq!(
+        std::fs::read(d.join("a2.jsonl")).unwrap(),
+        std::fs::read(d.join("a1.jsonl")).unwrap()
+    );
+}
