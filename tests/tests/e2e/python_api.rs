@@ -23,6 +23,16 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// Run `code` under `caps` and check that it exited 0.
+fn exits_0(code: &str, caps: &Capabilities) -> sbx_wasm::wasm::WasmRun {
+    let (host, py) = python();
+    let run = py
+        .run_source(host, code, RunOptions::new(caps.clone()))
+        .unwrap();
+    assert_eq!(run.report.exit_code, Some(0), "{}", text(&run.stderr));
+    run
+}
+
 #[test]
 fn a_source_string_runs_blocking_and_async_with_output_captured() {
     let (host, py) = python();
@@ -188,7 +198,6 @@ except ModuleNotFoundError as e:
 
 #[test]
 fn asyncio_runs_coroutines_that_need_no_socket() {
-    let (host, py) = python();
     let caps = Capabilities::builder()
         .allow_egress("https://api.example.com")
         .build()
@@ -225,10 +234,7 @@ async def main():
 
 asyncio.run(main())
 "#;
-    let run = py
-        .run_source(host, code, RunOptions::new(caps.clone()))
-        .unwrap();
-    assert_eq!(run.report.exit_code, Some(0), "{}", text(&run.stderr));
+    let run = exits_0(code, &caps);
     assert_eq!(
         text(&run.stdout),
         "[2, 4] queued 20\n[0, 1, 2] 6\ntimed out\n\
@@ -255,10 +261,7 @@ with tempfile.NamedTemporaryFile("w+") as f:
 open("/tmp/left-behind.txt", "w").write("run 1")
 print(sorted(os.listdir("/tmp")))
 "#;
-    let run = py
-        .run_source(host, code, RunOptions::new(caps.clone()))
-        .unwrap();
-    assert_eq!(run.report.exit_code, Some(0), "{}", text(&run.stderr));
+    let run = exits_0(code, &caps);
     assert_eq!(
         text(&run.stdout),
         "['part.txt']\nabc\n['left-behind.txt']\n"
@@ -312,10 +315,7 @@ try:
 except queue.Empty:
     print("empty")
 "#;
-    let run = py
-        .run_source(host, code, RunOptions::new(caps.clone()))
-        .unwrap();
-    assert_eq!(run.report.exit_code, Some(0), "{}", text(&run.stderr));
+    let run = exits_0(code, &caps);
     assert_eq!(text(&run.stdout), "False True\nTrue\nempty\n");
     // Nothing will ever set it: the run waits (sleeping, not spinning the
     // fuel away) until max_wall, and is not a trap.
