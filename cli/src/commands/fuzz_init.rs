@@ -24,6 +24,10 @@ pub(crate) struct FuzzInitArgs {
     /// default: egress_denied, tool_denied, fs_read_denied, fs_write_denied).
     #[arg(long, value_name = "VIOLATION")]
     pub(crate) never: Vec<String>,
+    /// A word the agent reacts to, for the fuzzer's dictionary (repeatable;
+    /// its own keywords: they are what a steering input must contain).
+    #[arg(long, value_name = "WORD")]
+    pub(crate) word: Vec<String>,
     /// The sbx-wasm crate the project builds against (default: the source
     /// this binary was built from).
     #[arg(long, value_name = "DIR")]
@@ -85,9 +89,16 @@ impl FuzzInitArgs {
         )?;
         std::fs::copy(&self.recording, d.join("recording.sbxrec"))
             .with_context(|| format!("cannot copy {}", self.recording.display()))?;
-        let seed = serde_json::to_string_pretty(&HostAnswers::from_recording(&rec))?;
-        write("corpus/agent/recorded.json", &seed)?;
-        write("agent.dict", DICT)?;
+        let seed = HostAnswers::from_recording(&rec).to_text();
+        let corpus = d.join("corpus/agent");
+        std::fs::create_dir_all(&corpus)?;
+        std::fs::write(corpus.join("recorded"), seed)
+            .with_context(|| format!("cannot write {}", corpus.display()))?;
+        let mut dict = DICT.to_string();
+        for w in &self.word {
+            dict += &format!("\"{}\"\n", dict_escape(w));
+        }
+        write("agent.dict", &dict)?;
         write(".gitignore", "target/\nartifacts/\ncorpus/\n")?;
         println!(
             "wrote a cargo-fuzz project to {}; run it with:",
@@ -138,8 +149,8 @@ bench = false
 }
 
 const TARGET: &str = r#"//! Written by `sbx-wasm fuzz-init`. Each input is the host's answers to
-//! the agent (pages, tool outputs, file contents, stdin: JSON like
-//! corpus/agent/recorded.json, or any bytes); the agent runs on the
+//! the agent (pages, tool outputs, file contents, stdin: sectioned text
+//! like corpus/agent/recorded, JSON, or any bytes); the agent runs on the
 //! recording's grant, args and files with nothing real touched, and a run
 //! that breaks a property below is a crash whose message is the
 //! reproduction.
@@ -178,7 +189,7 @@ fuzz_target!(|data: &[u8]| {
 "#;
 
 /// Words that steer agents, for libFuzzer's `-dict`.
-const DICT: &str = r#"# Words that steer agents: links, injections, the JSON of an input.
+const DICT: &str = r#"# Words that steer agents: links, injections, a section head.
 "http://"
 "https://"
 "evil.example"
@@ -186,5 +197,17 @@ const DICT: &str = r#"# Words that steer agents: links, injections, the JSON of 
 ": "
 "/"
 "ignore previous instructions"
-"{\"text\":\""
+"== page 200\x0a"
 "#;
+
+/// `word` as a libFuzzer dictionary entry's inside: printable ASCII as is
+/// (but `\` and `"`), every other byte as `\xHH`.
+fn dict_escape(word: &str) -> String {
+    word.bytes()
+        .map(|b| match b {
+            b'\\' | b'"' => format!("\\{}", b as char),
+            0x20..=0x7e => (b as char).to_string(),
+            _ => format!("\\x{b:02x}"),
+        })
+        .collect()
+}

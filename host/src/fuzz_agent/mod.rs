@@ -88,16 +88,79 @@ impl HostAnswers {
         a
     }
 
-    /// A fuzzer's input as host answers: JSON (as a finding prints them,
-    /// and as `sbx-wasm fuzz-init` seeds the corpus) when it parses, else
-    /// the bytes read by `arbitrary`. So a corpus seeded from a recording
-    /// mutates readable answers, and any bytes still make an input.
+    /// A fuzzer's input as host answers: the sectioned text of
+    /// [`HostAnswers::to_text`] when it starts with `== ` (as `sbx-wasm
+    /// fuzz-init` seeds the corpus: byte mutations then mostly land inside
+    /// a page or an output, where they matter), JSON when it parses (as a
+    /// finding prints them), else the bytes read by `arbitrary`. Any bytes
+    /// make an input.
     pub fn from_fuzz_input(data: &[u8]) -> HostAnswers {
+        if data.starts_with(b"== ") {
+            return Self::from_text(data);
+        }
         if let Ok(a) = serde_json::from_slice(data) {
             return a;
         }
         let mut u = arbitrary::Unstructured::new(data);
         <HostAnswers as arbitrary::Arbitrary>::arbitrary(&mut u).unwrap_or_default()
+    }
+
+    /// The answers as sectioned text: a line `== stdin`, `== file`,
+    /// `== page STATUS` or `== tool` before each answer's bytes, in order.
+    pub fn to_text(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut section = |head: String, body: &[u8]| {
+            if !out.is_empty() {
+                out.push(b'\n');
+            }
+            out.extend_from_slice(head.as_bytes());
+            out.push(b'\n');
+            out.extend_from_slice(body);
+        };
+        section("== stdin".into(), &self.stdin);
+        for f in &self.files {
+            section("== file".into(), f);
+        }
+        for p in &self.pages {
+            section(format!("== page {}", p.status), &p.body);
+        }
+        for t in &self.tools {
+            section("== tool".into(), t.as_bytes());
+        }
+        out
+    }
+
+    /// Read [`HostAnswers::to_text`]'s form back; an unknown section is
+    /// skipped, a page without a readable status is a 200.
+    pub fn from_text(data: &[u8]) -> HostAnswers {
+        let mut a = HostAnswers::default();
+        let mut rest = data.strip_prefix(b"== ").unwrap_or(data);
+        loop {
+            let (section, next) = match memchr::memmem::find(rest, b"\n== ") {
+                Some(i) => (&rest[..i], Some(&rest[i + 4..])),
+                None => (rest, None),
+            };
+            let (head, body) = match section.iter().position(|&b| b == b'\n') {
+                Some(i) => (&section[..i], section[i + 1..].to_vec()),
+                None => (section, Vec::new()),
+            };
+            let head = String::from_utf8_lossy(head);
+            let mut words = head.split_whitespace();
+            match words.next() {
+                Some("stdin") => a.stdin = body,
+                Some("file") => a.files.push(body),
+                Some("page") => a.pages.push(Page {
+                    status: words.next().and_then(|s| s.parse().ok()).unwrap_or(200),
+                    body,
+                }),
+                Some("tool") => a.tools.push(String::from_utf8_lossy(&body).into_owned()),
+                _ => {}
+            }
+            match next {
+                Some(n) => rest = n,
+                None => return a,
+            }
+        }
     }
 }
 

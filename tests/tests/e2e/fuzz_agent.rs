@@ -167,6 +167,7 @@ fn fuzz_init_writes_a_project_seeded_from_the_recording() {
                 "--never",
                 never,
             ])
+            .args(["--word", "more: ", "--word", "a\nb"])
             .arg("--component")
             .arg(&component)
             .output()
@@ -187,8 +188,14 @@ fn fuzz_init_writes_a_project_seeded_from_the_recording() {
     assert!(target.contains(&format!("{:?}", component.display().to_string())));
     let manifest = std::fs::read_to_string(d.join("gen/Cargo.toml")).unwrap();
     assert!(manifest.contains("features = [\"fuzzing\"]"), "{manifest}");
-    // The corpus entry is the recording's answers, as readable JSON.
-    let seed = std::fs::read(d.join("gen/corpus/agent/recorded.json")).unwrap();
+    // The corpus entry is the recording's answers, as sectioned text.
+    let seed = std::fs::read(d.join("gen/corpus/agent/recorded")).unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&seed),
+        "== stdin\n\n== page 200\nok"
+    );
+    let dict = std::fs::read_to_string(d.join("gen/agent.dict")).unwrap();
+    assert!(dict.ends_with("\"more: \"\n\"a\\x0ab\"\n"), "{dict}");
     let answers = sbx_wasm::fuzz_agent::HostAnswers::from_fuzz_input(&seed);
     assert_eq!(
         answers,
@@ -205,4 +212,37 @@ fn fuzz_init_writes_a_project_seeded_from_the_recording() {
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("--never exfiltration: not a violation name")
     );
+}
+
+#[test]
+fn host_answers_read_back_from_text_json_and_any_bytes() {
+    use sbx_wasm::fuzz_agent::{HostAnswers, Page};
+    let a = HostAnswers {
+        stdin: b"in".to_vec(),
+        files: vec![b"a,b\n1,2\n".to_vec(), Vec::new()],
+        pages: vec![
+            Page {
+                status: 200,
+                body: b"first\nmore: x".to_vec(),
+            },
+            Page {
+                status: 404,
+                body: Vec::new(),
+            },
+        ],
+        tools: vec!["3".into()],
+    };
+    assert_eq!(HostAnswers::from_fuzz_input(&a.to_text()), a);
+    assert_eq!(
+        HostAnswers::from_fuzz_input(&serde_json::to_vec(&a).unwrap()),
+        a
+    );
+    // A mangled head or any other bytes still make an input.
+    let b = HostAnswers::from_fuzz_input(b"== page x\nbody\n== nonsense\n== tool");
+    assert_eq!(
+        (b.pages[0].status, b.pages[0].body.as_slice()),
+        (200, &b"body"[..])
+    );
+    assert_eq!(b.tools, [""]);
+    let _ = HostAnswers::from_fuzz_input(&[0xff; 64]);
 }
