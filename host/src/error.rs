@@ -42,6 +42,14 @@ pub enum CapsError {
     },
 }
 
+/// ` PATH` for a recording's error, or nothing when there is no file.
+fn recording_file(path: &std::path::Path) -> String {
+    match path.as_os_str().is_empty() {
+        true => String::new(),
+        false => format!(" {}", path.display()),
+    }
+}
+
 fn origin(path: &Option<PathBuf>) -> String {
     match path {
         Some(p) => format!("{}: ", p.display()),
@@ -95,7 +103,7 @@ pub enum Error {
     #[error("{0}")]
     Setup(String),
     /// A recording could not be read, written or replayed.
-    #[error("recording {}: {message}", path.display())]
+    #[error("recording{}: {message}", recording_file(path))]
     Recording {
         /// The recording file (empty when there is none yet).
         path: PathBuf,

@@ -37,7 +37,8 @@ impl ReplayArgs {
 
 fn replay(a: &ReplayArgs) -> Result<i32> {
     let cancel = crate::common::cancel_on_signals()?;
-    let replay = Replay::new(Recording::read(&a.recording)?)?;
+    let replay = Replay::new(Recording::read(&a.recording)?)
+        .with_context(|| format!("cannot replay {}", a.recording.display()))?;
     let rec = replay.recording();
     let component = match (&a.component, &rec.component) {
         (Some(c), _) => c.clone(),
