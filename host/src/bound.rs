@@ -59,7 +59,7 @@ pub fn record_target(s: &str) -> String {
         return s.to_string();
     }
     let digest = Sha256::digest(s.as_bytes());
-    let hex: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
+    let hex = crate::digest::hex(&digest[..6]);
     format!(
         "{}… ({} bytes, sha256 {hex})",
         prefix(s, MAX_RECORD_TARGET_BYTES),

@@ -48,6 +48,7 @@ pub mod capability;
 pub mod caps;
 #[cfg(feature = "wasm")]
 pub mod confine;
+mod digest;
 pub mod error;
 pub mod events;
 mod failure;

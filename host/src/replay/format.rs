@@ -3,6 +3,7 @@
 //! a newer version rather than guess.
 
 use crate::capability::{Content, Output, Trace};
+pub use crate::digest::sha256_hex;
 use crate::error::Error;
 use crate::op::OpError;
 use crate::report::Status;
@@ -223,15 +224,6 @@ impl Recording {
             message: e.to_string(),
         })
     }
-}
-
-/// SHA-256 of `bytes`, lower-case hex.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::{Digest, Sha256};
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 impl From<Result<Output, crate::failure::Failure>> for AnswerResult {

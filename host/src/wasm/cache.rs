@@ -17,7 +17,7 @@
 //! the host binary. The cache therefore lives in a folder only this user may
 //! write (created `0700`; a folder or entry others can write is refused).
 
-use sha2::{Digest, Sha256};
+use crate::digest::sha256_hex;
 use std::hash::{Hash, Hasher};
 use std::io;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -109,10 +109,6 @@ pub struct ArtifactCache {
     compiles: AtomicU64,
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 fn refuse(msg: String) -> io::Error {
     io::Error::new(io::ErrorKind::PermissionDenied, msg)
 }
@@ -188,7 +184,7 @@ impl ArtifactCache {
 
     /// The entry name for `bytes` under `engine`'s settings.
     pub fn key(engine: &Engine, bytes: &[u8]) -> String {
-        entry_name(&hex(&Sha256::digest(bytes)), engine)
+        entry_name(&sha256_hex(bytes), engine)
     }
 
     /// The compiled component for `bytes`: from the cache when a valid entry
@@ -198,7 +194,7 @@ impl ArtifactCache {
         engine: &Engine,
         bytes: &[u8],
     ) -> wasmtime::Result<(Component, CacheOutcome)> {
-        self.get_or_compile_hashed(engine, bytes, &hex(&Sha256::digest(bytes)))
+        self.get_or_compile_hashed(engine, bytes, &sha256_hex(bytes))
     }
 
     /// Like [`ArtifactCache::get_or_compile`] for `bytes` read from the file
@@ -211,7 +207,7 @@ impl ArtifactCache {
         bytes: &[u8],
         component: &Path,
     ) -> wasmtime::Result<(Component, CacheOutcome)> {
-        let sum = hex(&Sha256::digest(bytes));
+        let sum = sha256_hex(bytes);
         let got = self.get_or_compile_hashed(engine, bytes, &sum)?;
         if let Some((index, stamp)) = self.source_index(component) {
             let _ = self.write_atomic(&index, format!("{stamp}\n{sum}\n").as_bytes());
@@ -271,7 +267,7 @@ impl ArtifactCache {
     fn source_index(&self, component: &Path) -> Option<(PathBuf, String)> {
         let canonical = std::fs::canonicalize(component).ok()?;
         let md = std::fs::metadata(&canonical).ok()?;
-        let name = hex(&Sha256::digest(canonical.as_os_str().as_encoded_bytes()));
+        let name = sha256_hex(canonical.as_os_str().as_encoded_bytes());
         Some((self.dir.join(format!("{name}{SOURCE_SUFFIX}")), stamp(&md)))
     }
 
@@ -294,7 +290,7 @@ impl ArtifactCache {
         let now = stamp(&md);
         if verified != now {
             let payload = std::fs::read(path).ok()?;
-            if hex(&Sha256::digest(&payload)) != sum {
+            if sha256_hex(&payload) != sum {
                 return None;
             }
             let _ = self.write_atomic(&sum_file, format!("{sum}\n{now}\n").as_bytes());
@@ -344,7 +340,7 @@ impl ArtifactCache {
         let md = std::fs::metadata(path)?;
         self.write_atomic(
             &sum_path(path),
-            format!("{}\n{}\n", hex(&Sha256::digest(payload)), stamp(&md)).as_bytes(),
+            format!("{}\n{}\n", sha256_hex(payload), stamp(&md)).as_bytes(),
         )
     }
 

@@ -13,6 +13,7 @@
 pub(crate) mod config;
 
 use super::EgressRule;
+use crate::digest::hex;
 use base64::Engine as _;
 use sha2::{Digest, Sha256};
 use std::fmt;
@@ -242,10 +243,6 @@ impl RunSecrets {
             .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
         found
     }
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// The forms of `value` echo protection replaces, each by the
