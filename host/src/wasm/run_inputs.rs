@@ -42,7 +42,11 @@ pub(super) fn private_tmp(opts: &mut RunOptions) -> Result<Option<tempfile::Temp
     if dir.is_some()
         && let Some((policy, _)) = &mut opts.confine
     {
-        let host = opts.caps.mounts().iter().find(|m| m.private);
+        let host = opts
+            .caps
+            .mounts()
+            .iter()
+            .find(|m| m.guest.as_str() == "/tmp");
         policy.write.extend(host.map(|m| m.host.clone()));
     }
     Ok(dir)
