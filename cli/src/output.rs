@@ -43,16 +43,14 @@ impl OutputFiles {
 
     /// Write whichever files were asked for, each atomically.
     pub(crate) fn write(&self, report: &RunReport, audit: &[AuditEvent]) -> Result<()> {
-        for (path, text) in self.texts(report, audit)? {
-            write_json_file(&path, &text)?;
-        }
-        Ok(())
+        write_all(&self.texts(report, audit)?)
     }
 
     /// For a run that cannot rename files itself (confined): an empty temp
     /// file beside each file asked for (and `extra`, a recording, last),
-    /// paired with its final name, in the order of [`OutputFiles::texts`]. Temp files of the same name left by
-    /// dead processes are removed first.
+    /// paired with its final name, in the order of [`OutputFiles::texts`].
+    /// Temp files of the same name left by dead processes are removed
+    /// first.
     pub(crate) fn stage(&self, extra: Option<&PathBuf>) -> Result<Vec<(PathBuf, PathBuf)>> {
         let mut staged = Vec::new();
         for path in [self.report.as_ref(), self.audit.as_ref(), extra]
@@ -103,6 +101,14 @@ fn remove_stale_stages(path: &Path) {
             let _ = std::fs::remove_file(e.path());
         }
     }
+}
+
+/// Write each `(path, text)`, each atomically ([`write_json_file`]).
+pub(crate) fn write_all(texts: &[(PathBuf, String)]) -> Result<()> {
+    for (path, text) in texts {
+        write_json_file(path, text)?;
+    }
+    Ok(())
 }
 
 /// Write `text` to a temp file beside `path`, then rename it over `path`: a

@@ -70,14 +70,14 @@ impl FuzzInitArgs {
             bail!("{} exists and is not empty", self.out.display());
         }
         let d = &self.out;
-        let write = |rel: &str, text: &str| -> Result<()> {
+        let write = |rel: &str, bytes: &[u8]| -> Result<()> {
             let p = d.join(rel);
             if let Some(parent) = p.parent() {
                 std::fs::create_dir_all(parent)?;
             }
-            std::fs::write(&p, text).with_context(|| format!("cannot write {}", p.display()))
+            std::fs::write(&p, bytes).with_context(|| format!("cannot write {}", p.display()))
         };
-        write("Cargo.toml", &cargo_toml(&crate_dir))?;
+        write("Cargo.toml", cargo_toml(&crate_dir).as_bytes())?;
         write(
             "fuzz_targets/agent.rs",
             &TARGET
@@ -85,21 +85,21 @@ impl FuzzInitArgs {
                     "{COMPONENT}",
                     &format!("{:?}", component.display().to_string()),
                 )
-                .replace("{PROPERTIES}", &properties),
+                .replace("{PROPERTIES}", &properties)
+                .into_bytes(),
         )?;
         std::fs::copy(&self.recording, d.join("recording.sbxrec"))
             .with_context(|| format!("cannot copy {}", self.recording.display()))?;
-        let seed = HostAnswers::from_recording(&rec).to_text();
-        let corpus = d.join("corpus/agent");
-        std::fs::create_dir_all(&corpus)?;
-        std::fs::write(corpus.join("recorded"), seed)
-            .with_context(|| format!("cannot write {}", corpus.display()))?;
+        write(
+            "corpus/agent/recorded",
+            &HostAnswers::from_recording(&rec).to_text(),
+        )?;
         let mut dict = DICT.to_string();
         for w in &self.word {
             dict += &format!("\"{}\"\n", dict_escape(w));
         }
-        write("agent.dict", &dict)?;
-        write(".gitignore", "target/\nartifacts/\ncorpus/\n")?;
+        write("agent.dict", dict.as_bytes())?;
+        write(".gitignore", b"target/\nartifacts/\ncorpus/\n")?;
         println!(
             "wrote a cargo-fuzz project to {}; run it with:",
             d.display()

@@ -3,8 +3,7 @@
 
 use crate::common::{engine_for, load_caps, open_cache, registry};
 use crate::exit::Internal;
-
-use crate::output::{OutputFiles, write_json_file};
+use crate::output::{OutputFiles, write_all};
 use crate::{progress, python, tool_helper};
 use anyhow::{Context, Result};
 use sbx_wasm::confine::Policy;
@@ -80,11 +79,11 @@ impl RunArgs {
 }
 
 fn run_inner(a: &RunArgs) -> Result<i32> {
-    // From the start: a Ctrl-C during a long first compile still ends the
-    // run as cancelled, with its report.
     if a.seed.is_some() && !a.deterministic && a.record.is_none() {
         anyhow::bail!("--seed needs --deterministic or --record");
     }
+    // From the start: a Ctrl-C during a long first compile still ends the
+    // run as cancelled, with its report.
     let cancel = crate::common::cancel_on_signals()?;
     let caps = load_caps(&a.caps)?;
     if a.require_kernel_confinement {
@@ -201,11 +200,7 @@ fn run_inner(a: &RunArgs) -> Result<i32> {
                     .with_context(|| format!("cannot write {}", path.display()))?;
             }
         }
-        None => {
-            for (path, text) in &texts {
-                write_json_file(path, text)?;
-            }
-        }
+        None => write_all(&texts)?,
     }
     // Waits for the helper: no run leaves a process behind.
     drop(helper);

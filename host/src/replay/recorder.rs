@@ -144,14 +144,9 @@ impl Recorder {
 
     /// Keep what performed op `seq` answered.
     pub(crate) fn answer(&mut self, seq: u64, outcome: &Result<Output, Failure>, trace: &Trace) {
-        let result = match outcome {
-            Ok(o) => Ok(o.clone()),
-            Err(Failure::Error(e)) => Err(Failure::Error(e.clone())),
-            Err(Failure::Denied(d)) => Err(Failure::Denied(d.clone())),
-        };
         self.answers.push(Answer {
             seq,
-            result: result.into(),
+            result: outcome.clone().into(),
             trace: trace.clone(),
         });
     }
