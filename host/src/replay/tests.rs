@@ -100,3 +100,38 @@ fn a_different_op_or_one_past_the_end_diverges_with_both_named() {
     let d = diverges(&rec, 2, &Op::read("/work/a.txt")).unwrap();
     assert!(d.message.contains("ends at seq 1"), "{}", d.message);
 }
+
+#[test]
+fn a_recording_keeps_no_more_than_its_limit_whatever_the_guest_meets() {
+    let data = tempfile::tempdir().unwrap();
+    std::fs::write(data.path().join("big.bin"), vec![7u8; 5000]).unwrap();
+    std::fs::write(data.path().join("small.txt"), "ok").unwrap();
+    let caps = Capabilities::builder()
+        .read_mount(data.path(), "/work")
+        .build()
+        .unwrap();
+    let mounts = crate::fs::MountTable::open(caps.mounts()).unwrap();
+    let mount = mounts.by_guest("/work").unwrap();
+    let mut rec = Recorder::new(1000);
+    rec.sight(mount, "big.bin");
+    rec.sight(mount, "small.txt");
+    // Met again under the same name: not read again.
+    rec.sight(mount, "small.txt");
+    let kept: u64 = rec.blobs.values().map(|c| c.0.len() as u64).sum();
+    assert_eq!(kept, 2);
+    assert_eq!(rec.files.len(), 2);
+    assert_eq!(
+        (rec.files[0].size, rec.files[0].blob.as_ref()),
+        (5000, None)
+    );
+    assert!(rec.notes[0].contains("/work/big.bin"), "{:?}", rec.notes);
+    // Past the limit, a listing is not kept either, and a note says so.
+    let mut full = Recorder::new(0);
+    full.listing(mount, "");
+    assert!(full.listings.is_empty());
+    assert!(
+        full.notes[0].contains("entries were not kept"),
+        "{:?}",
+        full.notes
+    );
+}
