@@ -423,3 +423,23 @@ pub fn mount_caps(extra: &str) -> String {
          write = [{{ host = \"out\", guest = \"/work/out\" }}]\n{extra}\n"
     )
 }
+
+/// A recording (1 MiB at most) of the summariser guest `name` summarising
+/// `server`'s `/status` under a grant of its origin alone: the seed of the
+/// fuzz-your-agent tests.
+pub fn record_summary(name: &str, server: &LoopbackServer) -> sbx_wasm::replay::Recording {
+    use sbx_wasm::wasm::{RunOptions, WasmHost};
+    let caps = sbx_wasm::Capabilities::builder()
+        .allow_egress(server.origin())
+        .build()
+        .unwrap();
+    let host = WasmHost::new().unwrap();
+    let agent = host.load(&guest(name)).unwrap();
+    let opts = RunOptions::new(caps)
+        .args([format!("{}/status", server.origin())])
+        .record(1 << 20);
+    let run = host.run(&agent, opts).unwrap();
+    assert_eq!(run.report.exit_code, Some(0), "{:?}", run.trap);
+    assert_eq!(String::from_utf8_lossy(&run.stdout), "summary: ok\n");
+    run.recording.unwrap()
+}

@@ -1,4 +1,4 @@
-//! `sbx-wasm fuzz-init`: write a cargo-fuzz project that fuzzes a user's
+//! `sbx-wasm fuzz-init`: write a libFuzzer project that fuzzes a user's
 //! agent with host answers (pages, tool outputs, file contents, stdin),
 //! its corpus seeded with a recording's answers, its properties from flags.
 
@@ -40,7 +40,9 @@ impl FuzzInitArgs {
         let component = absolute(&self.component)?;
         let crate_dir = match &self.sbx_wasm {
             Some(p) => absolute(p)?,
-            None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../host"),
+            None => absolute(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../host")).context(
+                "sbx-wasm's source is not where this binary was built: name it with --sbx-wasm",
+            )?,
         };
         let never = if self.never.is_empty() {
             [
@@ -78,20 +80,11 @@ impl FuzzInitArgs {
             std::fs::write(&p, bytes).with_context(|| format!("cannot write {}", p.display()))
         };
         write("Cargo.toml", cargo_toml(&crate_dir).as_bytes())?;
-        write(
-            "fuzz_targets/agent.rs",
-            &TARGET
-                .replace(
-                    "{COMPONENT}",
-                    &format!("{:?}", component.display().to_string()),
-                )
-                .replace("{PROPERTIES}", &properties)
-                .into_bytes(),
-        )?;
+        write("src/main.rs", target(&component, &properties)?.as_bytes())?;
         std::fs::copy(&self.recording, d.join("recording.sbxrec"))
             .with_context(|| format!("cannot copy {}", self.recording.display()))?;
         write(
-            "corpus/agent/recorded",
+            "corpus/recorded",
             &HostAnswers::from_recording(&rec).to_text(),
         )?;
         let mut dict = DICT.to_string();
@@ -99,13 +92,10 @@ impl FuzzInitArgs {
             dict += &format!("\"{}\"\n", dict_escape(w));
         }
         write("agent.dict", dict.as_bytes())?;
-        write(".gitignore", b"target/\nartifacts/\ncorpus/\n")?;
+        write(".gitignore", b"target/\ncorpus/\ncrash-*\n")?;
+        println!("wrote a libFuzzer project to {}; run it with:", d.display());
         println!(
-            "wrote a cargo-fuzz project to {}; run it with:",
-            d.display()
-        );
-        println!(
-            "  cd {} && cargo +nightly fuzz run --fuzz-dir . agent corpus/agent -- -dict=agent.dict",
+            "  cd {} && cargo run --release -- corpus -dict=agent.dict",
             d.display()
         );
         Ok(0)
@@ -119,74 +109,48 @@ fn absolute(p: &Path) -> Result<PathBuf> {
 fn cargo_toml(crate_dir: &Path) -> String {
     format!(
         r#"# Written by `sbx-wasm fuzz-init`: fuzz an agent with the host answers
-# a fuzzer chooses. From this folder:
-# `cargo +nightly fuzz run --fuzz-dir . agent corpus/agent -- -dict=agent.dict`
+# a fuzzer chooses. From this folder (the stable toolchain will do):
+# `cargo run --release -- corpus -dict=agent.dict`
 [package]
 name = "agent-fuzz"
 version = "0.0.0"
 publish = false
 edition = "2024"
 
-[package.metadata]
-cargo-fuzz = true
-
 [dependencies]
 libfuzzer-sys = "0.4"
 sbx-wasm = {{ path = {:?}, features = ["fuzzing"] }}
 
 [workspace]
-members = ["."]
 
-[[bin]]
-name = "agent"
-path = "fuzz_targets/agent.rs"
-test = false
-doc = false
-bench = false
+[profile.release]
+debug = "line-tables-only"
 "#,
         crate_dir.display().to_string()
     )
 }
 
-const TARGET: &str = r#"//! Written by `sbx-wasm fuzz-init`. Each input is the host's answers to
-//! the agent (pages, tool outputs, file contents, stdin: sectioned text
-//! like corpus/agent/recorded, JSON, or any bytes); the agent runs on the
-//! recording's grant, args and files with nothing real touched, and a run
-//! that breaks a property below is a crash whose message is the
-//! reproduction.
-#![no_main]
-
-use libfuzzer_sys::fuzz_target;
-use sbx_wasm::Violation;
-use sbx_wasm::fuzz_agent::{AgentFuzzer, HostAnswers, Property};
-use sbx_wasm::replay::Recording;
-use std::sync::OnceLock;
-
-const COMPONENT: &str = {COMPONENT};
-
-fn fuzzer() -> &'static AgentFuzzer {
-    static FUZZER: OnceLock<AgentFuzzer> = OnceLock::new();
-    FUZZER.get_or_init(|| {
-        let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-        let recording = Recording::read(here.join("recording.sbxrec")).expect("the recording");
-        AgentFuzzer::new(std::path::Path::new(COMPONENT), recording).expect("the agent")
-    })
-}
-
-fn properties() -> Vec<Property> {
-    vec![
-{PROPERTIES}        Property::NoTrap,
-    ]
-}
-
-fuzz_target!(|data: &[u8]| {
-    let answers = HostAnswers::from_fuzz_input(data);
-    let run = fuzzer().run(&answers).expect("a run");
-    if let Err(finding) = run.check(&properties()) {
-        panic!("{finding}");
+/// The target: the example project's own (so the example is what this
+/// writes), with `component` in place of its default and `properties`
+/// in place of its `--never` block.
+fn target(component: &Path, properties: &str) -> Result<String> {
+    const TEMPLATE: &str = include_str!("../../../examples/fuzz-agent/src/main.rs");
+    const DEFAULT: &str = "const COMPONENT: &str = \"agent.wasm\";";
+    let (head, rest) = TEMPLATE
+        .split_once("        // --never:\n")
+        .context("the template has no --never block")?;
+    let (_, tail) = rest
+        .split_once("        // always:\n")
+        .context("the template has no always block")?;
+    if !head.contains(DEFAULT) {
+        bail!("the template has no default component");
     }
-});
-"#;
+    let component = format!("{:?}", component.display().to_string());
+    Ok(format!(
+        "{}        // --never:\n{properties}        // always:\n{tail}",
+        head.replace(DEFAULT, &format!("const COMPONENT: &str = {component};"))
+    ))
+}
 
 /// Words that steer agents, for libFuzzer's `-dict`.
 const DICT: &str = r#"# Words that steer agents: links, injections, a section head.

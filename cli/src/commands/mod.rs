@@ -56,7 +56,7 @@ enum Command {
     /// no file, network or tool touched; says where it departs from it.
     #[command(after_help = EXIT_CODES)]
     Replay(replay::ReplayArgs),
-    /// Write a cargo-fuzz project that fuzzes an agent with the host's
+    /// Write a libFuzzer project that fuzzes an agent with the host's
     /// answers (pages, tool outputs, files, stdin), seeded from a recording.
     FuzzInit(fuzz_init::FuzzInitArgs),
 }

@@ -31,6 +31,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod features;
 mod property;
 mod search;
 
@@ -266,6 +267,29 @@ impl AgentFuzzer {
     /// The recording's own answers: the natural first corpus entry.
     pub fn seed_answers(&self) -> HostAnswers {
         HostAnswers::from_recording(&self.base)
+    }
+
+    /// A fuzzer's input as host answers for this agent: sectioned text or
+    /// JSON as [`HostAnswers::from_fuzz_input`] reads them; any other bytes
+    /// are the recording's first answer (its first page, else its first
+    /// tool output, else its first file, else stdin), the rest as
+    /// recorded. So when a fuzzer shrinks an input to a few bytes, its
+    /// mutations still land in the text the agent reads.
+    pub fn answers(&self, data: &[u8]) -> HostAnswers {
+        if data.starts_with(b"== ") || serde_json::from_slice::<HostAnswers>(data).is_ok() {
+            return HostAnswers::from_fuzz_input(data);
+        }
+        let mut a = self.seed_answers();
+        if let Some(p) = a.pages.first_mut() {
+            p.body = data.to_vec();
+        } else if let Some(t) = a.tools.first_mut() {
+            *t = String::from_utf8_lossy(data).into_owned();
+        } else if let Some(f) = a.files.first_mut() {
+            *f = data.to_vec();
+        } else {
+            a.stdin = data.to_vec();
+        }
+        a
     }
 
     /// Run the guest once with `answers`. Nothing real is touched.

@@ -2,11 +2,11 @@
 //! at hand (CI, a quick check): mutate host answers with a dictionary of
 //! words that steer agents (`http://`, `ignore previous instructions`,
 //! the agent's own keywords), and keep an input whenever the guest does
-//! something new (a new sequence of op kinds and decisions). libFuzzer sees
-//! the host's code, not the guest's; this sees what the guest did.
+//! something new (a new sequence of [`FuzzRun::features`](super::FuzzRun::features): op kinds,
+//! decisions, the ending).
 
 use super::property::{Finding, Property};
-use super::{AgentFuzzer, FuzzRun, HostAnswers, Page};
+use super::{AgentFuzzer, HostAnswers, Page};
 use crate::error::Error;
 use std::collections::HashSet;
 
@@ -102,7 +102,7 @@ impl<'a> Search<'a> {
                     finding: Some(*finding),
                 });
             }
-            if seen.insert(behaviour(&run)) {
+            if seen.insert(run.features()) {
                 corpus.push(input);
             }
         }
@@ -160,26 +160,4 @@ impl<'a> Search<'a> {
             p.status = [200, 301, 404, 500][self.below(4)];
         }
     }
-}
-
-/// What the guest did, coarsely: each decision's op, verdict and
-/// violation, and how the run ended.
-fn behaviour(run: &FuzzRun) -> Vec<String> {
-    let mut b: Vec<String> = run
-        .audit
-        .iter()
-        .map(|e| {
-            format!(
-                "{} {} {}",
-                e.op,
-                e.decision,
-                e.violation.map(|v| v.to_string()).unwrap_or_default()
-            )
-        })
-        .collect();
-    b.push(format!(
-        "{:?} {:?}",
-        run.report.status, run.report.exit_code
-    ));
-    b
 }

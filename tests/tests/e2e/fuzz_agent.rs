@@ -5,29 +5,11 @@
 //! the finding replays exactly; the fixed summariser (same-origin links
 //! only) survives the same search. The same for a Python agent.
 
-use sbx_wasm::Capabilities;
 use sbx_wasm::Violation;
 use sbx_wasm::fuzz_agent::{AgentFuzzer, Property, Search};
-use sbx_wasm::wasm::{ArtifactCache, RunOptions, WasmHost};
-use sbx_wasm_tests::{LoopbackServer, guest, python_runner, repo_root, sbx_bin};
+use sbx_wasm::wasm::{ArtifactCache, WasmHost};
+use sbx_wasm_tests::{LoopbackServer, guest, python_runner, record_summary, repo_root, sbx_bin};
 use std::time::Instant;
-
-/// A recording of `name` summarising the loopback server's `/status`.
-fn recorded(name: &str, server: &LoopbackServer) -> sbx_wasm::replay::Recording {
-    let caps = Capabilities::builder()
-        .allow_egress(server.origin())
-        .build()
-        .unwrap();
-    let host = WasmHost::new().unwrap();
-    let agent = host.load(&guest(name)).unwrap();
-    let opts = RunOptions::new(caps)
-        .args([format!("{}/status", server.origin())])
-        .record(1 << 20);
-    let run = host.run(&agent, opts).unwrap();
-    assert_eq!(run.report.exit_code, Some(0), "{:?}", run.trap);
-    assert_eq!(String::from_utf8_lossy(&run.stdout), "summary: ok\n");
-    run.recording.unwrap()
-}
 
 const NEVER_EGRESS: fn() -> Vec<Property> = || {
     vec![
@@ -39,7 +21,8 @@ const NEVER_EGRESS: fn() -> Vec<Property> = || {
 #[test]
 fn the_search_steers_the_naive_agent_and_not_the_fixed_one() {
     let server = LoopbackServer::start();
-    let naive = AgentFuzzer::new(&guest("summarizer"), recorded("summarizer", &server)).unwrap();
+    let naive =
+        AgentFuzzer::new(&guest("summarizer"), record_summary("summarizer", &server)).unwrap();
     let seen = server.connections();
     let started = Instant::now();
     let outcome = Search::new(&naive, NEVER_EGRESS())
@@ -58,7 +41,8 @@ fn the_search_steers_the_naive_agent_and_not_the_fixed_one() {
         text.contains("property broken: never egress_denied"),
         "{text}"
     );
-    assert!(text.contains("net_fetch http"), "{text}");
+    assert!(text.contains("net_fetch "), "{text}");
+    assert!(text.contains("(egress_denied)"), "{text}");
     assert!(text.contains("fetch 1 answered"), "{text}");
     // Nothing real was fetched while searching.
     assert_eq!(server.connections(), seen);
@@ -73,7 +57,7 @@ fn the_search_steers_the_naive_agent_and_not_the_fixed_one() {
 
     let fixed = AgentFuzzer::new(
         &guest("summarizer_fixed"),
-        recorded("summarizer_fixed", &server),
+        record_summary("summarizer_fixed", &server),
     )
     .unwrap();
     let outcome = Search::new(&fixed, NEVER_EGRESS())
@@ -150,7 +134,7 @@ fn fuzz_init_writes_a_project_seeded_from_the_recording() {
     fn shared<T: Send + Sync + 'static>() {}
     shared::<AgentFuzzer>();
     let server = LoopbackServer::start();
-    let rec = recorded("summarizer", &server);
+    let rec = record_summary("summarizer", &server);
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     rec.write(d.join("run.sbxrec")).unwrap();
@@ -180,16 +164,32 @@ fn fuzz_init_writes_a_project_seeded_from_the_recording() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    let target = std::fs::read_to_string(d.join("gen/fuzz_targets/agent.rs")).unwrap();
+    // The target is the example project's (examples/fuzz-agent, run by
+    // its own test), the component named in place of its default.
+    let target = std::fs::read_to_string(d.join("gen/src/main.rs")).unwrap();
+    let example =
+        std::fs::read_to_string(repo_root().join("examples/fuzz-agent/src/main.rs")).unwrap();
+    assert_eq!(
+        target,
+        example.replace(
+            "const COMPONENT: &str = \"agent.wasm\";",
+            &format!(
+                "const COMPONENT: &str = {:?};",
+                component.display().to_string()
+            )
+        )
+    );
+    let o = init("tools", "tool_denied");
+    assert_eq!(o.status.code(), Some(0));
+    let target = std::fs::read_to_string(d.join("tools/src/main.rs")).unwrap();
     assert!(
-        target.contains("Property::NeverDenied(Violation::EgressDenied)"),
+        target.contains("        // --never:\n        Property::NeverDenied(Violation::ToolDenied),\n        // always:\n        Property::NoTrap,"),
         "{target}"
     );
-    assert!(target.contains(&format!("{:?}", component.display().to_string())));
     let manifest = std::fs::read_to_string(d.join("gen/Cargo.toml")).unwrap();
     assert!(manifest.contains("features = [\"fuzzing\"]"), "{manifest}");
     // The corpus entry is the recording's answers, as sectioned text.
-    let seed = std::fs::read(d.join("gen/corpus/agent/recorded")).unwrap();
+    let seed = std::fs::read(d.join("gen/corpus/recorded")).unwrap();
     assert_eq!(
         String::from_utf8_lossy(&seed),
         "== stdin\n\n== page 200\nok"
@@ -202,6 +202,16 @@ fn fuzz_init_writes_a_project_seeded_from_the_recording() {
         sbx_wasm::fuzz_agent::HostAnswers::from_recording(&rec)
     );
     assert_eq!(answers.pages[0].body, b"ok");
+    // Plain bytes (what libFuzzer shrinks an input to) are the first page,
+    // the rest as recorded.
+    let fuzzer = AgentFuzzer::new(&component, rec.clone()).unwrap();
+    assert_eq!(fuzzer.answers(&seed), answers);
+    let plain = fuzzer.answers(b"more: x");
+    assert_eq!(
+        (plain.pages[0].status, plain.pages[0].body.as_slice()),
+        (200, &b"more: x"[..])
+    );
+    assert_eq!((plain.stdin.len(), plain.pages.len()), (0, 1));
     assert!(d.join("gen/recording.sbxrec").is_file() && d.join("gen/agent.dict").is_file());
     // Not over a project, not with a name that is no violation.
     let o = init("gen", "egress_denied");
