@@ -43,7 +43,12 @@ fn main() {
         status.success(),
         "building guest-examples failed; is the target installed? `rustup target add wasm32-wasip2`"
     );
-    for watched in ["python/app", "python/wit", "python/build.sh"] {
+    for watched in [
+        "python/app",
+        "python/wit",
+        "python/build.sh",
+        "python/requirements.txt",
+    ] {
         println!("cargo:rerun-if-changed={}", guests.join(watched).display());
     }
     let status = Command::new("bash")

@@ -31,7 +31,7 @@ p=[p for p in pkgs if p["name"]=="wasmtime-wasi"][0]
 print(os.path.join(os.path.dirname(p["manifest_path"]),"src","p2","wit","deps"))')"
 [ -d "$wasi_wit" ] || { echo "python runner: WASI WIT not found at $wasi_wit" >&2; exit 1; }
 
-stamp="$( (cat "$here/build.sh" "$here/wit/runner.wit" "$root"/wit/*.wit "$here"/app/*.py; ls "$wasi_wit"; echo "$componentize_py_version") | sha256sum | cut -d' ' -f1)"
+stamp="$( (cat "$here/build.sh" "$here/requirements.txt" "$here/wit/runner.wit" "$root"/wit/*.wit "$here"/app/*.py; ls "$wasi_wit"; echo "$componentize_py_version") | sha256sum | cut -d' ' -f1)"
 if [ -f "$out/sbx-python.wasm" ] && [ "$(cat "$out/sbx-python.stamp" 2>/dev/null)" = "$stamp" ]; then
     echo "python runner: up to date ($out/sbx-python.wasm)" >&2
     exit 0
@@ -48,9 +48,15 @@ for f in "$wasi_wit"/*.wit; do
     cp "$f" "$wit/deps/$name/"
 done
 
+# The bundled pure-Python packages (requirements.txt, pinned by hash).
+pylib="$out/pylib"
+rm -rf "$pylib"
+"$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+    --require-hashes -r "$here/requirements.txt" --target "$pylib"
+
 echo "python runner: building with componentize-py $componentize_py_version" >&2
 "$venv/bin/componentize-py" --quiet -d "$wit" -w sbx:python/runner \
-    componentize -p "$here/app" runner -o "$out/sbx-python.wasm.tmp"
+    componentize -p "$here/app" -p "$pylib" runner -o "$out/sbx-python.wasm.tmp"
 mv "$out/sbx-python.wasm.tmp" "$out/sbx-python.wasm"
 echo "$stamp" > "$out/sbx-python.stamp"
 echo "python runner: $out/sbx-python.wasm ($(du -h "$out/sbx-python.wasm" | cut -f1))" >&2

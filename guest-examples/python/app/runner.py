@@ -11,6 +11,7 @@ traceback and exits 1, `sys.exit(n)` exits n.
 """
 
 import importlib.machinery
+import inspect
 import io
 import linecache
 import os
@@ -19,6 +20,7 @@ import traceback
 
 from wit_world import exports
 
+import bundled_tz
 import sbx
 import wasi_waits
 
@@ -57,7 +59,36 @@ encodings.cp437 encodings.cp850 encodings.cp852 encodings.cp858 encodings.cp866
 encodings.cp1250 encodings.cp1251 encodings.cp1253 encodings.cp1254 encodings.iso8859_2
 encodings.iso8859_15 encodings.koi8_r encodings.mac_roman encodings.utf_16_be
 encodings.utf_16_le encodings.utf_32_be encodings.utf_32_le encodings.utf_7
+_strptime _pydatetime _pydecimal _pyio _pylong _py_abc _threading_local colorsys compileall
+py_compile getpass mailbox modulefinder plistlib pyclbr tabnanny trace tracemalloc wsgiref
+wsgiref.simple_server wsgiref.util wsgiref.headers wsgiref.validate xmlrpc xmlrpc.client
+xmlrpc.server ftplib imaplib poplib smtplib socketserver sre_compile sre_constants sre_parse
+webbrowser dbm dbm.dumb dbm.sqlite3 shelve compression.gzip compression.zlib nturl2path pydoc pydoc_data pydoc_data.topics code codeop _ast_unparse
 """.split()
+
+# The standard library modules that cannot work here, and why: importing
+# one fails at once with this reason.
+NOT_HERE = {}
+for _names, _why in (
+    ("multiprocessing _multiprocessing _posixsubprocess _posixshmem pty venv ensurepip",
+     "it starts processes, and a WASI guest has none (subprocess imports, and fails at call)"),
+    ("_interpreters _interpchannels _interpqueues _remote_debugging",
+     "it needs subinterpreters or threads, and the runner has one thread"),
+    ("ctypes _ctypes", "it loads native code, which a wasm guest cannot"),
+    ("ssl _ssl", "there is no TLS inside the runner; fetch https URLs with sbx.fetch"),
+    ("curses _curses _curses_panel readline termios tty tkinter _tkinter turtle turtledemo "
+     "idlelib", "it needs a terminal or a display, and the runner has plain streams"),
+    ("fcntl grp pwd resource syslog mmap",
+     "WASI has no such operating-system service"),
+    ("bz2 _bz2 lzma _lzma _zstd _dbm _gdbm _hashlib _uuid",
+     "its C library is not in this CPython build (hashlib and uuid work without it)"),
+    ("_aix_support _android_support _apple_support _ios_support _osx_support _scproxy "
+     "_overlapped _winapi _wmi msvcrt nt winreg winsound",
+     "it belongs to another operating system"),
+    ("antigravity this", "an easter egg, left out"),
+):
+    for _name in _names.split():
+        NOT_HERE[_name] = _why
 UNAVAILABLE = {}
 for _name in OPTIONAL:
     try:
@@ -81,6 +112,11 @@ class _NotInSandbox:
         for finder in (importlib.machinery.BuiltinImporter, importlib.machinery.FrozenImporter):
             if finder.find_spec(name) is not None:
                 return None
+        if name in NOT_HERE:
+            raise ModuleNotFoundError(
+                f"No module named {name!r} in the sbx Python runner: {NOT_HERE[name]}",
+                name=name,
+            )
         if name in UNAVAILABLE:
             raise ModuleNotFoundError(
                 f"No module named {name!r} in the sbx Python runner: {UNAVAILABLE[name]}",
@@ -94,6 +130,33 @@ class _NotInSandbox:
         )
 
 
+# zoneinfo from the bundled database, never the host's folders.
+bundled_tz.install()
+
+
+def _no_host_config_files():
+    """Standard modules that read the host's configuration files: each
+    read would be a denied, audited probe of the host, recorded as the
+    script's doing. mimetypes gets its built-in table only (read into the
+    snapshot now); pdb (a doctest run makes one) reads no ~/.pdbrc."""
+    import mimetypes
+
+    mimetypes.knownfiles = []
+    mimetypes.init()
+    pdb = sys.modules.get("pdb")
+    if pdb is not None:
+        init = pdb.Pdb.__init__
+
+        def no_rc_init(self, *args, **kwargs):
+            if len(args) < 6:
+                kwargs.setdefault("readrc", False)
+            init(self, *args, **kwargs)
+
+        pdb.Pdb.__init__ = no_rc_init
+
+
+_no_host_config_files()
+
 # asyncio.run with an event loop that needs no socket (WASI has none here),
 # and untimed threading waits that block (until max_wall) instead of trap.
 wasi_waits.install()
@@ -103,6 +166,7 @@ sys.path.clear()
 sys.meta_path.insert(0, _NotInSandbox)
 sbx.PRELOADED = tuple(PRELOADED)
 sbx.UNAVAILABLE = dict(UNAVAILABLE)
+sbx.NOT_HERE = dict(NOT_HERE)
 
 USAGE = "usage: sbx-python (-c CODE [NAME] | FILE | -) [ARGS...]"
 
@@ -145,6 +209,25 @@ def _sources_are_not_files(event, args):
 
 
 sys.addaudithook(_sources_are_not_files)
+
+_getsourcefile = inspect.getsourcefile
+
+
+def _getsourcefile_without_probe(obj):
+    """inspect (doctest, a traceback's source) asks whether a code
+    object's file exists before it looks in linecache; for a source handed
+    in, or "<string>", that is a denied probe of the host. Answer from
+    linecache for those names, as inspect would after the probe."""
+    try:
+        name = inspect.getfile(obj)
+    except TypeError:
+        return _getsourcefile(obj)
+    if name in _SOURCE_NAMES or (name.startswith("<") and name.endswith(">")):
+        return name if name in linecache.cache else None
+    return _getsourcefile(obj)
+
+
+inspect.getsourcefile = _getsourcefile_without_probe
 
 
 def _load(argv):

@@ -9,7 +9,7 @@ use sbx_wasm_tests::{mount_tree, python_runner};
 use std::sync::OnceLock;
 
 /// One host and one runner for the file, as an embedder keeps them.
-fn python() -> &'static (WasmHost, PythonRunner) {
+pub(super) fn python() -> &'static (WasmHost, PythonRunner) {
     static PY: OnceLock<(WasmHost, PythonRunner)> = OnceLock::new();
     PY.get_or_init(|| {
         let cache = ArtifactCache::open(super::python::warm_cache()).unwrap();
@@ -19,7 +19,7 @@ fn python() -> &'static (WasmHost, PythonRunner) {
     })
 }
 
-fn text(b: &[u8]) -> String {
+pub(super) fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 

@@ -51,6 +51,25 @@ impl MountTable {
     }
 }
 
+impl MountTable {
+    /// The rule for a stat of `raw` through the empty root, when it names
+    /// the root or a folder above a mount (`/`, `/work` for `/work/out`):
+    /// those exist for the guest as empty folders, as in any file system
+    /// where a mount point's parents exist, so `os.makedirs(mount,
+    /// exist_ok=True)` finds them. Nothing on the host is reached: the
+    /// answer is made up (an empty, read-only folder), and the names are
+    /// the grant's own.
+    pub(crate) fn above_mounts(&self, raw: &str) -> Option<String> {
+        let path = check_path(raw).ok()?;
+        let above = path.as_str() == "/"
+            || self
+                .mounts
+                .iter()
+                .any(|m| m.mount.guest != path && m.mount.guest.is_under(&path));
+        above.then(|| "a folder above the mounts (empty)".to_string())
+    }
+}
+
 /// The refusal of `access` to `path`, saying `why`.
 fn refuse(access: Access, path: &GuestPath, why: impl std::fmt::Display) -> Denial {
     let violation = match access {
@@ -64,4 +83,36 @@ fn refuse(access: Access, path: &GuestPath, why: impl std::fmt::Display) -> Deni
 fn outside(access: Access, path: &GuestPath) -> Denial {
     let why = format!("is outside every mount the guest may {}", access.as_str());
     refuse(access, path, why)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Capabilities;
+    use crate::fs::MountTable;
+
+    #[test]
+    fn only_the_root_and_the_parents_of_mounts_are_folders_above_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let caps = Capabilities::builder()
+            .write_mount(dir.path(), "/work/out")
+            .build()
+            .unwrap();
+        let mounts = MountTable::open(caps.mounts()).unwrap();
+        for above in ["/", "/.", "/work", "/work/", "/work/."] {
+            assert!(mounts.above_mounts(above).is_some(), "{above}");
+        }
+        // The mount itself and what is in it are the mount's to decide;
+        // a sibling, a prefix that is no parent, and escapes are nothing.
+        for not in [
+            "/work/out",
+            "/work/out/x",
+            "/wor",
+            "/work/o",
+            "/etc",
+            "/work/..",
+            "/a/../work",
+        ] {
+            assert!(mounts.above_mounts(not).is_none(), "{not}");
+        }
+    }
 }

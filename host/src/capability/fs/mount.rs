@@ -280,7 +280,7 @@ impl OpenMount {
 /// most specific mount decides (`/work/out` writable inside `/work` read-only).
 #[derive(Debug)]
 pub(crate) struct MountTable {
-    mounts: Vec<OpenMount>,
+    pub(super) mounts: Vec<OpenMount>,
 }
 
 impl MountTable {

@@ -17,6 +17,17 @@ const FIXED_TIME: Datetime = Datetime {
     nanoseconds: 0,
 };
 
+/// The stat of a folder above the mounts (`/`, or `/work` for a mount at
+/// `/work/out`): empty, one link, the fixed time.
+pub(super) const FOLDER_ABOVE_MOUNTS: DescriptorStat = DescriptorStat {
+    type_: wasmtime_wasi::p2::bindings::filesystem::types::DescriptorType::Directory,
+    link_count: 1,
+    size: 0,
+    data_access_timestamp: Some(FIXED_TIME),
+    data_modification_timestamp: Some(FIXED_TIME),
+    status_change_timestamp: Some(FIXED_TIME),
+};
+
 /// What the host knows of a directory descriptor.
 #[derive(Clone, Debug)]
 pub(crate) struct DirInfo {
@@ -188,12 +199,18 @@ impl HostState {
         if !self.deterministic {
             return h;
         }
-        use sha2::{Digest, Sha256};
-        let d = Sha256::digest(name.as_bytes());
-        let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
-        MetadataHashValue {
-            lower: word(&d[..8]),
-            upper: word(&d[8..16]),
-        }
+        path_hash(name)
+    }
+}
+
+/// An identity hash made from a guest path, not from the host's device and
+/// inode numbers (deterministic runs, folders above the mounts).
+pub(super) fn path_hash(name: &str) -> MetadataHashValue {
+    use sha2::{Digest, Sha256};
+    let d = Sha256::digest(name.as_bytes());
+    let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
+    MetadataHashValue {
+        lower: word(&d[..8]),
+        upper: word(&d[8..16]),
     }
 }
