@@ -3,6 +3,13 @@
 # component of the sbx world, made by componentize-py (pinned below).
 #
 #   bash guest-examples/python/build.sh    ->  target/py/sbx-python.wasm
+#   bash guest-examples/python/build.sh --requirements req.txt -o runner.wasm
+#
+# With --requirements, the pure-Python packages it names (every one pinned
+# by hash: pip --require-hashes, wheels only, dependencies too) are bundled
+# beside the runner's own (requirements.txt here): each of their modules is
+# imported into the snapshot, and a wheel with native code is refused,
+# named. `sbx-wasm python build` calls this.
 #
 # Everything lives in the project's build folder (target/py): a virtual
 # environment for componentize-py, the staged WIT, the component. Nothing is
@@ -13,6 +20,17 @@ root="$(cd "$here/../.." && pwd)"
 out="$root/target/py"
 componentize_py_version="0.25.1"
 mkdir -p "$out"
+
+extra=""
+target="$out/sbx-python.wasm"
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --requirements) extra="$(realpath "$2")"; shift 2 ;;
+        -o) target="$2"; shift 2 ;;
+        *) echo "usage: build.sh [--requirements FILE] [-o OUT.wasm]" >&2; exit 2 ;;
+    esac
+done
+[ -z "$extra" ] || [ -f "$extra" ] || { echo "python runner: no such requirements file: $extra" >&2; exit 2; }
 
 venv="$out/venv"
 if [ ! -x "$venv/bin/componentize-py" ] \
@@ -31,13 +49,16 @@ p=[p for p in pkgs if p["name"]=="wasmtime-wasi"][0]
 print(os.path.join(os.path.dirname(p["manifest_path"]),"src","p2","wit","deps"))')"
 [ -d "$wasi_wit" ] || { echo "python runner: WASI WIT not found at $wasi_wit" >&2; exit 1; }
 
-stamp="$( (cat "$here/build.sh" "$here/requirements.txt" "$here/wit/runner.wit" "$root"/wit/*.wit "$here"/app/*.py; ls "$wasi_wit"; echo "$componentize_py_version") | sha256sum | cut -d' ' -f1)"
-if [ -f "$out/sbx-python.wasm" ] && [ "$(cat "$out/sbx-python.stamp" 2>/dev/null)" = "$stamp" ]; then
-    echo "python runner: up to date ($out/sbx-python.wasm)" >&2
+stamp="$( (cat "$here/build.sh" "$here/requirements.txt" ${extra:+"$extra"} "$here/wit/runner.wit" "$root"/wit/*.wit "$here"/app/*.py; ls "$wasi_wit"; echo "$componentize_py_version") | sha256sum | cut -d' ' -f1)"
+if [ -f "$target" ] && [ "$(cat "$target.stamp" 2>/dev/null)" = "$stamp" ]; then
+    echo "python runner: up to date ($target)" >&2
     exit 0
 fi
 
-wit="$out/wit"
+# One work folder per set of requirements: builds of two sets never mix.
+work="$out/build-$( (cat "$here/requirements.txt" ${extra:+"$extra"}) | sha256sum | cut -c1-16)"
+mkdir -p "$work"
+wit="$work/wit"
 rm -rf "$wit"
 mkdir -p "$wit/deps/sbx-agent"
 cp "$here/wit/runner.wit" "$wit/"
@@ -48,15 +69,32 @@ for f in "$wasi_wit"/*.wit; do
     cp "$f" "$wit/deps/$name/"
 done
 
-# The bundled pure-Python packages (requirements.txt, pinned by hash).
-pylib="$out/pylib"
+# The bundled pure-Python packages, pinned by hash: wheels only (no
+# package's setup code runs here), then each wheel's tags checked.
+pylib="$work/pylib"
 rm -rf "$pylib"
-"$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
-    --require-hashes -r "$here/requirements.txt" --target "$pylib"
+"$venv/bin/pip" install --quiet --disable-pip-version-check --only-binary=:all: \
+    --require-hashes -r "$here/requirements.txt" ${extra:+-r "$extra"} --target "$pylib"
+"$venv/bin/python" - "$pylib" <<'PY'
+import pathlib, sys
+native = []
+for wheel in sorted(pathlib.Path(sys.argv[1]).glob("*.dist-info/WHEEL")):
+    meta = wheel.read_text()
+    tags = [l.split(":", 1)[1].strip() for l in meta.splitlines() if l.startswith("Tag:")]
+    if "Root-Is-Purelib: true" not in meta or not all(t.endswith("-none-any") for t in tags):
+        native.append(f"{wheel.parent.name.removesuffix('.dist-info')} ({', '.join(tags)})")
+if native:
+    sys.exit("python runner: refused: a wheel with native code cannot run in the sandbox: "
+             + "; ".join(native))
+PY
+
+# The runner imports every module of the packages in the folder so marked.
+touch "$pylib/sbx-bundled-packages"
 
 echo "python runner: building with componentize-py $componentize_py_version" >&2
+mkdir -p "$(dirname "$target")"
 "$venv/bin/componentize-py" --quiet -d "$wit" -w sbx:python/runner \
-    componentize -p "$here/app" -p "$pylib" runner -o "$out/sbx-python.wasm.tmp"
-mv "$out/sbx-python.wasm.tmp" "$out/sbx-python.wasm"
-echo "$stamp" > "$out/sbx-python.stamp"
-echo "python runner: $out/sbx-python.wasm ($(du -h "$out/sbx-python.wasm" | cut -f1))" >&2
+    componentize -p "$here/app" -p "$pylib" runner -o "$target.tmp"
+mv "$target.tmp" "$target"
+echo "$stamp" > "$target.stamp"
+echo "python runner: $target ($(du -h "$target" | cut -f1))" >&2

@@ -7,6 +7,7 @@ mod exec;
 mod fuzz_init;
 mod kernel_check;
 mod policy;
+mod python_build;
 mod replay;
 mod run;
 
@@ -59,6 +60,9 @@ enum Command {
     /// Write a libFuzzer project that fuzzes an agent with the host's
     /// answers (pages, tool outputs, files, stdin), seeded from a recording.
     FuzzInit(fuzz_init::FuzzInitArgs),
+    /// Python runners: `python build --requirements FILE` bundles
+    /// pure-Python packages (pinned by hash) into one.
+    Python(python_build::PythonArgs),
 }
 
 impl Cli {
@@ -75,6 +79,7 @@ impl Cli {
             Command::Policy(c) => crate::exit::finish(c.execute()),
             Command::Replay(c) => c.execute(),
             Command::FuzzInit(c) => crate::exit::finish(c.execute()),
+            Command::Python(c) => crate::exit::finish(c.execute()),
         }
     }
 }

@@ -20,6 +20,7 @@ import traceback
 
 from wit_world import exports
 
+import bundled_packages
 import bundled_tz
 import sbx
 import wasi_waits
@@ -97,6 +98,10 @@ for _name in OPTIONAL:
     except Exception as _e:  # noqa: BLE001 - any failure means "not here"
         UNAVAILABLE[_name] = f"{type(_e).__name__}: {_e}"
 
+# The pure-Python packages bundled into this runner, every module of each.
+PACKAGES = bundled_packages.preload(UNAVAILABLE)
+PRELOADED.extend(PACKAGES)
+
 
 class _NotInSandbox:
     """Import hook, first on sys.meta_path: a module outside the snapshot
@@ -124,8 +129,9 @@ class _NotInSandbox:
             )
         raise ModuleNotFoundError(
             f"No module named {name!r}: the sbx Python runner has the standard library "
-            f"modules listed in sbx.PRELOADED (no C extensions beyond those, no pip "
-            f"packages); add a folder of your own modules to sys.path from a mount",
+            f"modules listed in sbx.PRELOADED and the packages bundled into it "
+            f"(sbx.PACKAGES; `sbx-wasm python build --requirements` bundles pure-Python "
+            f"ones); add a folder of your own modules to sys.path from a mount",
             name=name,
         )
 
@@ -167,6 +173,7 @@ sys.meta_path.insert(0, _NotInSandbox)
 sbx.PRELOADED = tuple(PRELOADED)
 sbx.UNAVAILABLE = dict(UNAVAILABLE)
 sbx.NOT_HERE = dict(NOT_HERE)
+sbx.PACKAGES = tuple(PACKAGES)
 
 USAGE = "usage: sbx-python (-c CODE [NAME] | FILE | -) [ARGS...]"
 

@@ -13,6 +13,7 @@ mod mcp;
 mod policy;
 mod python;
 mod python_api;
+mod python_packages;
 mod python_stdlib;
 mod replay;
 mod secrets;

@@ -1,0 +1,155 @@
+//! Pure-Python packages from PyPI bundled into a runner (`sbx-wasm python
+//! build --requirements`): the packages example's requirements (dateutil,
+//! six, tabulate, pinned by hash) build a runner, cached by their hash,
+//! that `run --python-runner` and the library use; the default runner
+//! says how to get a package it lacks; an unpinned requirement and a wheel
+//! with native code are refused, the latter by name.
+
+use super::python::warm_cache;
+use sbx_wasm::Capabilities;
+use sbx_wasm::wasm::{ArtifactCache, PythonRunner, RunOptions, WasmHost};
+use sbx_wasm_tests::{python_runner, repo_root, sbx_bin};
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn build(cache: &Path, requirements: &Path) -> Output {
+    Command::new(sbx_bin())
+        .env("SBX_WASM_CACHE_DIR", cache)
+        .args(["python", "build", "--requirements"])
+        .arg(requirements)
+        .output()
+        .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn a_runner_with_packages_is_built_cached_and_used_by_the_cli_and_library() {
+    let scratch = tempfile::tempdir().unwrap();
+    let example = repo_root().join("examples/python/packages");
+    let requirements = example.join("requirements.txt");
+    let out = build(scratch.path(), &requirements);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let runner = text(&out.stdout).trim().to_string();
+    assert!(
+        runner.starts_with(&scratch.path().join("python/runner-").display().to_string()),
+        "{runner}"
+    );
+    // The same requirements again: the runner is up to date, not rebuilt.
+    let again = build(scratch.path(), &requirements);
+    assert_eq!(text(&again.stdout).trim(), runner);
+    assert!(
+        text(&again.stderr).contains("up to date"),
+        "{}",
+        text(&again.stderr)
+    );
+
+    // The CLI runs the example with it, no denial on record.
+    let audit = scratch.path().join("audit.jsonl");
+    std::fs::write(scratch.path().join("caps.toml"), "").unwrap();
+    let run = Command::new(sbx_bin())
+        .env("SBX_WASM_CACHE_DIR", warm_cache())
+        .args(["run", "--no-stdin", "--caps"])
+        .arg(scratch.path().join("caps.toml"))
+        .arg("--audit")
+        .arg(&audit)
+        .args(["--python-runner", &runner])
+        .arg(example.join("report.py"))
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run.stderr));
+    assert_eq!(
+        text(&run.stdout),
+        "region    ordered     due           amount\n\
+         --------  ----------  ----------  --------\n\
+         north     2024-01-31  2024-02-29       120\n\
+         south     2024-03-03  2024-04-03        80\n\
+         east      2024-02-29  2024-03-29        45\n"
+    );
+    assert_eq!(std::fs::read_to_string(&audit).unwrap(), "");
+
+    // The library loads the same runner; it lists what it bundles.
+    let host = WasmHost::new()
+        .unwrap()
+        .with_cache(ArtifactCache::open(warm_cache()).unwrap());
+    let py = PythonRunner::load(&host, Path::new(&runner)).unwrap();
+    let caps = Capabilities::builder().build().unwrap();
+    let source = "import sbx, tabulate\nprint('tabulate' in sbx.PACKAGES, 'dateutil.parser' in sbx.PACKAGES)\n";
+    let run = py
+        .run_source(&host, source, RunOptions::new(caps.clone()))
+        .unwrap();
+    assert_eq!(text(&run.stdout), "True True\n", "{}", text(&run.stderr));
+
+    // The default runner has no packages, and says how to get one.
+    let plain = PythonRunner::load(&host, &python_runner()).unwrap();
+    let run = plain
+        .run_source(&host, "import tabulate\n", RunOptions::new(caps))
+        .unwrap();
+    assert_eq!(run.report.exit_code, Some(1));
+    assert!(
+        text(&run.stderr).contains("sbx-wasm python build --requirements"),
+        "{}",
+        text(&run.stderr)
+    );
+    assert!(run.audit.is_empty(), "{:?}", run.audit);
+}
+
+#[test]
+fn unpinned_requirements_and_wheels_with_native_code_are_refused() {
+    let scratch = tempfile::tempdir().unwrap();
+    let d = scratch.path();
+    // No hash: pip's hash-checking mode refuses before anything is fetched.
+    std::fs::write(d.join("loose.txt"), "tabulate==0.9.0\n").unwrap();
+    let out = build(d, &d.join("loose.txt"));
+    assert_ne!(out.status.code(), Some(0));
+    assert!(text(&out.stderr).contains("hash"), "{}", text(&out.stderr));
+    // A wheel whose tags say native code (made here, pinned by its hash).
+    let wheel = "nativepkg-1.0-py3-none-linux_x86_64.whl";
+    let made = Command::new("python3")
+        .current_dir(d)
+        .arg("-c")
+        .arg(format!(
+            "import zipfile, hashlib\n\
+             z = zipfile.ZipFile('{wheel}', 'w')\n\
+             z.writestr('nativepkg/__init__.py', '')\n\
+             z.writestr('nativepkg-1.0.dist-info/METADATA', 'Metadata-Version: 2.1\\nName: nativepkg\\nVersion: 1.0\\n')\n\
+             z.writestr('nativepkg-1.0.dist-info/WHEEL', 'Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: false\\nTag: py3-none-linux_x86_64\\n')\n\
+             z.writestr('nativepkg-1.0.dist-info/RECORD', '')\n\
+             z.close()\n\
+             print(hashlib.sha256(open('{wheel}', 'rb').read()).hexdigest())"
+        ))
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{}", text(&made.stderr));
+    let hash = text(&made.stdout).trim().to_string();
+    std::fs::write(
+        d.join("native.txt"),
+        format!("./{wheel} --hash=sha256:{hash}\n"),
+    )
+    .unwrap();
+    let out = Command::new(sbx_bin())
+        .current_dir(d)
+        .env("SBX_WASM_CACHE_DIR", d)
+        .args([
+            "python",
+            "build",
+            "--requirements",
+            "native.txt",
+            "-o",
+            "r.wasm",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(!d.join("r.wasm").exists());
+    #[cfg(target_arch = "x86_64")]
+    assert!(
+        text(&out.stderr).contains(
+            "a wheel with native code cannot run in the sandbox: nativepkg-1.0 (py3-none-linux_x86_64)"
+        ),
+        "{}",
+        text(&out.stderr)
+    );
+}
