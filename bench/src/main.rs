@@ -17,6 +17,7 @@ use sbx_wasm_bench::bare;
 mod cpu_work;
 mod mcp;
 mod p7;
+mod soak;
 mod timing;
 
 use timing::{fmt, join_all, rate, side_by_side};
@@ -103,6 +104,9 @@ fn main() -> Res<()> {
     let argv: Vec<String> = std::env::args().collect();
     if argv.len() == 3 && argv[1] == "--p7" {
         return p7::p7_child(&argv[2], &guests, 1000);
+    }
+    if argv.len() == 3 && argv[1] == "--soak" {
+        return soak::soak_child(&argv[2], &guests);
     }
     let sbx = env_path("SBX_BIN").ok_or("SBX_BIN is not set")?;
     let scratch = tempfile::tempdir()?;
@@ -445,6 +449,10 @@ fn main() -> Res<()> {
         let caps_file = scratch.path().join("caps.toml");
         std::fs::write(&caps_file, caps.to_toml())?;
         rows.push(mcp::mcp_row(&sbx, &runner, &caps_file)?);
+    }
+
+    if want("SOAK") {
+        rows.extend(soak::soak_rows()?);
     }
 
     println!("| id | measurement | sbx-wasm | baseline | ratio | goal | met |");

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 /// KiB resident, from /proc/self/statm.
-fn rss_kib() -> u64 {
+pub(crate) fn rss_kib() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
     let pages: u64 = statm
         .split_whitespace()
