@@ -66,21 +66,11 @@ impl Bare {
     /// The same, with instance slots reserved as sbx-wasm reserves them
     /// for `sizes` (`WasmHost::with_pool`): the baseline of pooled rates.
     pub fn pooled(sizes: &sbx_wasm::wasm::PoolSizes) -> wasmtime::Result<Self> {
-        let n = sizes.sandboxes.max(1);
-        let mut pool = wasmtime::PoolingAllocationConfig::new();
-        pool.total_component_instances(n)
-            .total_core_instances(n.saturating_mul(sizes.core_instances_per_sandbox))
-            .total_memories(n.saturating_mul(sizes.memories_per_sandbox))
-            .total_tables(n.saturating_mul(sizes.tables_per_sandbox))
-            .total_stacks(n)
-            .max_core_instances_per_component(sizes.core_instances_per_sandbox)
-            .max_memories_per_component(sizes.memories_per_sandbox)
-            .max_tables_per_component(sizes.tables_per_sandbox)
-            .table_elements(sizes.table_elements)
-            .max_memory_size(usize::try_from(sizes.max_memory_bytes).unwrap_or(usize::MAX));
         let mut config = Config::new();
         config.wasm_component_model(true);
-        config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(pool));
+        config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(
+            sizes.pooling_config(),
+        ));
         Self::with_config(&config)
     }
 

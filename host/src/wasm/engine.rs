@@ -79,21 +79,32 @@ fn base_config(fuel: bool) -> Config {
     config
 }
 
+impl PoolSizes {
+    /// wasmtime's pooling allocator configured for these sizes, as
+    /// [`WasmHost::with_pool`] uses it (a baseline that compares with the
+    /// host can take the same).
+    pub fn pooling_config(&self) -> wasmtime::PoolingAllocationConfig {
+        let mut pool = wasmtime::PoolingAllocationConfig::new();
+        let n = self.sandboxes.max(1);
+        pool.total_component_instances(n)
+            .total_core_instances(n.saturating_mul(self.core_instances_per_sandbox))
+            .total_memories(n.saturating_mul(self.memories_per_sandbox))
+            .total_tables(n.saturating_mul(self.tables_per_sandbox))
+            .total_stacks(n)
+            .max_core_instances_per_component(self.core_instances_per_sandbox)
+            .max_memories_per_component(self.memories_per_sandbox)
+            .max_tables_per_component(self.tables_per_sandbox)
+            .table_elements(self.table_elements)
+            .max_memory_size(usize::try_from(self.max_memory_bytes).unwrap_or(usize::MAX));
+        pool
+    }
+}
+
 fn pooled_engine(sizes: &PoolSizes) -> wasmtime::Result<Engine> {
-    let mut pool = wasmtime::PoolingAllocationConfig::new();
-    let n = sizes.sandboxes.max(1);
-    pool.total_component_instances(n)
-        .total_core_instances(n.saturating_mul(sizes.core_instances_per_sandbox))
-        .total_memories(n.saturating_mul(sizes.memories_per_sandbox))
-        .total_tables(n.saturating_mul(sizes.tables_per_sandbox))
-        .total_stacks(n)
-        .max_core_instances_per_component(sizes.core_instances_per_sandbox)
-        .max_memories_per_component(sizes.memories_per_sandbox)
-        .max_tables_per_component(sizes.tables_per_sandbox)
-        .table_elements(sizes.table_elements)
-        .max_memory_size(usize::try_from(sizes.max_memory_bytes).unwrap_or(usize::MAX));
     let mut config = base_config(true);
-    config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(pool));
+    config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(
+        sizes.pooling_config(),
+    ));
     Engine::new(&config)
 }
 
