@@ -17,6 +17,7 @@ use sbx_wasm_bench::bare;
 mod cpu_work;
 mod mcp;
 mod p7;
+mod python;
 mod soak;
 mod timing;
 
@@ -426,46 +427,19 @@ fn main() -> Res<()> {
     }
 
     // Python: a cached hello world in the sandbox against the system
-    // interpreter starting and printing.
+    // interpreter starting and printing; a snippet in-process.
     if let (Some(runner), Some(natives), true) = (
         env_path("PYTHON_RUNNER"),
         std::env::var_os("PYTHON_NATIVE"),
         want("PY"),
     ) {
-        let caps_file = scratch.path().join("caps.toml");
-        std::fs::write(&caps_file, caps.to_toml())?;
-        let script = scratch.path().join("hello.py");
-        std::fs::write(&script, "print(1)\n")?;
-        spawn_ok(Command::new(&sbx).arg("compile").arg(&runner))?;
-        for python in std::env::split_paths(&natives) {
-            let (a, b) = side_by_side(
-                30,
-                || {
-                    spawn_ok(
-                        Command::new(&sbx)
-                            .args(["run", "--no-stdin", "--caps"])
-                            .arg(&caps_file)
-                            .arg("--python-runner")
-                            .arg(&runner)
-                            .arg(&script),
-                    )
-                },
-                || spawn_ok(Command::new(&python).args(["-c", "print(1)"])),
-            )?;
-            let ratio = a.as_secs_f64() / b.as_secs_f64();
-            rows.push(Row {
-                id: "PY",
-                what: format!(
-                    "Python hello world, cached runner (vs {} -c)",
-                    python.display()
-                ),
-                ours: fmt(a),
-                theirs: fmt(b),
-                ratio,
-                goal: "< 0.7x",
-                met: ratio < 0.7,
-            });
-        }
+        rows.extend(python::python_rows(
+            &sbx,
+            &runner,
+            &natives,
+            &caps,
+            scratch.path(),
+        )?);
     }
     if let (Some(runner), true) = (env_path("PYTHON_RUNNER"), want("MCP")) {
         let caps_file = scratch.path().join("caps.toml");

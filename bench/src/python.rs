@@ -1,0 +1,87 @@
+//! The Python rows: `sbx-wasm run hello.py` (cached runner) against each
+//! native interpreter's `-c 'print(1)'`, and a snippet run in-process by
+//! a pooled `PythonRunner`, against the 1.0 ms goal.
+
+use super::timing::{fmt, side_by_side};
+use super::{Res, Row, spawn_ok};
+use sbx_wasm::Capabilities;
+use sbx_wasm::wasm::{ArtifactCache, PoolSizes, PythonRunner, RunOptions, WasmHost};
+use std::ffi::OsStr;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+pub(crate) fn python_rows(
+    sbx: &Path,
+    runner: &Path,
+    natives: &OsStr,
+    caps: &Capabilities,
+    scratch: &Path,
+) -> Res<Vec<Row>> {
+    let mut rows = Vec::new();
+    let caps_file = scratch.join("caps.toml");
+    std::fs::write(&caps_file, caps.to_toml())?;
+    let script = scratch.join("hello.py");
+    std::fs::write(&script, "print(1)\n")?;
+    spawn_ok(Command::new(sbx).arg("compile").arg(runner))?;
+    for python in std::env::split_paths(natives) {
+        let (a, b) = side_by_side(
+            30,
+            || {
+                spawn_ok(
+                    Command::new(sbx)
+                        .args(["run", "--no-stdin", "--caps"])
+                        .arg(&caps_file)
+                        .arg("--python-runner")
+                        .arg(runner)
+                        .arg(&script),
+                )
+            },
+            || spawn_ok(Command::new(&python).args(["-c", "print(1)"])),
+        )?;
+        let ratio = a.as_secs_f64() / b.as_secs_f64();
+        rows.push(Row {
+            id: "PY",
+            what: format!(
+                "Python hello world, cached runner (vs {} -c)",
+                python.display()
+            ),
+            ours: fmt(a),
+            theirs: fmt(b),
+            ratio,
+            goal: "< 0.7x",
+            met: ratio < 0.7,
+        });
+    }
+
+    // In-process: one pooled host and runner, as an embedder keeps them;
+    // the median of 200 snippets after a warm-up.
+    let cache = ArtifactCache::open(ArtifactCache::default_dir().ok_or("no cache folder")?)?;
+    let host = WasmHost::with_pool(PoolSizes::for_caps(caps, 2))?.with_cache(cache);
+    let py = PythonRunner::load(&host, runner)?;
+    let mut times: Vec<Duration> = Vec::new();
+    for i in 0..210 {
+        let started = Instant::now();
+        let run = py.run_source(&host, "print(1)\n", RunOptions::new(caps.clone()))?;
+        if run.stdout != b"1\n" {
+            return Err(format!("snippet ended {:?} {:?}", run.report, run.trap).into());
+        }
+        if i >= 10 {
+            times.push(started.elapsed());
+        }
+    }
+    times.sort();
+    let median = times[times.len() / 2];
+    let goal = Duration::from_millis(1);
+    let ratio = median.as_secs_f64() / goal.as_secs_f64();
+    rows.push(Row {
+        id: "PY",
+        what: "Python print(1) in-process, pooled runner, median (vs the 1.0 ms goal)".into(),
+        ours: fmt(median),
+        theirs: fmt(goal),
+        ratio,
+        goal: "<= 1.0x",
+        met: ratio <= 1.0,
+    });
+    Ok(rows)
+}
