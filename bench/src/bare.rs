@@ -54,13 +54,15 @@ impl sbx::agent::tools::Host for State {
 pub struct Bare {
     pub engine: Engine,
     linker: Linker<State>,
+    /// Whether the engine counts fuel (each store then gets all of it).
+    fuel: bool,
 }
 
 impl Bare {
     pub fn new() -> wasmtime::Result<Self> {
         let mut config = Config::new();
         config.wasm_component_model(true);
-        Self::with_config(&config)
+        Self::with_config(&config, false)
     }
 
     /// The same, with instance slots reserved as sbx-wasm reserves them
@@ -71,15 +73,28 @@ impl Bare {
         config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(
             sizes.pooling_config(),
         ));
-        Self::with_config(&config)
+        Self::with_config(&config, false)
     }
 
-    fn with_config(config: &Config) -> wasmtime::Result<Self> {
+    /// The same, with wasmtime's own fuel metering (as `wasmtime run -W
+    /// fuel=N`), each run given all the fuel there is.
+    pub fn with_fuel() -> wasmtime::Result<Self> {
+        let mut config = Config::new();
+        config.wasm_component_model(true);
+        config.consume_fuel(true);
+        Self::with_config(&config, true)
+    }
+
+    fn with_config(config: &Config, fuel: bool) -> wasmtime::Result<Self> {
         let engine = Engine::new(config)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
         Agent::add_to_linker::<State, HasSelf<State>>(&mut linker, |s| s)?;
-        Ok(Bare { engine, linker })
+        Ok(Bare {
+            engine,
+            linker,
+            fuel,
+        })
     }
 
     pub fn prepare(&self, component: &Component) -> wasmtime::Result<CommandPre<State>> {
@@ -120,6 +135,9 @@ impl Bare {
                 table: ResourceTable::new(),
             },
         );
+        if self.fuel {
+            store.set_fuel(u64::MAX)?;
+        }
         let command = pre.instantiate_async(&mut store).await?;
         let ok = command.wasi_cli_run().call_run(&mut store).await?;
         drop(store);
@@ -143,6 +161,9 @@ impl Bare {
                 table: ResourceTable::new(),
             },
         );
+        if self.fuel {
+            store.set_fuel(u64::MAX)?;
+        }
         let command = pre.instantiate_async(&mut store).await?;
         command
             .wasi_cli_run()

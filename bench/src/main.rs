@@ -16,6 +16,7 @@ use sbx_wasm_bench::bare;
 #[path = "../../guest-examples/agents/src/cpu_work.rs"]
 mod cpu_work;
 mod mcp;
+mod p5;
 mod p7;
 mod python;
 mod soak;
@@ -237,65 +238,7 @@ fn main() -> Res<()> {
     }
 
     if want("P5") {
-        // P5: CPU-bound guest, fuel + epoch against unmetered and native.
-        const PRIMES_N: u32 = 20_000_000;
-        let (ours, theirs) = load("cpu")?;
-        let n = PRIMES_N.to_string();
-        let (a, b) = side_by_side(
-            7,
-            || run_ours(&host, &ours, opts(&caps, &[&n])),
-            || Ok(rt.block_on(bare.run(&theirs, &[&n]))?),
-        )?;
-        let (_, native) = side_by_side(
-            7,
-            || Ok(()),
-            || {
-                std::hint::black_box(cpu_work::primes_below(std::hint::black_box(PRIMES_N)));
-                Ok(())
-            },
-        )?;
-        let ratio = a.as_secs_f64() / b.as_secs_f64();
-        rows.push(Row {
-            id: "P5",
-            what: "CPU-bound guest, fuel + epoch (vs unmetered wasm)".into(),
-            ours: fmt(a),
-            theirs: fmt(b),
-            ratio,
-            goal: "<= 1.25x",
-            met: ratio <= 1.25,
-        });
-        // A wall-only grant on a host without fuel instrumentation.
-        let unmetered = WasmHost::new_unmetered()?;
-        let wall_only = Capabilities::builder()
-            .read_mount(scratch.path(), "/work")
-            .max_wall(Duration::from_secs(60))
-            .no_fuel()
-            .build()?;
-        let cpu = unmetered.prepare(&unmetered.load(&guests.join("cpu.wasm"))?)?;
-        let (w, wb) = side_by_side(
-            7,
-            || run_ours(&unmetered, &cpu, opts(&wall_only, &[&n])),
-            || Ok(rt.block_on(bare.run(&theirs, &[&n]))?),
-        )?;
-        let wall_ratio = w.as_secs_f64() / wb.as_secs_f64();
-        rows.push(Row {
-            id: "P5",
-            what: "CPU-bound guest, wall-only grant, unmetered host (vs unmetered wasm)".into(),
-            ours: fmt(w),
-            theirs: fmt(wb),
-            ratio: wall_ratio,
-            goal: "<= 1.05x",
-            met: wall_ratio <= 1.05,
-        });
-        rows.push(Row {
-            id: "P5",
-            what: "CPU-bound guest, fuel + epoch (vs the same Rust, native)".into(),
-            ours: fmt(a),
-            theirs: fmt(native),
-            ratio: a.as_secs_f64() / native.as_secs_f64(),
-            goal: "(reported)",
-            met: true,
-        });
+        rows.extend(p5::p5_rows(&host, &bare, &guests, &caps, scratch.path())?);
     }
 
     if want("P6") {
