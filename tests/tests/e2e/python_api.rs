@@ -338,3 +338,51 @@ except queue.Empty:
         run.report.usage
     );
 }
+
+#[test]
+fn nothing_of_one_run_is_seen_by_the_next_on_a_pooled_host() {
+    // A pooled host reuses instance slots (and their memory) from run to
+    // run: run 1 leaves marks everywhere a script can reach, run 2 on the
+    // same slots finds none of them.
+    use sbx_wasm::wasm::PoolSizes;
+    let caps = Capabilities::builder().build().unwrap();
+    let cache = ArtifactCache::open(super::python::warm_cache()).unwrap();
+    let host = WasmHost::with_pool(PoolSizes::for_caps(&caps, 1))
+        .unwrap()
+        .with_cache(cache);
+    let py = PythonRunner::load(&host, &python_runner()).unwrap();
+    let leave = r#"
+import builtins, json, os, sys, types
+LEAK = "global"
+builtins.LEAK = "builtin"
+json.LEAK = "module attribute"
+sys.modules["leak"] = types.ModuleType("leak")
+os.environ["LEAK"] = "env"
+sys.path.append("/leak")
+open("/tmp/leak", "w").write("file")
+print("left")
+"#;
+    let look = r#"
+import builtins, json, os, sys
+print([
+    "LEAK" in globals(), hasattr(builtins, "LEAK"), hasattr(json, "LEAK"),
+    "leak" in sys.modules, "LEAK" in os.environ, "/leak" in sys.path,
+    os.listdir("/tmp"),
+])
+"#;
+    for _ in 0..2 {
+        let run = py
+            .run_source(&host, leave, RunOptions::new(caps.clone()))
+            .unwrap();
+        assert_eq!(text(&run.stdout), "left\n", "{}", text(&run.stderr));
+        let run = py
+            .run_source(&host, look, RunOptions::new(caps.clone()))
+            .unwrap();
+        assert_eq!(
+            text(&run.stdout),
+            "[False, False, False, False, False, False, []]\n",
+            "{}",
+            text(&run.stderr)
+        );
+    }
+}
