@@ -75,8 +75,20 @@ impl Drop for Helper {
     /// it is still running gets no longer than that): no run leaves a
     /// process behind, even under a parent that does not reap.
     fn drop(&mut self) {
-        self.conn = None;
         let deadline = Instant::now() + Duration::from_secs(2);
+        let conn = self
+            .conn
+            .take()
+            .and_then(|c| Arc::try_unwrap(c).ok())
+            .and_then(|m| m.into_inner().ok());
+        if let Some(Conn { stdin, stdout }) = conn {
+            drop(stdin);
+            // Its stdout closes as it exits: wake on that, not on a nap.
+            if until_closed(stdout.into_inner(), deadline) {
+                let _ = self.child.wait();
+                return;
+            }
+        }
         loop {
             match self.child.try_wait() {
                 Ok(Some(_)) | Err(_) => return,
@@ -87,6 +99,31 @@ impl Drop for Helper {
                 }
                 Ok(None) => std::thread::sleep(Duration::from_millis(1)),
             }
+        }
+    }
+}
+
+/// Read `out` until it closes (true) or `deadline` passes (false).
+fn until_closed(mut out: ChildStdout, deadline: Instant) -> bool {
+    use rustix::event::{PollFd, PollFlags, Timespec};
+    let mut buf = [0u8; 256];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        let timeout = Timespec {
+            tv_sec: i64::try_from(left.as_secs()).unwrap_or(i64::MAX),
+            tv_nsec: left.subsec_nanos().into(),
+        };
+        let mut fds = [PollFd::new(&out, PollFlags::IN)];
+        match rustix::event::poll(&mut fds, Some(&timeout)) {
+            Ok(0) | Err(_) => return false,
+            Ok(_) => match std::io::Read::read(&mut out, &mut buf) {
+                Ok(0) => return true,
+                Ok(_) => {}
+                Err(_) => return false,
+            },
         }
     }
 }
