@@ -3,18 +3,23 @@
 use crate::budget::{Budget, Usage};
 use crate::violation::Violation;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
 /// One gated decision, allowed or denied. Written as one JSON line each.
+///
+/// `op` and `decision` are fixed names, borrowed rather than allocated per
+/// record (a gated call is on the guest's hot path); compare them with
+/// `==` against a `&str`, or read them through `&*`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuditEvent {
     /// 1-based sequence number within the run.
     pub seq: u64,
     /// Op name.
-    pub op: String,
+    pub op: Cow<'static, str>,
     /// Path, URL or tool name.
     pub target: String,
     /// `allowed` or `denied`.
-    pub decision: String,
+    pub decision: Cow<'static, str>,
     /// The violation, when denied.
     pub violation: Option<Violation>,
     /// Whether the decision halted the run.
@@ -47,7 +52,7 @@ pub struct DenialRecord {
     /// Sequence number.
     pub seq: u64,
     /// Op name.
-    pub op: String,
+    pub op: Cow<'static, str>,
     /// Path, URL or tool name.
     pub target: String,
     /// What was broken.

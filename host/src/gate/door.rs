@@ -30,9 +30,9 @@ impl Sandbox {
     /// [`Sandbox::refuse_admitted`] should the effect then be refused.
     pub(crate) fn admit_via(&mut self, op: Op, via: &str) -> Result<u64, Denial> {
         let r = self.run_with(op, Mode::Admit(Some(via)));
-        match r.denial {
-            Some(d) => Err(d),
-            None => Ok(r.seq),
+        match r.outcome {
+            Err(Failure::Denied(d)) => Err(d),
+            _ => Ok(r.seq),
         }
     }
 
@@ -53,7 +53,7 @@ impl Sandbox {
         let (op, target) = (event.op.clone(), event.target.clone());
         let amended = event.clone();
         self.announce(&amended);
-        self.record_denial(seq, &op, &target, &denial);
+        self.record_denial(seq, op, &target, &denial);
         self.denials.sort_by_key(|d| d.seq);
     }
 
@@ -101,14 +101,14 @@ impl Sandbox {
         // Named as the effect it stopped, not as the placeholder op.
         let target = record_target(target);
         if let Some(ev) = self.audit.last_mut() {
-            ev.op = kind.to_string();
+            ev.op = kind.into();
             ev.target = target.clone();
         }
         if let Some(ev) = self.audit.last() {
             self.announce(&ev.clone());
         }
         if let Some(rec) = self.denials.last_mut() {
-            rec.op = kind.to_string();
+            rec.op = kind.into();
             rec.target = target;
         }
         Err(d)

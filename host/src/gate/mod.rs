@@ -11,6 +11,8 @@ mod door;
 mod effect;
 mod record;
 
+pub(crate) use record::Decided;
+
 use crate::CancelHandle;
 use crate::budget::{Clock, MonotonicClock, OutputMeter, Usage, WriteMeter};
 use crate::caps::Capabilities;
@@ -342,19 +344,31 @@ impl Sandbox {
     /// performs (the wasm host lets WASI perform it through its preopens).
     /// `Ok` names the rule; `Err` is the denial (hard ones halt the run).
     pub fn admit(&mut self, op: Op) -> Result<String, Denial> {
-        let r = self.run_with(op, Mode::Admit(None));
-        match r.denial {
-            Some(d) => Err(d),
-            None => Ok(r.rule.unwrap_or_default()),
+        match self.run_with(op, Mode::Admit(None)).outcome {
+            Err(Failure::Denied(d)) => Err(d),
+            _ => Ok(self
+                .audit
+                .last()
+                .and_then(|e| e.rule.clone())
+                .unwrap_or_default()),
         }
     }
 
     /// Run one operation through the gate. Never panics; a denial is a value.
     pub fn run(&mut self, op: Op) -> SandboxResult {
+        let decided = self.run_with(op, Mode::Perform);
+        self.dress(decided)
+    }
+
+    /// [`Sandbox::run`] for a door that needs only the outcome (the wasm
+    /// imports): the same charges, check, effect and record, without
+    /// copying the record's strings into a result.
+    #[cfg_attr(not(feature = "wasm"), allow(dead_code))]
+    pub(crate) fn decide(&mut self, op: Op) -> Decided {
         self.run_with(op, Mode::Perform)
     }
 
-    fn run_with(&mut self, op: Op, mode: Mode<'_>) -> SandboxResult {
+    fn run_with(&mut self, op: Op, mode: Mode<'_>) -> Decided {
         self.seq += 1;
         if let Some(h) = &self.halted {
             let d = Denial {

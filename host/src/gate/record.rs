@@ -8,6 +8,16 @@ use crate::events::Event;
 use crate::op::{Op, Output, SandboxResult};
 use crate::report::{AuditEvent, DenialRecord};
 use crate::violation::Denial;
+use std::borrow::Cow;
+
+/// What the gate decided for one op: its sequence number and outcome. The
+/// op, target and rule live in the op's audit record; [`Sandbox::run`]
+/// copies them into the public [`SandboxResult`], a door that needs only the
+/// outcome (the wasm imports) takes this as it is and copies nothing.
+pub(crate) struct Decided {
+    pub(crate) seq: u64,
+    pub(crate) outcome: Result<Output, Failure>,
+}
 
 impl Sandbox {
     pub(super) fn finish(
@@ -15,7 +25,7 @@ impl Sandbox {
         op: &Op,
         rule: Option<String>,
         outcome: Result<Output, Failure>,
-    ) -> SandboxResult {
+    ) -> Decided {
         self.finish_traced(op, rule, outcome, &Trace::default())
     }
 
@@ -25,26 +35,16 @@ impl Sandbox {
         rule: Option<String>,
         outcome: Result<Output, Failure>,
         trace: &Trace,
-    ) -> SandboxResult {
+    ) -> Decided {
         // Records keep a bounded target, whatever the guest passed.
-        let mut result = SandboxResult {
-            seq: self.seq,
-            op: op.kind().to_string(),
-            target: record_target(op.target()),
-            ok: false,
-            rule: None,
-            output: None,
-            denial: None,
-            error: None,
-        };
         let mut event = AuditEvent {
             seq: self.seq,
-            op: result.op.clone(),
-            target: result.target.clone(),
-            decision: "denied".into(),
+            op: Cow::Borrowed(op.kind()),
+            target: record_target(op.target()),
+            decision: Cow::Borrowed("allowed"),
             violation: None,
             hard: false,
-            rule: None,
+            rule,
             bytes: 0,
             address: trace.address.map(|a| a.to_string()),
             status: trace.status,
@@ -53,35 +53,58 @@ impl Sandbox {
             detail: trace_detail(trace),
             elapsed_ms: u64::try_from(self.elapsed.as_millis()).unwrap_or(u64::MAX),
         };
-        match outcome {
+        match &outcome {
+            Ok(out) => event.bytes = out.charged_bytes(),
+            Err(Failure::Error(e)) => {
+                event.detail = Some(with_detail(&e.message, event.detail.take()));
+            }
+            Err(Failure::Denied(d)) => {
+                event.decision = Cow::Borrowed("denied");
+                event.violation = Some(d.violation);
+                event.hard = d.hard;
+                // A fetch halted after its connection keeps the rule that
+                // let it connect (and the address, above).
+                event.detail = Some(with_detail(&d.message, event.detail.take()));
+                self.record_denial(self.seq, event.op.clone(), &event.target, d);
+            }
+        }
+        self.announce(&event);
+        self.audit.push(event);
+        Decided {
+            seq: self.seq,
+            outcome,
+        }
+    }
+
+    /// `decided` as the public result, its op, target and rule read from
+    /// its audit record (the last one: nothing is recorded in between).
+    pub(super) fn dress(&self, decided: Decided) -> SandboxResult {
+        let event = self.audit.last().filter(|e| e.seq == decided.seq);
+        let (op, target, rule) = event.map_or_else(Default::default, |e| {
+            (e.op.to_string(), e.target.clone(), e.rule.clone())
+        });
+        let mut result = SandboxResult {
+            seq: decided.seq,
+            op,
+            target,
+            ok: false,
+            rule: None,
+            output: None,
+            denial: None,
+            error: None,
+        };
+        match decided.outcome {
             Ok(out) => {
-                event.decision = "allowed".into();
-                event.rule = rule.clone();
-                event.bytes = out.charged_bytes();
                 result.ok = true;
                 result.rule = rule;
                 result.output = Some(out);
             }
             Err(Failure::Error(e)) => {
-                event.decision = "allowed".into();
-                event.rule = rule.clone();
-                event.detail = Some(with_detail(&e.message, event.detail.take()));
                 result.rule = rule;
                 result.error = Some(e);
             }
-            Err(Failure::Denied(d)) => {
-                event.violation = Some(d.violation);
-                event.hard = d.hard;
-                // A fetch halted after its connection keeps the rule that
-                // let it connect (and the address, above).
-                event.rule = rule;
-                event.detail = Some(with_detail(&d.message, event.detail.take()));
-                self.record_denial(self.seq, &result.op, &result.target, &d);
-                result.denial = Some(d);
-            }
+            Err(Failure::Denied(d)) => result.denial = Some(d),
         }
-        self.announce(&event);
-        self.audit.push(event);
         result
     }
 
@@ -101,11 +124,17 @@ impl Sandbox {
     }
 
     /// List a refusal for the report (and trip the breaker if it is hard).
-    pub(super) fn record_denial(&mut self, seq: u64, op: &str, target: &str, d: &Denial) {
+    pub(super) fn record_denial(
+        &mut self,
+        seq: u64,
+        op: Cow<'static, str>,
+        target: &str,
+        d: &Denial,
+    ) {
         self.trip(d);
         self.denials.push(DenialRecord {
             seq,
-            op: op.to_string(),
+            op,
             target: target.to_string(),
             violation: d.violation,
             hard: d.hard,

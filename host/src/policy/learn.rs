@@ -66,7 +66,7 @@ fn touched(audit: &[AuditEvent]) -> Touched {
         let Some((_, guest, host)) = mount_of(rule) else {
             continue;
         };
-        let (write, folder) = match e.op.as_str() {
+        let (write, folder) = match &*e.op {
             "fs_list" => (false, e.target.as_str()),
             "fs_read" | "fs_stat" => (false, parent(&e.target)),
             "fs_write" | "fs_remove" | "fs_mkdir" => (true, parent(&e.target)),

@@ -46,7 +46,7 @@ fn what_if_flips_exactly_what_a_narrower_grant_refuses() {
         .build()
         .unwrap();
     let w = what_if(&audit, narrower).unwrap();
-    let flipped: Vec<(u64, &str)> = w.flips.iter().map(|f| (f.seq, f.op.as_str())).collect();
+    let flipped: Vec<(u64, &str)> = w.flips.iter().map(|f| (f.seq, &*f.op)).collect();
     assert_eq!(flipped, [(5, "tool_call")]);
     assert_eq!(
         w.flips[0].now,

@@ -74,7 +74,7 @@ pub fn what_if(audit: &[AuditEvent], caps: Capabilities) -> Result<WhatIf, Error
     for e in audit {
         let skip = |reason: &str| Skipped {
             seq: e.seq,
-            op: e.op.clone(),
+            op: e.op.to_string(),
             reason: reason.to_string(),
         };
         if let Some(v) = e.violation
@@ -117,7 +117,7 @@ pub fn what_if(audit: &[AuditEvent], caps: Capabilities) -> Result<WhatIf, Error
         } else {
             out.flips.push(Flip {
                 seq: e.seq,
-                op: e.op.clone(),
+                op: e.op.to_string(),
                 target: e.target.clone(),
                 was,
                 now,

@@ -204,7 +204,7 @@ impl Header {
             .iter()
             .map(|e| OpRecord {
                 seq: e.seq,
-                op: e.op.clone(),
+                op: e.op.to_string(),
                 target: e.target.clone(),
             })
             .collect();
@@ -337,7 +337,7 @@ impl Replay {
                 seq: e.seq,
                 asked: Some(OpRecord {
                     seq: e.seq,
-                    op: e.op.clone(),
+                    op: e.op.to_string(),
                     target: e.target.clone(),
                 }),
                 recorded: at(e.seq),

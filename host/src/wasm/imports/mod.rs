@@ -4,7 +4,8 @@
 //! its own file here (`net.rs`, `tools.rs`): the capability's WIT adapter.
 
 use super::{HardLimit, HostState};
-use crate::op::{Output, SandboxResult};
+use crate::gate::Decided;
+use crate::op::{Failure, Output};
 
 mod net;
 mod tools;
@@ -17,26 +18,23 @@ wasmtime::component::bindgen!({
 
 use sbx::agent::types::{Denial, Error};
 
-/// Turn a gate result into the WIT result, or a trap for a hard limit.
+/// Turn a gate decision into the WIT result, or a trap for a hard limit.
+/// Everything is moved, not copied: the record kept its own strings.
 pub(crate) fn answer<T>(
-    r: SandboxResult,
+    r: Decided,
     ok: impl FnOnce(Output) -> Option<T>,
 ) -> wasmtime::Result<Result<T, Error>> {
-    if let Some(d) = &r.denial {
-        if d.hard {
-            return Err(wasmtime::Error::new(HardLimit(d.violation)));
-        }
-        return Ok(Err(Error::Denied(Denial {
+    match r.outcome {
+        Err(Failure::Denied(d)) if d.hard => Err(wasmtime::Error::new(HardLimit(d.violation))),
+        Err(Failure::Denied(d)) => Ok(Err(Error::Denied(Denial {
             violation: d.violation.as_str().to_string(),
-            message: d.message.clone(),
-        })));
-    }
-    if let Some(e) = r.error {
-        return Ok(Err(Error::Failed(e.message)));
-    }
-    match r.output.and_then(ok) {
-        Some(v) => Ok(Ok(v)),
-        None => Ok(Err(Error::Failed("unexpected result kind".into()))),
+            message: d.message,
+        }))),
+        Err(Failure::Error(e)) => Ok(Err(Error::Failed(e.message))),
+        Ok(out) => match ok(out) {
+            Some(v) => Ok(Ok(v)),
+            None => Ok(Err(Error::Failed("unexpected result kind".into()))),
+        },
     }
 }
 

@@ -10,7 +10,7 @@ use crate::net::FetchRequest;
 
 impl Host for HostState {
     fn fetch(&mut self, req: Request) -> wasmtime::Result<Result<Response, Error>> {
-        let r = self.gate_mut().run(Op::Net(FetchRequest {
+        let r = self.gate_mut().decide(Op::Net(FetchRequest {
             method: req.method,
             url: req.url,
             headers: req.headers,

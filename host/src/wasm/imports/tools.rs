@@ -9,7 +9,7 @@ use crate::capability::{Op, Output};
 
 impl Host for HostState {
     fn call(&mut self, name: String, input: String) -> wasmtime::Result<Result<String, Error>> {
-        let r = self.gate_mut().run(Op::tool(name, input));
+        let r = self.gate_mut().decide(Op::tool(name, input));
         answer(r, |out| match out {
             Output::ToolOutput { output } => Some(output),
             _ => None,

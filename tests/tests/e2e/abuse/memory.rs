@@ -118,7 +118,10 @@ fn a_guest_passing_8_mib_strings_in_every_call_keeps_the_host_bounded() {
     let (code8, peak, audit) = run("8");
     assert_eq!((code0, code8), (124, 124), "both end at max_wall");
     let lines = audit.lines().count();
-    assert!(lines > 50, "the guest made {lines} calls");
+    // Enough calls that what passed through (8 MiB each) is well over the
+    // bound below, so a host keeping copies would pass it; not more, as a
+    // loaded machine makes fewer calls in the 3 s (about 100 when quiet).
+    assert!(lines > 20, "the guest made {lines} calls");
     let longest = audit.lines().map(str::len).max().unwrap();
     assert!(
         longest < 2 * MAX_RECORD_TARGET_BYTES,
@@ -128,7 +131,7 @@ fn a_guest_passing_8_mib_strings_in_every_call_keeps_the_host_bounded() {
     // (64 MiB here), plus a few transient copies of the largest request.
     let grew_mib = (peak - base) / 1024;
     eprintln!(
-        "peak RSS {} MiB against {} MiB with empty strings",
+        "{lines} calls; peak RSS {} MiB against {} MiB with empty strings",
         peak / 1024,
         base / 1024
     );
