@@ -307,8 +307,27 @@ impl Sandbox {
         &self.audit
     }
 
+    /// The audit log, moved out (the wasm door hands it to the caller at
+    /// the end of a run instead of copying every record).
+    #[cfg_attr(not(feature = "wasm"), allow(dead_code))]
+    pub(crate) fn take_audit(&mut self) -> Vec<AuditEvent> {
+        std::mem::take(&mut self.audit)
+    }
+
     /// The report of the run so far.
     pub fn report(&self) -> RunReport {
+        self.report_with(self.denials.clone())
+    }
+
+    /// The report at the end of a run, its denial list moved out rather
+    /// than copied (the wasm door; the sandbox is dropped next).
+    #[cfg_attr(not(feature = "wasm"), allow(dead_code))]
+    pub(crate) fn take_report(&mut self) -> RunReport {
+        let denials = std::mem::take(&mut self.denials);
+        self.report_with(denials)
+    }
+
+    fn report_with(&self, denials: Vec<DenialRecord>) -> RunReport {
         RunReport {
             status: match &self.halted {
                 Some(d) if d.violation == Violation::Cancelled => Status::Cancelled,
@@ -319,7 +338,7 @@ impl Sandbox {
             violation: self.halted.as_ref().map(|d| d.violation),
             usage: self.usage(),
             limits: Limits::from(self.caps.budget()),
-            denials: self.denials.clone(),
+            denials,
             kernel_wall: None,
             notes: match self.events.as_ref().map(EventSink::dropped) {
                 Some(n) if n > 0 => vec![format!(

@@ -22,7 +22,7 @@ pub(super) fn finish(
     let mut state = store.into_data();
     let recorder = state.gate.take_recorder();
     let budget = *state.gate.caps().budget();
-    let mut report = state.gate.report();
+    let mut report = state.gate.take_report();
     report.kernel_wall = kernel_wall;
     // Fuel used, when it is a budget of this grant.
     report.usage.fuel = budget
@@ -60,7 +60,7 @@ pub(super) fn finish(
             trap = Some(message);
         }
     }
-    let audit = state.gate.audit().to_vec();
+    let audit = state.gate.take_audit();
     let recording = header
         .zip(recorder)
         .map(|(h, r)| h.assemble(r, &report, &audit));
