@@ -56,13 +56,16 @@ pub struct Bare {
     linker: Linker<State>,
     /// Whether the engine counts fuel (each store then gets all of it).
     fuel: bool,
+    /// Whether compiled code checks the epoch (each store's deadline is
+    /// then never reached: the checks are paid, nothing interrupts).
+    epochs: bool,
 }
 
 impl Bare {
     pub fn new() -> wasmtime::Result<Self> {
         let mut config = Config::new();
         config.wasm_component_model(true);
-        Self::with_config(&config, false)
+        Self::with_config(&config, false, false)
     }
 
     /// The same, with instance slots reserved as sbx-wasm reserves them
@@ -73,7 +76,7 @@ impl Bare {
         config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(
             sizes.pooling_config(),
         ));
-        Self::with_config(&config, false)
+        Self::with_config(&config, false, false)
     }
 
     /// The same, with wasmtime's own fuel metering (as `wasmtime run -W
@@ -82,10 +85,22 @@ impl Bare {
         let mut config = Config::new();
         config.wasm_component_model(true);
         config.consume_fuel(true);
-        Self::with_config(&config, true)
+        Self::with_config(&config, true, false)
     }
 
-    fn with_config(config: &Config, fuel: bool) -> wasmtime::Result<Self> {
+    /// The same with wasmtime's epoch interruption (the check at every
+    /// loop back-edge and function entry a wall deadline needs), and with
+    /// fuel as well when `fuel`: what wasmtime itself charges for the
+    /// metering a grant asks for.
+    pub fn with_epochs(fuel: bool) -> wasmtime::Result<Self> {
+        let mut config = Config::new();
+        config.wasm_component_model(true);
+        config.consume_fuel(fuel);
+        config.epoch_interruption(true);
+        Self::with_config(&config, fuel, true)
+    }
+
+    fn with_config(config: &Config, fuel: bool, epochs: bool) -> wasmtime::Result<Self> {
         let engine = Engine::new(config)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
@@ -94,6 +109,7 @@ impl Bare {
             engine,
             linker,
             fuel,
+            epochs,
         })
     }
 
@@ -135,15 +151,24 @@ impl Bare {
                 table: ResourceTable::new(),
             },
         );
-        if self.fuel {
-            store.set_fuel(u64::MAX)?;
-        }
+        self.meter(&mut store)?;
         let command = pre.instantiate_async(&mut store).await?;
         let ok = command.wasi_cli_run().call_run(&mut store).await?;
         drop(store);
         let out = String::from_utf8_lossy(&stdout.contents()).into_owned();
         ok.map(|()| out)
             .map_err(|()| wasmtime::format_err!("guest failed"))
+    }
+
+    /// All the fuel there is, and a deadline never reached.
+    fn meter(&self, store: &mut Store<State>) -> wasmtime::Result<()> {
+        if self.fuel {
+            store.set_fuel(u64::MAX)?;
+        }
+        if self.epochs {
+            store.set_epoch_deadline(1 << 40);
+        }
+        Ok(())
     }
 
     /// Instantiate and run once with `args`; stdout is captured and dropped.
@@ -161,9 +186,7 @@ impl Bare {
                 table: ResourceTable::new(),
             },
         );
-        if self.fuel {
-            store.set_fuel(u64::MAX)?;
-        }
+        self.meter(&mut store)?;
         let command = pre.instantiate_async(&mut store).await?;
         command
             .wasi_cli_run()

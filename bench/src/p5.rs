@@ -1,7 +1,9 @@
 //! P5, a CPU-bound guest (primes below N): with fuel and the epoch
-//! deadline against wasmtime's own fuel metering (the overhead that is
-//! ours) and against no metering; a wall-only grant on an unmetered host
-//! against no metering; and the same Rust natively, for scale.
+//! deadline against wasmtime with the same two meters (the overhead that is
+//! ours), against wasmtime's own fuel alone and against no metering; a
+//! wall-only grant on an unmetered host against wasmtime's epoch checks
+//! alone (ours) and against no metering; and the same Rust natively, for
+//! scale.
 
 use super::timing::{fmt, side_by_side};
 use super::{Res, Row, bare, cpu_work, opts, run_ours};
@@ -26,8 +28,27 @@ pub(crate) fn p5_rows(
     let theirs = bare.load_file(&path)?;
     let fueled = bare::Bare::with_fuel()?;
     let theirs_fueled = fueled.load_file(&path)?;
+    let both = bare::Bare::with_epochs(true)?;
+    let theirs_both = both.load_file(&path)?;
+    let epochs = bare::Bare::with_epochs(false)?;
+    let theirs_epochs = epochs.load_file(&path)?;
     let n = PRIMES_N.to_string();
     let mut rows = Vec::new();
+    let (a, b) = side_by_side(
+        7,
+        || run_ours(host, &ours, opts(caps, &[&n])),
+        || Ok(rt.block_on(both.run(&theirs_both, &[&n]))?),
+    )?;
+    let ratio = a.as_secs_f64() / b.as_secs_f64();
+    rows.push(Row {
+        id: "P5",
+        what: "CPU-bound guest, fuel + epoch (vs wasmtime's fuel + epochs, same guest)".into(),
+        ours: fmt(a),
+        theirs: fmt(b),
+        ratio,
+        goal: "<= 1.05x",
+        met: ratio <= 1.05,
+    });
     let (a, b) = side_by_side(
         7,
         || run_ours(host, &ours, opts(caps, &[&n])),
@@ -65,6 +86,22 @@ pub(crate) fn p5_rows(
         .no_fuel()
         .build()?;
     let cpu = unmetered.prepare(&unmetered.load(&path)?)?;
+    let (w, wb) = side_by_side(
+        7,
+        || run_ours(&unmetered, &cpu, opts(&wall_only, &[&n])),
+        || Ok(rt.block_on(epochs.run(&theirs_epochs, &[&n]))?),
+    )?;
+    let ratio = w.as_secs_f64() / wb.as_secs_f64();
+    rows.push(Row {
+        id: "P5",
+        what: "CPU-bound guest, wall-only grant (vs wasmtime's epoch checks alone, same guest)"
+            .into(),
+        ours: fmt(w),
+        theirs: fmt(wb),
+        ratio,
+        goal: "<= 1.05x",
+        met: ratio <= 1.05,
+    });
     let (w, wb) = side_by_side(
         7,
         || run_ours(&unmetered, &cpu, opts(&wall_only, &[&n])),
