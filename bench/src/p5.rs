@@ -11,6 +11,36 @@ use sbx_wasm::Capabilities;
 use sbx_wasm::wasm::WasmHost;
 use std::path::Path;
 use std::time::Duration;
+use wasmtime_wasi::p2::bindings::CommandPre;
+
+/// A P5 row from one side-by-side measurement; `goal` is the largest ratio
+/// that meets it, `None` for a row that is only reported.
+fn row(what: &str, (ours, theirs): (Duration, Duration), goal: Option<f64>) -> Row {
+    let ratio = ours.as_secs_f64() / theirs.as_secs_f64();
+    Row {
+        id: "P5",
+        what: format!("CPU-bound guest, {what}"),
+        ours: fmt(ours),
+        theirs: fmt(theirs),
+        ratio,
+        goal: if goal.is_some() {
+            "<= 1.05x"
+        } else {
+            "(reported)"
+        },
+        met: goal.is_none_or(|g| ratio <= g),
+    }
+}
+
+/// One run of `pre` on the bare embedding `b` with argument `n`.
+fn bare_run<'a>(
+    rt: &'a tokio::runtime::Runtime,
+    b: &'a bare::Bare,
+    pre: &'a CommandPre<bare::State>,
+    n: &'a str,
+) -> impl FnMut() -> Res<()> + 'a {
+    move || Ok(rt.block_on(b.run(pre, &[n]))?)
+}
 
 pub(crate) fn p5_rows(
     host: &WasmHost,
@@ -20,64 +50,13 @@ pub(crate) fn p5_rows(
     scratch: &Path,
 ) -> Res<Vec<Row>> {
     const PRIMES_N: u32 = 20_000_000;
+    const ROUNDS: usize = 7;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()?;
     let path = guests.join("cpu.wasm");
-    let ours = host.prepare(&host.load(&path)?)?;
-    let theirs = bare.load_file(&path)?;
-    let fueled = bare::Bare::with_fuel()?;
-    let theirs_fueled = fueled.load_file(&path)?;
-    let both = bare::Bare::with_epochs(true)?;
-    let theirs_both = both.load_file(&path)?;
-    let epochs = bare::Bare::with_epochs(false)?;
-    let theirs_epochs = epochs.load_file(&path)?;
     let n = PRIMES_N.to_string();
-    let mut rows = Vec::new();
-    let (a, b) = side_by_side(
-        7,
-        || run_ours(host, &ours, opts(caps, &[&n])),
-        || Ok(rt.block_on(both.run(&theirs_both, &[&n]))?),
-    )?;
-    let ratio = a.as_secs_f64() / b.as_secs_f64();
-    rows.push(Row {
-        id: "P5",
-        what: "CPU-bound guest, fuel + epoch (vs wasmtime's fuel + epochs, same guest)".into(),
-        ours: fmt(a),
-        theirs: fmt(b),
-        ratio,
-        goal: "<= 1.05x",
-        met: ratio <= 1.05,
-    });
-    let (a, b) = side_by_side(
-        7,
-        || run_ours(host, &ours, opts(caps, &[&n])),
-        || Ok(rt.block_on(fueled.run(&theirs_fueled, &[&n]))?),
-    )?;
-    let ratio = a.as_secs_f64() / b.as_secs_f64();
-    rows.push(Row {
-        id: "P5",
-        what: "CPU-bound guest, fuel + epoch (vs wasmtime's own fuel, same guest)".into(),
-        ours: fmt(a),
-        theirs: fmt(b),
-        ratio,
-        goal: "<= 1.05x",
-        met: ratio <= 1.05,
-    });
-    let (a, b) = side_by_side(
-        7,
-        || run_ours(host, &ours, opts(caps, &[&n])),
-        || Ok(rt.block_on(bare.run(&theirs, &[&n]))?),
-    )?;
-    rows.push(Row {
-        id: "P5",
-        what: "CPU-bound guest, fuel + epoch (vs unmetered wasm)".into(),
-        ours: fmt(a),
-        theirs: fmt(b),
-        ratio: a.as_secs_f64() / b.as_secs_f64(),
-        goal: "(reported)",
-        met: true,
-    });
+    let ours = host.prepare(&host.load(&path)?)?;
     // A wall-only grant on a host without fuel instrumentation.
     let unmetered = WasmHost::new_unmetered()?;
     let wall_only = Capabilities::builder()
@@ -86,53 +65,59 @@ pub(crate) fn p5_rows(
         .no_fuel()
         .build()?;
     let cpu = unmetered.prepare(&unmetered.load(&path)?)?;
-    let (w, wb) = side_by_side(
-        7,
-        || run_ours(&unmetered, &cpu, opts(&wall_only, &[&n])),
-        || Ok(rt.block_on(epochs.run(&theirs_epochs, &[&n]))?),
-    )?;
-    let ratio = w.as_secs_f64() / wb.as_secs_f64();
-    rows.push(Row {
-        id: "P5",
-        what: "CPU-bound guest, wall-only grant (vs wasmtime's epoch checks alone, same guest)"
-            .into(),
-        ours: fmt(w),
-        theirs: fmt(wb),
-        ratio,
-        goal: "<= 1.05x",
-        met: ratio <= 1.05,
-    });
-    let (w, wb) = side_by_side(
-        7,
-        || run_ours(&unmetered, &cpu, opts(&wall_only, &[&n])),
-        || Ok(rt.block_on(bare.run(&theirs, &[&n]))?),
-    )?;
-    let wall_ratio = w.as_secs_f64() / wb.as_secs_f64();
-    rows.push(Row {
-        id: "P5",
-        what: "CPU-bound guest, wall-only grant, unmetered host (vs unmetered wasm)".into(),
-        ours: fmt(w),
-        theirs: fmt(wb),
-        ratio: wall_ratio,
-        goal: "<= 1.05x",
-        met: wall_ratio <= 1.05,
-    });
+    let metered = || run_ours(host, &ours, opts(caps, &[&n]));
+    let wall = || run_ours(&unmetered, &cpu, opts(&wall_only, &[&n]));
+    let (both, fuel, epochs) = (
+        bare::Bare::with_epochs(true)?,
+        bare::Bare::with_fuel()?,
+        bare::Bare::with_epochs(false)?,
+    );
+    let (pre_both, pre_fuel, pre_epochs, pre_none) = (
+        both.load_file(&path)?,
+        fuel.load_file(&path)?,
+        epochs.load_file(&path)?,
+        bare.load_file(&path)?,
+    );
+    let fueled = side_by_side(ROUNDS, metered, bare_run(&rt, &fuel, &pre_fuel, &n))?;
+    let mut rows = vec![
+        row(
+            "fuel + epoch (vs wasmtime's fuel + epochs, same guest)",
+            side_by_side(ROUNDS, metered, bare_run(&rt, &both, &pre_both, &n))?,
+            Some(1.05),
+        ),
+        row(
+            "fuel + epoch (vs wasmtime's own fuel, same guest)",
+            fueled,
+            Some(1.05),
+        ),
+        row(
+            "fuel + epoch (vs unmetered wasm)",
+            side_by_side(ROUNDS, metered, bare_run(&rt, bare, &pre_none, &n))?,
+            None,
+        ),
+        row(
+            "wall-only grant (vs wasmtime's epoch checks alone, same guest)",
+            side_by_side(ROUNDS, wall, bare_run(&rt, &epochs, &pre_epochs, &n))?,
+            Some(1.05),
+        ),
+        row(
+            "wall-only grant, unmetered host (vs unmetered wasm)",
+            side_by_side(ROUNDS, wall, bare_run(&rt, bare, &pre_none, &n))?,
+            Some(1.05),
+        ),
+    ];
     let (_, native) = side_by_side(
-        7,
+        ROUNDS,
         || Ok(()),
         || {
             std::hint::black_box(cpu_work::primes_below(std::hint::black_box(PRIMES_N)));
             Ok(())
         },
     )?;
-    rows.push(Row {
-        id: "P5",
-        what: "CPU-bound guest, fuel + epoch (vs the same Rust, native)".into(),
-        ours: fmt(a),
-        theirs: fmt(native),
-        ratio: a.as_secs_f64() / native.as_secs_f64(),
-        goal: "(reported)",
-        met: true,
-    });
+    rows.push(row(
+        "fuel + epoch (vs the same Rust, native)",
+        (fueled.0, native),
+        None,
+    ));
     Ok(rows)
 }

@@ -52,7 +52,9 @@ pub(crate) enum TapeSpec {
     Record { limit: u64 },
     /// Replay this recording.
     Replay(Arc<Recording>),
-    /// Answer fetches and tool calls from this script, in order.
+    /// Answer fetches and tool calls from this script, in order (the
+    /// agent fuzzer's; built with the `fuzzing` feature only).
+    #[cfg_attr(not(feature = "fuzzing"), allow(dead_code))]
     Script(Script),
 }
 
