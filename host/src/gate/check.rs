@@ -5,7 +5,7 @@
 
 use super::Sandbox;
 use crate::capability::Held;
-use crate::fs::{Access, FsOp};
+use crate::fs::FsOp;
 use crate::op::Op;
 use crate::violation::Denial;
 
@@ -35,13 +35,16 @@ impl Sandbox {
     /// at guest path `via` (the WASI door); other ops as [`Sandbox::check`].
     pub(super) fn check_via(&self, op: &Op, via: &str) -> Result<String, Denial> {
         match op {
-            Op::Fs(FsOp::Stat { path }) if self.mounts.by_guest(via).is_none() => {
-                match self.mounts.above_mounts(path) {
-                    Some(rule) => Ok(rule),
-                    None => self.mounts.decide_via(path, Access::ReadOnly, via, false),
-                }
-            }
             Op::Fs(r) => {
+                // Through the empty root, only the folders above the mounts
+                // exist (stat alone); every other path is the mounts' to
+                // decide, and through the root they refuse it.
+                if matches!(r, FsOp::Stat { .. })
+                    && self.mounts.by_guest(via).is_none()
+                    && let Some(rule) = self.mounts.above_mounts(r.path())
+                {
+                    return Ok(rule);
+                }
                 let removing = matches!(r, FsOp::Remove { .. });
                 self.mounts.decide_via(r.path(), r.access(), via, removing)
             }

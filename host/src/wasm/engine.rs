@@ -60,26 +60,7 @@ impl PoolSizes {
             table_elements: 100_000,
         }
     }
-}
 
-impl Drop for Shared {
-    fn drop(&mut self) {
-        self.ticker.store(false, Ordering::SeqCst);
-        drop_root(&self.empty_root);
-    }
-}
-
-pub(super) type TickerJob = Box<dyn FnOnce() + Send>;
-fn base_config(fuel: bool) -> Config {
-    let mut config = Config::new();
-    config.consume_fuel(fuel);
-    config.epoch_interruption(true);
-    config.wasm_component_model(true);
-    config.max_wasm_stack(MAX_WASM_STACK);
-    config
-}
-
-impl PoolSizes {
     /// wasmtime's pooling allocator configured for these sizes, as
     /// [`WasmHost::with_pool`] uses it (a baseline that compares with the
     /// host can take the same).
@@ -98,6 +79,23 @@ impl PoolSizes {
             .max_memory_size(usize::try_from(self.max_memory_bytes).unwrap_or(usize::MAX));
         pool
     }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        self.ticker.store(false, Ordering::SeqCst);
+        drop_root(&self.empty_root);
+    }
+}
+
+pub(super) type TickerJob = Box<dyn FnOnce() + Send>;
+fn base_config(fuel: bool) -> Config {
+    let mut config = Config::new();
+    config.consume_fuel(fuel);
+    config.epoch_interruption(true);
+    config.wasm_component_model(true);
+    config.max_wasm_stack(MAX_WASM_STACK);
+    config
 }
 
 fn pooled_engine(sizes: &PoolSizes) -> wasmtime::Result<Engine> {
