@@ -60,7 +60,8 @@ pub(crate) fn mcp_row(sbx: &Path, runner: &Path, caps_file: &Path) -> Res<Row> {
 
     let cache = std::env::var_os("SBX_WASM_CACHE_DIR").ok_or("SBX_WASM_CACHE_DIR is not set")?;
     let host = WasmHost::new()?.with_cache(ArtifactCache::open(cache)?);
-    let python = PythonRunner::load(&host, runner)?;
+    // As the door keeps it: one instance ready.
+    let python = PythonRunner::load(&host, runner)?.keep_warm(1)?;
     let caps = Capabilities::from_file(caps_file)?;
 
     let mut id = 0;

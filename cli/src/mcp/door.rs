@@ -75,8 +75,11 @@ impl Door {
             }
         };
         let python = match crate::python::find_runner(args.python_runner.as_deref()) {
+            // One instance kept ready: a run_python call starts with the
+            // snippet, not with instantiating CPython.
             Ok(path) => Some(
                 PythonRunner::load(&host, &path)
+                    .and_then(|p| p.keep_warm(1))
                     .with_context(|| format!("cannot load the Python runner {}", path.display()))?,
             ),
             Err(e) if args.python_runner.is_some() => return Err(e),

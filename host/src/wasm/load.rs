@@ -153,6 +153,9 @@ impl WasmHost {
         Ok(PreparedAgent {
             pre,
             engine: self.shared.engine.clone(),
+            fuel: self.shared.fuel,
+            warm: None,
+            retiring: self.shared.retiring.clone(),
         })
     }
 }

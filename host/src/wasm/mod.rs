@@ -27,6 +27,7 @@ pub mod python;
 mod root;
 mod run;
 mod run_inputs;
+mod warm;
 
 pub use cache::{ArtifactCache, CacheEntry, CacheOutcome, process_alive};
 #[cfg(any(test, feature = "fuzzing"))]
@@ -154,6 +155,8 @@ struct Shared {
     allocator: Allocator,
     /// Whether compiled code meters fuel.
     fuel: bool,
+    /// Stores of finished runs that warming threads have yet to drop.
+    retiring: Arc<warm::Retiring>,
 }
 
 /// A component linked against the sandbox's imports once, ready to be
@@ -167,6 +170,12 @@ struct Shared {
 pub struct PreparedAgent {
     pre: CommandPre<HostState>,
     engine: Engine,
+    /// Whether the engine meters fuel (warm instances start with a full tank).
+    fuel: bool,
+    /// Instances made ahead of runs ([`PreparedAgent::keep_warm`]).
+    warm: Option<Arc<warm::WarmPool>>,
+    /// The host's stores on their way to being dropped.
+    retiring: Arc<warm::Retiring>,
 }
 
 fn setup(message: String) -> LoadError {

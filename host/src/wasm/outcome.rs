@@ -12,14 +12,13 @@ use wasmtime_wasi::I32Exit;
 
 /// The report of a run that ended as `end`.
 pub(super) fn finish(
-    store: Store<HostState>,
+    fuel_left: u64,
+    mut state: HostState,
     end: End,
     meter: &OutputMeter,
     kernel_wall: Option<crate::KernelWall>,
     header: Option<crate::replay::Header>,
 ) -> WasmRun {
-    let fuel_left = store.get_fuel().unwrap_or(0);
-    let mut state = store.into_data();
     let recorder = state.gate.take_recorder();
     let budget = *state.gate.caps().budget();
     let mut report = state.gate.take_report();

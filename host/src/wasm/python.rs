@@ -81,6 +81,15 @@ impl PythonRunner {
         Ok(PythonRunner { agent })
     }
 
+    /// This runner with `n` instances kept ready ahead of its runs, each
+    /// used by one run only ([`PreparedAgent::keep_warm`]): a snippet then
+    /// starts with its own code, not with instantiating CPython.
+    pub fn keep_warm(&self, n: usize) -> Result<Self, LoadError> {
+        Ok(PythonRunner {
+            agent: self.agent.keep_warm(n)?,
+        })
+    }
+
     /// `opts` set to run `source` as the script `name`: the guest's argv
     /// is `[name, opts' args...]`, as `python name args...` would give, and
     /// a private `/tmp` ([`RunOptions::private_tmp`]).

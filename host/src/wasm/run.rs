@@ -6,6 +6,7 @@ use super::limits::MemoryLimiter;
 use super::options::{RunOptions, WasmRun};
 use super::outcome::{End, classify, finish};
 use super::output::{MeteredOutput, Sink};
+use super::warm::Warm;
 use super::{FUEL_SLICE, HardLimit, HostState, LoadError, PreparedAgent, WasmHost, setup};
 use crate::CancelHandle;
 use crate::budget::{Clock, MonotonicClock, OutputMeter, TickClock};
@@ -210,13 +211,53 @@ impl WasmHost {
             fs_paths: std::collections::HashMap::new(),
             deterministic,
         };
-        let mut store = self.store(state, deterministic)?;
+        if confine.is_some() && agent.warm.is_some() {
+            return Err(setup(
+                "kernel confinement is for a process that runs one grant; an agent kept \
+                 warm has a thread of its own that the wall would not cover: confine a \
+                 run of an agent without warm instances"
+                    .into(),
+            ));
+        }
+        // A warm instance, if the agent keeps them and one fits the run;
+        // else a store of the run's own, instantiated below.
+        let (mut store, ready, idle) = match agent.warm.as_ref().and_then(|p| Some((p, p.take()?)))
+        {
+            Some((pool, warm)) if warm.fits(&budget) => {
+                pool.served();
+                let mut state = state;
+                state.limiter = warm.limiter(&budget);
+                let spent = warm.fuel_spent();
+                let Warm {
+                    mut store, command, ..
+                } = warm;
+                let idle = std::mem::replace(store.data_mut(), state);
+                self.arm(&mut store, deterministic, spent)?;
+                (store, Some(command), Some(idle))
+            }
+            Some((pool, warm)) => {
+                pool.retire(warm.store);
+                (self.store(state, deterministic)?, None, None)
+            }
+            None => (self.store(state, deterministic)?, None, None),
+        };
         let kernel_wall = match &confine {
             Some((policy, required)) => Some(self.confined(policy, *required)?),
             None => None,
         };
         let call = async {
-            let command = agent.pre.instantiate_async(&mut store).await?;
+            let command = match ready {
+                Some(command) => command,
+                None => match agent.pre.instantiate_async(&mut store).await {
+                    // The pool may be full of stores that warming threads
+                    // have yet to drop: once they are, try again.
+                    Err(e) if e.is::<wasmtime::PoolConcurrencyLimitError>() => {
+                        agent.retiring.settle();
+                        agent.pre.instantiate_async(&mut store).await?
+                    }
+                    other => other?,
+                },
+            };
             command.wasi_cli_run().call_run(&mut store).await
         };
         // The real-time backstop, whatever the run's clock says; and the
@@ -246,7 +287,18 @@ impl WasmHost {
                 }
             },
         };
-        let mut run = finish(store, end, &meter, kernel_wall, header);
+        let fuel_left = store.get_fuel().unwrap_or(0);
+        let state = match (idle, &agent.warm) {
+            // The run's state (its files, streams, gate) ends here; the
+            // instance is torn down on the warming thread.
+            (Some(idle), Some(pool)) => {
+                let state = std::mem::replace(store.data_mut(), idle);
+                pool.retire(store);
+                state
+            }
+            _ => store.into_data(),
+        };
+        let mut run = finish(fuel_left, state, end, &meter, kernel_wall, header);
         for (name, flag) in closed {
             if flag.load(std::sync::atomic::Ordering::SeqCst) {
                 run.report.notes.push(format!(
@@ -336,7 +388,21 @@ impl WasmHost {
     /// The store with the run's limits: memory, fuel (in slices), and the
     /// wall deadline read from the run's clock at every epoch tick.
     fn store(&self, state: HostState, deterministic: bool) -> Result<Store<HostState>, LoadError> {
-        let budget = *state.gate.caps().budget();
+        let mut store = Store::new(&self.shared.engine, state);
+        store.limiter(|s| &mut s.limiter);
+        self.arm(&mut store, deterministic, 0)?;
+        Ok(store)
+    }
+
+    /// Set `store`'s fuel (less `spent`, what instantiating it burnt) and
+    /// wall deadline for the run whose state it holds.
+    fn arm(
+        &self,
+        store: &mut Store<HostState>,
+        deterministic: bool,
+        spent: u64,
+    ) -> Result<(), LoadError> {
+        let budget = *store.data().gate.caps().budget();
         if budget.meter_fuel && !self.meters_fuel() {
             return Err(setup(
                 "this host does not meter fuel (WasmHost::new_unmetered) and the grant has a \
@@ -345,12 +411,10 @@ impl WasmHost {
                     .into(),
             ));
         }
-        let mut store = Store::new(&self.shared.engine, state);
-        store.limiter(|s| &mut s.limiter);
         if self.meters_fuel() {
             // A wall-only grant on a metering host: counted, never short.
             let fuel = if budget.meter_fuel {
-                budget.max_fuel
+                budget.max_fuel.saturating_sub(spent)
             } else {
                 u64::MAX
             };
@@ -385,7 +449,7 @@ impl WasmHost {
                 Ok(UpdateDeadline::Yield(1))
             }
         });
-        Ok(store)
+        Ok(())
     }
 
     /// Apply the kernel wall; with `required`, a wall not fully up is a

@@ -1,0 +1,380 @@
+//! Warm instances: a prepared agent instantiated ahead of its runs, on a
+//! thread of its own, so that a run starts with the call instead of with
+//! instantiation (for the Python runner, most of a snippet's latency:
+//! thousands of function-table entries set up and a dozen core instances
+//! linked), and a finished run's instance is torn down (its memory reset)
+//! on that thread too, after the run has returned.
+//!
+//! A warm instance is made in a store of its own with an idle state: no
+//! grant, no WASI context worth the name, nothing the guest can reach.
+//! Instantiation runs no guest code that calls the host (a command's code
+//! runs from `wasi:cli/run`), and the one thing it may do, grow memory and
+//! burn fuel in a start function, is measured and charged to the run that
+//! takes the instance. The run then swaps its own state in; at its end it
+//! swaps the idle state back and hands the store over to be dropped. Each
+//! instance serves exactly one run: nothing of one run reaches the next.
+
+use super::limits::MemoryLimiter;
+use super::{HostState, PreparedAgent};
+use crate::budget::Budget;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, Sender};
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::time::{Duration, Instant};
+use wasmtime::component::ResourceTable;
+use wasmtime::{Engine, Store};
+use wasmtime_wasi::p2::bindings::{Command, CommandPre};
+
+/// An instance made ahead of its run, and what making it cost.
+pub(super) struct Warm {
+    pub(super) store: Store<HostState>,
+    pub(super) command: Command,
+    /// Fuel burnt by instantiation (start functions), if fuel is metered.
+    fuel_spent: u64,
+    /// The largest memory instantiation made, in bytes.
+    memory_peak: usize,
+}
+
+impl Warm {
+    /// Whether a run under `budget` may take this instance: what making it
+    /// cost fits the run's budget (otherwise the run instantiates on its own
+    /// and meets the limit there, as it would without a warm instance).
+    pub(super) fn fits(&self, budget: &Budget) -> bool {
+        u64::try_from(self.memory_peak).unwrap_or(u64::MAX) <= budget.max_memory_bytes
+            && (!budget.meter_fuel || self.fuel_spent <= budget.max_fuel)
+    }
+
+    /// Fuel instantiation burnt, charged to the run that takes the instance.
+    pub(super) fn fuel_spent(&self) -> u64 {
+        self.fuel_spent
+    }
+
+    /// The run's memory meter, starting from what instantiation made.
+    pub(super) fn limiter(&self, budget: &Budget) -> MemoryLimiter {
+        let mut limiter = MemoryLimiter::new(budget.max_memory_bytes);
+        limiter.peak_bytes = self.memory_peak;
+        limiter
+    }
+}
+
+/// What the warming thread is asked to do.
+enum Job {
+    /// Make instances until `want` are ready.
+    Refill,
+    /// Drop a finished run's store (its instance slot is reset here).
+    Retire(Box<Store<HostState>>),
+}
+
+/// How long a run waits for an instance on its way before it makes its own.
+const WAIT_FOR_WARM: Duration = Duration::from_secs(10);
+
+/// The warm instances of one prepared agent, shared by its clones.
+pub(super) struct WarmPool {
+    slots: Mutex<Slots>,
+    changed: Condvar,
+    want: usize,
+    jobs: Mutex<Sender<Job>>,
+    /// Runs that started on a warm instance.
+    served: AtomicU64,
+    /// The host's count of stores handed over to be dropped.
+    retiring: Arc<Retiring>,
+}
+
+/// Stores of finished runs handed to warming threads and not yet dropped,
+/// host-wide: instance slots a full pool is about to have again. A run
+/// that finds the pool full waits for them (a bounded while) and tries
+/// once more, so a warm agent's runs never make another run's
+/// instantiation fail for a slot that is on its way back.
+#[derive(Default)]
+pub(super) struct Retiring {
+    count: Mutex<usize>,
+    none: Condvar,
+}
+
+impl Retiring {
+    fn add(&self) {
+        if let Ok(mut n) = self.count.lock() {
+            *n += 1;
+        }
+    }
+
+    fn sub(&self) {
+        if let Ok(mut n) = self.count.lock() {
+            *n = n.saturating_sub(1);
+        }
+        self.none.notify_all();
+    }
+
+    /// Wait until every store handed over has been dropped (at most
+    /// [`WAIT_FOR_WARM`]).
+    pub(super) fn settle(&self) {
+        if let Ok(n) = self.count.lock() {
+            let _ = self.none.wait_timeout_while(n, WAIT_FOR_WARM, |n| *n > 0);
+        }
+    }
+}
+
+/// The pool's state, under one lock.
+struct Slots {
+    ready: Vec<Warm>,
+    /// Runs waiting for an instance on its way.
+    waiters: usize,
+    /// Jobs sent and not yet done, and whether an instance is being made.
+    busy: usize,
+    /// The last instance could not be made (a full instance pool, no
+    /// memory): runs make their own, and meet the error there.
+    failed: bool,
+}
+
+impl WarmPool {
+    /// A pool keeping `want` instances of `pre` ready, and its thread (which
+    /// ends when the pool goes).
+    pub(super) fn start(
+        engine: Engine,
+        pre: CommandPre<HostState>,
+        fuel: bool,
+        want: usize,
+        retiring: Arc<Retiring>,
+    ) -> std::io::Result<Arc<WarmPool>> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let pool = Arc::new(WarmPool {
+            slots: Mutex::new(Slots {
+                ready: Vec::with_capacity(want),
+                waiters: 0,
+                busy: 0,
+                failed: false,
+            }),
+            changed: Condvar::new(),
+            want,
+            jobs: Mutex::new(tx),
+            served: AtomicU64::new(0),
+            retiring,
+        });
+        let weak = Arc::downgrade(&pool);
+        std::thread::Builder::new()
+            .name("sbx-warm".into())
+            .spawn(move || warm_loop(&engine, &pre, fuel, &weak, &rx))?;
+        pool.send(Job::Refill);
+        Ok(pool)
+    }
+
+    /// A ready instance; or, when one is being made and no other run is
+    /// already waiting for it, that one once it is ready. `None`: the run
+    /// instantiates on its own.
+    pub(super) fn take(&self) -> Option<Warm> {
+        let mut slots = self.slots.lock().ok()?;
+        let deadline = Instant::now() + WAIT_FOR_WARM;
+        loop {
+            if let Some(warm) = slots.ready.pop() {
+                drop(slots);
+                self.send(Job::Refill);
+                return Some(warm);
+            }
+            // Instances on their way: the thread makes `want` in all.
+            let coming = self.want.saturating_sub(slots.ready.len());
+            let now = Instant::now();
+            if slots.failed || slots.busy == 0 || slots.waiters >= coming || now >= deadline {
+                return None;
+            }
+            slots.waiters += 1;
+            slots = match self.changed.wait_timeout(slots, deadline - now) {
+                Ok((s, _)) => s,
+                Err(_) => return None,
+            };
+            slots.waiters -= 1;
+        }
+    }
+
+    /// Count a run that started on a warm instance.
+    pub(super) fn served(&self) {
+        self.served.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Runs that started on a warm instance so far.
+    pub(super) fn served_count(&self) -> u64 {
+        self.served.load(Ordering::Relaxed)
+    }
+
+    /// Instances ready now.
+    pub(super) fn ready_count(&self) -> usize {
+        self.slots.lock().map(|s| s.ready.len()).unwrap_or(0)
+    }
+
+    /// Drop `store` on the warming thread (or here, if it is gone).
+    pub(super) fn retire(&self, store: Store<HostState>) {
+        self.retiring.add();
+        self.send(Job::Retire(Box::new(store)));
+    }
+
+    fn send(&self, job: Job) {
+        if let Ok(mut slots) = self.slots.lock() {
+            slots.busy += 1;
+        }
+        let retiring = matches!(job, Job::Retire(_));
+        let sent = self.jobs.lock().is_ok_and(|tx| tx.send(job).is_ok());
+        if !sent {
+            // The thread has ended (the job, a store, was dropped here).
+            if retiring {
+                self.retiring.sub();
+            }
+            self.done(|_| {});
+        }
+    }
+
+    /// A job finished: update the state and wake the runs waiting on it.
+    fn done(&self, update: impl FnOnce(&mut Slots)) {
+        if let Ok(mut slots) = self.slots.lock() {
+            slots.busy = slots.busy.saturating_sub(1);
+            update(&mut slots);
+        }
+        self.changed.notify_all();
+    }
+}
+
+/// The idle state a warm instance waits in: an empty grant, an empty WASI
+/// context, no limits but the pool's own.
+pub(super) fn idle_state() -> Option<HostState> {
+    let caps = crate::Capabilities::builder().build().ok()?;
+    Some(HostState {
+        wasi: wasmtime_wasi::WasiCtx::builder().build(),
+        table: ResourceTable::new(),
+        gate: crate::gate::Sandbox::builder(caps).build().ok()?,
+        limiter: MemoryLimiter::new(u64::MAX),
+        fs_paths: std::collections::HashMap::new(),
+        deterministic: false,
+    })
+}
+
+fn warm_loop(
+    engine: &Engine,
+    pre: &CommandPre<HostState>,
+    fuel: bool,
+    pool: &Weak<WarmPool>,
+    jobs: &Receiver<Job>,
+) {
+    // However the thread ends (its pool gone, a panic in instantiation),
+    // no run waits for it again.
+    struct Ended<'a>(&'a Weak<WarmPool>);
+    impl Drop for Ended<'_> {
+        fn drop(&mut self) {
+            if let Some(pool) = self.0.upgrade() {
+                if let Ok(mut slots) = pool.slots.lock() {
+                    slots.failed = true;
+                    slots.busy = 0;
+                }
+                pool.changed.notify_all();
+            }
+        }
+    }
+    let _ended = Ended(pool);
+    let Ok(rt) = tokio::runtime::Builder::new_current_thread().build() else {
+        return;
+    };
+    while let Ok(job) = jobs.recv() {
+        let Some(pool) = pool.upgrade() else { return };
+        match job {
+            // Its instance slot is reset here, and is free for the next.
+            Job::Retire(store) => {
+                drop(store);
+                pool.retiring.sub();
+                pool.done(|_| {});
+            }
+            Job::Refill => {
+                // Until `want` are ready; a failure is not retried until
+                // the next run asks.
+                let mut made = true;
+                while made && pool.ready_count() < pool.want {
+                    let warm = rt.block_on(make(engine, pre, fuel));
+                    made = warm.is_some();
+                    if let (Some(warm), Ok(mut slots)) = (warm, pool.slots.lock()) {
+                        slots.ready.push(warm);
+                    }
+                    pool.changed.notify_all();
+                }
+                pool.done(|s| s.failed = !made);
+            }
+        }
+    }
+}
+
+async fn make(engine: &Engine, pre: &CommandPre<HostState>, fuel: bool) -> Option<Warm> {
+    let mut store = Store::new(engine, idle_state()?);
+    store.limiter(|s| &mut s.limiter);
+    if fuel {
+        store.set_fuel(u64::MAX).ok()?;
+    }
+    // No deadline while it waits: the run that takes it sets its own.
+    store.set_epoch_deadline(u64::MAX / 2);
+    let command = pre.instantiate_async(&mut store).await.ok()?;
+    let fuel_spent = if fuel {
+        u64::MAX - store.get_fuel().ok()?
+    } else {
+        0
+    };
+    let memory_peak = store.data().limiter.peak_bytes;
+    Some(Warm {
+        store,
+        command,
+        fuel_spent,
+        memory_peak,
+    })
+}
+
+impl PreparedAgent {
+    /// This agent with `n` instances kept ready ahead of its runs (shared
+    /// with its clones; `n = 0` turns it off): a run takes a ready instance
+    /// and starts with the guest's first instruction, and a thread of its
+    /// own makes the next one and tears finished runs down, off the run's
+    /// path. Each instance serves one run; a run that finds none ready
+    /// instantiates as usual.
+    ///
+    /// On a pooled host ([`WasmHost::with_pool`](super::WasmHost::with_pool))
+    /// each ready instance holds one of the pool's sandboxes: size the pool
+    /// for the runs at once plus `n`. A run with a kernel wall
+    /// ([`RunOptions::confine`](super::RunOptions::confine)) is refused on a
+    /// warm agent: the warming thread would stay outside the wall. A warm
+    /// instance is made with no grant
+    /// and costs its run what instantiation cost (memory, and fuel of any
+    /// start function); one that does not fit a run's budget is dropped,
+    /// and that run instantiates on its own.
+    ///
+    /// ```no_run
+    /// use sbx_wasm::Capabilities;
+    /// use sbx_wasm::wasm::{PoolSizes, RunOptions, WasmHost};
+    ///
+    /// let caps = Capabilities::from_file("caps.toml")?;
+    /// let host = WasmHost::with_pool(PoolSizes::for_caps(&caps, 2)).map_err(|e| format!("{e:#}"))?;
+    /// let agent = host.prepare(&host.load("agent.wasm".as_ref())?)?.keep_warm(1)?;
+    /// let run = host.run_prepared(&agent, RunOptions::new(caps))?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn keep_warm(&self, n: usize) -> Result<PreparedAgent, super::LoadError> {
+        let warm = match n {
+            0 => None,
+            n => Some(
+                WarmPool::start(
+                    self.engine.clone(),
+                    self.pre.clone(),
+                    self.fuel,
+                    n,
+                    self.retiring.clone(),
+                )
+                .map_err(|e| super::setup(format!("cannot start the warming thread: {e}")))?,
+            ),
+        };
+        Ok(PreparedAgent {
+            warm,
+            ..self.clone()
+        })
+    }
+
+    /// Instances ready now (0 without [`PreparedAgent::keep_warm`]).
+    pub fn warm_ready(&self) -> usize {
+        self.warm.as_ref().map_or(0, |w| w.ready_count())
+    }
+
+    /// Runs of this agent (and its clones) that started on a warm instance.
+    pub fn warm_runs(&self) -> u64 {
+        self.warm.as_ref().map_or(0, |w| w.served_count())
+    }
+}
