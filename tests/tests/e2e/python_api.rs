@@ -415,13 +415,13 @@ fn a_warm_instance_is_charged_to_its_run_and_left_when_it_does_not_fit() {
     let warm = py.keep_warm(1).unwrap();
     // Fuel: a warm run reports what a cold one does (instantiation runs no
     // guest code here), within the noise of hash randomisation.
-    let caps = Capabilities::builder().build().unwrap();
-    let cold = py
-        .run_source(&host, "print(1)", RunOptions::new(caps.clone()))
-        .unwrap();
-    let hot = warm
-        .run_source(&host, "print(1)", RunOptions::new(caps))
-        .unwrap();
+    // print(1) under `caps`, cold and then on the warm agent.
+    let both = |caps: Capabilities| {
+        let cold = py.run_source(&host, "print(1)", RunOptions::new(caps.clone()));
+        let hot = warm.run_source(&host, "print(1)", RunOptions::new(caps));
+        (cold.unwrap(), hot.unwrap())
+    };
+    let (cold, hot) = both(Capabilities::builder().build().unwrap());
     assert_eq!(warm.agent().warm_runs(), 1);
     let (c, h) = (
         cold.report.usage.fuel.unwrap(),
@@ -434,16 +434,12 @@ fn a_warm_instance_is_charged_to_its_run_and_left_when_it_does_not_fit() {
     );
     // Memory: a grant smaller than the runner's first memory is not given
     // the instance made beyond it; the run meets its limit as a cold one.
-    let small = Capabilities::builder()
-        .max_memory_bytes(8 << 20)
-        .build()
-        .unwrap();
-    let cold = py
-        .run_source(&host, "print(1)", RunOptions::new(small.clone()))
-        .unwrap();
-    let hot = warm
-        .run_source(&host, "print(1)", RunOptions::new(small))
-        .unwrap();
+    let (cold, hot) = both(
+        Capabilities::builder()
+            .max_memory_bytes(8 << 20)
+            .build()
+            .unwrap(),
+    );
     assert_eq!(cold.report.violation, Some(Violation::MaxMemory));
     assert_eq!(hot.report.violation, cold.report.violation);
     assert_eq!(warm.agent().warm_runs(), 1, "the instance did not fit");
