@@ -76,6 +76,12 @@ impl WasmHost {
                     .unwrap_or_else(|_| Err(setup("the run's thread panicked".into())))
             });
         }
+        self.run_blocking(agent, opts)
+    }
+
+    /// Run on this thread's own runtime (made once per thread). Not from
+    /// inside a runtime's tasks (a blocking-pool thread is fine).
+    fn run_blocking(&self, agent: &PreparedAgent, opts: RunOptions) -> Result<WasmRun, LoadError> {
         // One runtime per thread, reused by every run on it: building one
         // per run cost more than the rest of a small run's setup.
         thread_local! {
@@ -98,10 +104,13 @@ impl WasmHost {
     /// Run a prepared agent under `opts`, awaiting it from the caller's
     /// async runtime.
     ///
-    /// The guest runs on a thread of its own (with its own small runtime),
-    /// not on the caller's runtime: a CPU-bound guest cannot starve the
-    /// caller's tasks and timers, and a host call that blocks (a fetch, a
-    /// tool) blocks that thread, not one of the caller's workers. Dropping
+    /// The guest runs on a thread of its own (one of the caller's runtime's
+    /// blocking pool, with a small runtime of its own that later runs on
+    /// that thread reuse), not on the caller's workers: a CPU-bound guest
+    /// cannot starve the caller's tasks and timers, and a host call that
+    /// blocks (a fetch, a tool) blocks that thread, not a worker. More runs
+    /// at once than the pool has threads (tokio's default: 512) wait for
+    /// one; [`RunOptions::in_place`] is for that many. Dropping
     /// the future cancels the run. [`RunOptions::in_place`] runs it as a
     /// task of the caller's runtime instead (for many mostly idle guests),
     /// as does a run with a kernel wall ([`RunOptions::confine`]):
@@ -122,12 +131,11 @@ impl WasmHost {
         let _stop_if_dropped = CancelOnDrop(own.clone());
         let (tx, rx) = tokio::sync::oneshot::channel();
         let (host, agent) = (self.clone(), agent.clone());
-        std::thread::Builder::new()
-            .name("sbx-guest".into())
-            .spawn(move || {
-                let _ = tx.send(host.run_prepared(&agent, opts));
-            })
-            .map_err(|e| setup(format!("cannot start a thread for the guest: {e}")))?;
+        // A thread of the caller's blocking pool: kept for the next run
+        // (with the runtime it made) instead of started for each.
+        drop(tokio::task::spawn_blocking(move || {
+            let _ = tx.send(host.run_blocking(&agent, opts));
+        }));
         let lost = || Err(setup("the guest's thread ended without a result".into()));
         let forward = async {
             match &theirs {

@@ -204,6 +204,11 @@ impl WarmPool {
     pub(super) fn retire(&self, store: Store<HostState>) {
         self.retiring.add();
         self.send(Job::Retire(Box::new(store)));
+        // The last instance could not be made (say, the pool was full):
+        // this store's slot is free once it is dropped, so try again then.
+        if self.slots.lock().is_ok_and(|s| s.failed) {
+            self.send(Job::Refill);
+        }
     }
 
     fn send(&self, job: Job) {
