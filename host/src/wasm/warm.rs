@@ -119,7 +119,7 @@ struct Slots {
     ready: Vec<Warm>,
     /// Runs waiting for an instance on its way.
     waiters: usize,
-    /// Jobs sent and not yet done, and whether an instance is being made.
+    /// Jobs sent and not yet done (instances being made among them).
     busy: usize,
     /// The last instance could not be made (a full instance pool, no
     /// memory): runs make their own, and meet the error there.
