@@ -28,6 +28,7 @@ mod root;
 mod run;
 mod run_inputs;
 mod warm;
+mod wasi_context;
 
 pub use cache::{ArtifactCache, CacheEntry, CacheOutcome, process_alive};
 #[cfg(any(test, feature = "fuzzing"))]

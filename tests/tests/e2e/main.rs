@@ -15,6 +15,7 @@ mod python;
 mod python_api;
 mod python_packages;
 mod python_stdlib;
+mod python_warm;
 mod replay;
 mod secrets;
 mod seed_behaviours;

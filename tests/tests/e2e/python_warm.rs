@@ -1,0 +1,192 @@
+//! Pooled and warm Python runners: slots reused and instances made ahead
+//! of runs, never state; a warm instance meets the grant, the budgets and
+//! the refusals of the run that takes it.
+
+use super::python_api::text;
+use sbx_wasm::wasm::{ArtifactCache, PoolSizes, PythonRunner, RunOptions, WasmHost};
+use sbx_wasm::{Capabilities, Violation};
+use sbx_wasm_tests::{mount_tree, python_runner};
+
+#[test]
+fn nothing_of_one_run_is_seen_by_the_next_on_a_pooled_host() {
+    // A pooled host reuses instance slots (and their memory) from run to
+    // run: run 1 leaves marks everywhere a script can reach, run 2 on the
+    // same slots finds none of them.
+    let (host, py) = pooled_runner(1);
+    leaves_no_marks(&host, &py);
+}
+
+#[test]
+fn nothing_of_one_run_is_seen_by_the_next_on_a_runner_kept_warm() {
+    // Kept warm: each run takes an instance made ahead of it, in a slot a
+    // finished run's instance was torn down in; still nothing crosses.
+    let (host, py) = pooled_runner(2);
+    let py = py.keep_warm(1).unwrap();
+    leaves_no_marks(&host, &py);
+    assert_eq!(
+        py.agent().warm_runs(),
+        4,
+        "every run started on a warm instance"
+    );
+}
+
+#[test]
+fn a_warm_instance_runs_under_the_grant_of_the_run_that_takes_it() {
+    // The instance is made with no grant; the run's own grant (its mount,
+    // its denials, its audit) is what the script meets.
+    let (host, py) = pooled_runner(2);
+    let py = py.keep_warm(1).unwrap();
+    let tree = mount_tree(&[("data/notes.txt", "granted")]);
+    let before = sbx_wasm_tests::snapshot(tree.path());
+    let caps = Capabilities::builder()
+        .read_mount(tree.path().join("data"), "/work")
+        .build()
+        .unwrap();
+    let run = py
+        .run_source(
+            &host,
+            "print(open('/work/notes.txt').read())\n\
+             try:\n    open('/etc/passwd')\nexcept OSError:\n    print('refused')",
+            RunOptions::new(caps.clone()),
+        )
+        .unwrap();
+    assert_eq!(
+        text(&run.stdout),
+        "granted\nrefused\n",
+        "{}",
+        text(&run.stderr)
+    );
+    assert!(
+        run.audit
+            .iter()
+            .any(|e| e.target.contains("/etc/passwd") && e.decision != "allowed"),
+        "{:?}",
+        run.audit
+    );
+    // The next run, without that mount, cannot read it.
+    let bare = Capabilities::builder().build().unwrap();
+    let run = py
+        .run_source(
+            &host,
+            "import os\nprint(os.path.exists('/work/notes.txt'))",
+            RunOptions::new(bare),
+        )
+        .unwrap();
+    assert_eq!(text(&run.stdout), "False\n", "{}", text(&run.stderr));
+    assert_eq!(sbx_wasm_tests::snapshot(tree.path()), before);
+    assert_eq!(py.agent().warm_runs(), 2);
+}
+
+#[test]
+fn a_warm_instance_is_charged_to_its_run_and_left_when_it_does_not_fit() {
+    let (host, py) = pooled_runner(2);
+    let warm = py.keep_warm(1).unwrap();
+    // Fuel: a warm run reports what a cold one does (instantiation runs no
+    // guest code here), within the noise of hash randomisation.
+    // print(1) under `caps`, cold and then on the warm agent.
+    let both = |caps: Capabilities| {
+        let cold = py.run_source(&host, "print(1)", RunOptions::new(caps.clone()));
+        let hot = warm.run_source(&host, "print(1)", RunOptions::new(caps));
+        (cold.unwrap(), hot.unwrap())
+    };
+    let (cold, hot) = both(Capabilities::builder().build().unwrap());
+    assert_eq!(warm.agent().warm_runs(), 1);
+    let (c, h) = (
+        cold.report.usage.fuel.unwrap(),
+        hot.report.usage.fuel.unwrap(),
+    );
+    assert!(h > c / 2 && h < c * 2, "cold {c}, warm {h}");
+    assert_eq!(
+        cold.report.usage.memory_peak_bytes,
+        hot.report.usage.memory_peak_bytes
+    );
+    // Memory: a grant smaller than the runner's first memory is not given
+    // the instance made beyond it; the run meets its limit as a cold one.
+    let (cold, hot) = both(
+        Capabilities::builder()
+            .max_memory_bytes(8 << 20)
+            .build()
+            .unwrap(),
+    );
+    assert_eq!(cold.report.violation, Some(Violation::MaxMemory));
+    assert_eq!(hot.report.violation, cold.report.violation);
+    assert_eq!(warm.agent().warm_runs(), 1, "the instance did not fit");
+}
+
+#[test]
+fn a_confined_run_is_refused_on_an_agent_kept_warm() {
+    // The warming thread would stay outside the kernel wall. (A policy of
+    // the whole file system: were it applied, it would take nothing away.)
+    let (host, py) = pooled_runner(2);
+    let py = py.keep_warm(1).unwrap();
+    let caps = Capabilities::builder().build().unwrap();
+    let everything = sbx_wasm::confine::Policy {
+        read: vec!["/".into()],
+        write: vec!["/".into()],
+        runtime_read: Vec::new(),
+        runtime_write_files: Vec::new(),
+        tcp_connect: None,
+        tcp_note: None,
+        seccomp: false,
+    };
+    let err = py
+        .run_source(
+            &host,
+            "print(1)",
+            RunOptions::new(caps).confine(everything, false),
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("kept warm"), "{err}");
+    assert_eq!(py.agent().warm_runs(), 0);
+}
+
+/// A pooled host for `sandboxes` runs at once, and the runner on it.
+fn pooled_runner(sandboxes: u32) -> (WasmHost, PythonRunner) {
+    let caps = Capabilities::builder().build().unwrap();
+    let cache = ArtifactCache::open(super::python::warm_cache()).unwrap();
+    let host = WasmHost::with_pool(PoolSizes::for_caps(&caps, sandboxes))
+        .unwrap()
+        .with_cache(cache);
+    let py = PythonRunner::load(&host, &python_runner()).unwrap();
+    (host, py)
+}
+
+/// Twice: a run leaves marks everywhere a script can reach (globals,
+/// builtins, modules, sys.path, env, /tmp); the next finds none of them.
+fn leaves_no_marks(host: &WasmHost, py: &PythonRunner) {
+    let caps = Capabilities::builder().build().unwrap();
+    let leave = r#"
+import builtins, json, os, sys, types
+LEAK = "global"
+builtins.LEAK = "builtin"
+json.LEAK = "module attribute"
+sys.modules["leak"] = types.ModuleType("leak")
+os.environ["LEAK"] = "env"
+sys.path.append("/leak")
+open("/tmp/leak", "w").write("file")
+print("left")
+"#;
+    let look = r#"
+import builtins, json, os, sys
+print([
+    "LEAK" in globals(), hasattr(builtins, "LEAK"), hasattr(json, "LEAK"),
+    "leak" in sys.modules, "LEAK" in os.environ, "/leak" in sys.path,
+    os.listdir("/tmp"),
+])
+"#;
+    for _ in 0..2 {
+        let run = py
+            .run_source(host, leave, RunOptions::new(caps.clone()))
+            .unwrap();
+        assert_eq!(text(&run.stdout), "left\n", "{}", text(&run.stderr));
+        let run = py
+            .run_source(host, look, RunOptions::new(caps.clone()))
+            .unwrap();
+        assert_eq!(
+            text(&run.stdout),
+            "[False, False, False, False, False, False, []]\n",
+            "{}",
+            text(&run.stderr)
+        );
+    }
+}
