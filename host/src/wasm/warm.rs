@@ -341,7 +341,10 @@ impl PreparedAgent {
     /// instance is made with no grant
     /// and costs its run what instantiation cost (memory, and fuel of any
     /// start function); one that does not fit a run's budget is dropped,
-    /// and that run instantiates on its own.
+    /// and that run instantiates on its own. A run that waits for the
+    /// instance being made blocks its thread meanwhile (with
+    /// `RunOptions::in_place`, a worker of the caller's runtime), as long as
+    /// instantiating would have.
     ///
     /// ```no_run
     /// use sbx_wasm::Capabilities;
