@@ -219,25 +219,19 @@ impl WasmHost {
                     .into(),
             ));
         }
-        // A warm instance, if the agent keeps them and one fits the run;
-        // else a store of the run's own, instantiated below.
-        let (mut store, ready, idle) = match agent.warm.as_ref().and_then(|p| Some((p, p.take()?)))
-        {
-            Some((pool, warm)) if warm.fits(&budget) => {
-                pool.served();
+        // A warm instance, if the agent keeps them and the run can pay for
+        // one; else a store of the run's own, instantiated below.
+        let (mut store, ready, idle) = match agent.warm.as_ref().and_then(|p| p.take(&budget)) {
+            Some(Warm {
+                mut store,
+                command,
+                cost,
+            }) => {
                 let mut state = state;
-                state.limiter = warm.limiter(&budget);
-                let spent = warm.fuel_spent();
-                let Warm {
-                    mut store, command, ..
-                } = warm;
+                state.limiter = cost.limiter(&budget);
                 let idle = std::mem::replace(store.data_mut(), state);
-                self.arm(&mut store, deterministic, spent)?;
+                self.arm(&mut store, deterministic, cost.fuel_spent)?;
                 (store, Some(command), Some(idle))
-            }
-            Some((pool, warm)) => {
-                pool.retire(warm.store);
-                (self.store(state, deterministic)?, None, None)
             }
             None => (self.store(state, deterministic)?, None, None),
         };

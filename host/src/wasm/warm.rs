@@ -29,24 +29,25 @@ use wasmtime_wasi::p2::bindings::{Command, CommandPre};
 pub(super) struct Warm {
     pub(super) store: Store<HostState>,
     pub(super) command: Command,
+    pub(super) cost: Cost,
+}
+
+/// What instantiating cost, charged to the run that takes the instance.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Cost {
     /// Fuel burnt by instantiation (start functions), if fuel is metered.
-    fuel_spent: u64,
+    pub(super) fuel_spent: u64,
     /// The largest memory instantiation made, in bytes.
     memory_peak: usize,
 }
 
-impl Warm {
-    /// Whether a run under `budget` may take this instance: what making it
-    /// cost fits the run's budget (otherwise the run instantiates on its own
-    /// and meets the limit there, as it would without a warm instance).
-    pub(super) fn fits(&self, budget: &Budget) -> bool {
+impl Cost {
+    /// Whether a run under `budget` can pay it (otherwise the run
+    /// instantiates on its own and meets the limit there, as it would
+    /// without a warm instance).
+    fn fits(&self, budget: &Budget) -> bool {
         u64::try_from(self.memory_peak).unwrap_or(u64::MAX) <= budget.max_memory_bytes
             && (!budget.meter_fuel || self.fuel_spent <= budget.max_fuel)
-    }
-
-    /// Fuel instantiation burnt, charged to the run that takes the instance.
-    pub(super) fn fuel_spent(&self) -> u64 {
-        self.fuel_spent
     }
 
     /// The run's memory meter, starting from what instantiation made.
@@ -117,6 +118,9 @@ impl Retiring {
 /// The pool's state, under one lock.
 struct Slots {
     ready: Vec<Warm>,
+    /// What the last instance made cost (every instance of one agent is
+    /// made alike): a run it does not fit neither takes nor waits for one.
+    cost: Option<Cost>,
     /// Runs waiting for an instance on its way.
     waiters: usize,
     /// Jobs sent and not yet done (instances being made among them).
@@ -140,6 +144,7 @@ impl WarmPool {
         let pool = Arc::new(WarmPool {
             slots: Mutex::new(Slots {
                 ready: Vec::with_capacity(want),
+                cost: None,
                 waiters: 0,
                 busy: 0,
                 failed: false,
@@ -158,15 +163,19 @@ impl WarmPool {
         Ok(pool)
     }
 
-    /// A ready instance; or, when one is being made and no other run is
-    /// already waiting for it, that one once it is ready. `None`: the run
-    /// instantiates on its own.
-    pub(super) fn take(&self) -> Option<Warm> {
+    /// A ready instance that a run under `budget` can pay for; or, when
+    /// one is being made and no other run is already waiting for it, that
+    /// one once it is ready. `None`: the run instantiates on its own.
+    pub(super) fn take(&self, budget: &Budget) -> Option<Warm> {
         let mut slots = self.slots.lock().ok()?;
         let deadline = Instant::now() + WAIT_FOR_WARM;
         loop {
+            if slots.cost.is_some_and(|c| !c.fits(budget)) {
+                return None;
+            }
             if let Some(warm) = slots.ready.pop() {
                 drop(slots);
+                self.served.fetch_add(1, Ordering::Relaxed);
                 self.send(Job::Refill);
                 return Some(warm);
             }
@@ -183,11 +192,6 @@ impl WarmPool {
             };
             slots.waiters -= 1;
         }
-    }
-
-    /// Count a run that started on a warm instance.
-    pub(super) fn served(&self) {
-        self.served.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Runs that started on a warm instance so far.
@@ -292,6 +296,7 @@ fn warm_loop(
                     let warm = rt.block_on(make(engine, pre, fuel));
                     made = warm.is_some();
                     if let (Some(warm), Ok(mut slots)) = (warm, pool.slots.lock()) {
+                        slots.cost = Some(warm.cost);
                         slots.ready.push(warm);
                     }
                     pool.changed.notify_all();
@@ -320,8 +325,10 @@ async fn make(engine: &Engine, pre: &CommandPre<HostState>, fuel: bool) -> Optio
     Some(Warm {
         store,
         command,
-        fuel_spent,
-        memory_peak,
+        cost: Cost {
+            fuel_spent,
+            memory_peak,
+        },
     })
 }
 
@@ -340,8 +347,8 @@ impl PreparedAgent {
     /// warm agent: the warming thread would stay outside the wall. A warm
     /// instance is made with no grant
     /// and costs its run what instantiation cost (memory, and fuel of any
-    /// start function); one that does not fit a run's budget is dropped,
-    /// and that run instantiates on its own. A run that waits for the
+    /// start function); a run whose budget cannot pay that neither takes
+    /// nor waits for one, and instantiates on its own. A run that waits for the
     /// instance being made blocks its thread meanwhile (with
     /// `RunOptions::in_place`, a worker of the caller's runtime), as long as
     /// instantiating would have.
