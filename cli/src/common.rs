@@ -11,10 +11,15 @@ use std::time::Duration;
 /// Load a caps file, printing its warnings (`dangerous_allow_all`, ...).
 pub(crate) fn load_caps(path: &Path) -> Result<Capabilities> {
     let caps = Capabilities::from_file(path)?;
+    warn_caps(&caps);
+    Ok(caps)
+}
+
+/// Print what loading `caps` warned of.
+pub(crate) fn warn_caps(caps: &Capabilities) {
     for w in caps.warnings() {
         eprintln!("sbx-wasm: warning: {w}");
     }
-    Ok(caps)
 }
 
 /// The caps file's command tools, registered to run in this process, with

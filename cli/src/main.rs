@@ -11,6 +11,7 @@ mod mcp;
 mod output;
 mod progress;
 mod python;
+mod serve;
 mod tool_helper;
 
 use clap::Parser;
@@ -21,6 +22,12 @@ fn main() {
         .is_some_and(|a| a == tool_helper::HELPER_ARG)
     {
         std::process::exit(tool_helper::serve());
+    }
+    let mut args = std::env::args_os().skip(1);
+    if args.next().is_some_and(|a| a == serve::worker::WORKER_ARG)
+        && let Some(runner) = args.next()
+    {
+        std::process::exit(serve::worker::main(std::path::Path::new(&runner)));
     }
     std::process::exit(commands::Cli::parse().execute());
 }

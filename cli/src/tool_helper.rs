@@ -136,48 +136,89 @@ pub(crate) fn spawn(
     staged: &[(PathBuf, PathBuf)],
     remove: &[PathBuf],
 ) -> std::io::Result<(ToolRegistry, Option<Helper>)> {
-    let mut registry = ToolRegistry::new();
     if tools.is_empty() && staged.is_empty() && remove.is_empty() {
-        return Ok((registry, None));
+        return Ok((ToolRegistry::new(), None));
     }
-    let mut child = Command::new(std::env::current_exe()?)
-        .arg(HELPER_ARG)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()?;
-    let mut stdin = child.stdin.take().expect("piped");
-    let stdout = BufReader::new(child.stdout.take().expect("piped"));
-    let table: serde_json::Map<String, Value> = tools
-        .iter()
-        .map(|(name, t)| {
-            let spec = json!({
-                "argv": t.argv,
-                "cwd": t.cwd,
-                "timeout_ms": t.timeout.map(|d| d.as_millis() as u64),
-            });
-            (name.clone(), spec)
-        })
-        .collect();
-    let first = json!({ "tools": Value::Object(table), "staged": staged, "remove": remove });
-    writeln!(stdin, "{first}")?;
-    let conn = Arc::new(Mutex::new(Conn { stdin, stdout }));
-    for name in tools.keys() {
-        registry.register(
-            name.clone(),
-            HelperTool {
-                name: name.clone(),
-                conn: conn.clone(),
-            },
-        );
-    }
-    Ok((
-        registry,
-        Some(Helper {
+    Started::start()?.configure(tools, staged, remove)
+}
+
+/// A helper process started before its run is known (a warm worker
+/// starts one while it waits), told its tools and files by
+/// [`Started::configure`]. Dropped unconfigured, its stdin closes and it
+/// exits at once (it dies with its parent in any case).
+pub(crate) struct Started {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Started {
+    pub(crate) fn start() -> std::io::Result<Started> {
+        let mut child = Command::new(std::env::current_exe()?)
+            .arg(HELPER_ARG)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()?;
+        let stdin = child.stdin.take().expect("piped");
+        let stdout = BufReader::new(child.stdout.take().expect("piped"));
+        Ok(Started {
             child,
-            conn: Some(conn),
-        }),
-    ))
+            stdin,
+            stdout,
+        })
+    }
+
+    /// Tell the helper its command tools, the staged files it may move
+    /// into place and the folders it removes at the end.
+    pub(crate) fn configure(
+        self,
+        tools: &BTreeMap<String, CommandTool>,
+        staged: &[(PathBuf, PathBuf)],
+        remove: &[PathBuf],
+    ) -> std::io::Result<(ToolRegistry, Option<Helper>)> {
+        let Started {
+            child,
+            mut stdin,
+            stdout,
+        } = self;
+        let table: serde_json::Map<String, Value> = tools
+            .iter()
+            .map(|(name, t)| {
+                let spec = json!({
+                    "argv": t.argv,
+                    "cwd": t.cwd,
+                    "timeout_ms": t.timeout.map(|d| d.as_millis() as u64),
+                });
+                (name.clone(), spec)
+            })
+            .collect();
+        // Relative paths (staged files, a tool's folder) mean what they
+        // mean here: a helper started ahead may have another folder.
+        let cwd = std::env::current_dir()?;
+        let first = json!({
+            "tools": Value::Object(table), "staged": staged, "remove": remove, "cwd": cwd,
+        });
+        writeln!(stdin, "{first}")?;
+        let conn = Arc::new(Mutex::new(Conn { stdin, stdout }));
+        let mut registry = ToolRegistry::new();
+        for name in tools.keys() {
+            registry.register(
+                name.clone(),
+                HelperTool {
+                    name: name.clone(),
+                    conn: conn.clone(),
+                },
+            );
+        }
+        Ok((
+            registry,
+            Some(Helper {
+                child,
+                conn: Some(conn),
+            }),
+        ))
+    }
 }
 
 struct HelperTool {
@@ -226,6 +267,11 @@ pub(crate) fn serve() -> i32 {
     let Ok(first) = serde_json::from_str::<Value>(&first) else {
         return 2;
     };
+    if let Some(cwd) = first["cwd"].as_str()
+        && std::env::set_current_dir(cwd).is_err()
+    {
+        return 2;
+    }
     let Some(table) = first["tools"].as_object().cloned() else {
         return 2;
     };

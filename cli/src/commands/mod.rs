@@ -9,7 +9,7 @@ mod kernel_check;
 mod policy;
 mod python_build;
 mod replay;
-mod run;
+pub(crate) mod run;
 
 use crate::exit::EXIT_CODES;
 use clap::{Parser, Subcommand};
@@ -61,8 +61,18 @@ enum Command {
     /// answers (pages, tool outputs, files, stdin), seeded from a recording.
     FuzzInit(fuzz_init::FuzzInitArgs),
     /// Python runners: `python build --requirements FILE` bundles
-    /// pure-Python packages (pinned by hash) into one.
+    /// pure-Python packages (pinned by hash) into one; `python serve`
+    /// keeps warm workers that `run SCRIPT.py` hands its runs to.
     Python(python_build::PythonArgs),
+}
+
+/// `run`'s arguments from a whole command line (`sbx-wasm run ...`), as
+/// `run` itself would parse them; `None` if it would refuse them.
+pub(crate) fn run_args(argv: impl IntoIterator<Item = String>) -> Option<run::RunArgs> {
+    match Cli::try_parse_from(argv).ok()?.command {
+        Command::Run(args) => Some(args),
+        _ => None,
+    }
 }
 
 impl Cli {

@@ -1,6 +1,6 @@
 //! `sbx-wasm python build`: a Python runner with pure-Python packages
 //! bundled, built by the project's runner build (componentize-py) and
-//! cached by the requirements' hash.
+//! cached by the requirements' hash. (`python serve` is `crate::serve`.)
 
 use anyhow::{Context, Result, bail};
 use sbx_wasm::wasm::ArtifactCache;
@@ -18,6 +18,10 @@ enum PythonCommand {
     /// requirements file bundled; prints the runner's path (for `run
     /// --python-runner`).
     Build(BuildArgs),
+    /// Keep warm workers of a Python runner, which `sbx-wasm run
+    /// SCRIPT.py` hands its runs to: each starts with the runner loaded
+    /// and instantiated, runs one script under its caps, and ends.
+    Serve(crate::serve::ServeArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -40,8 +44,10 @@ struct BuildArgs {
 
 impl PythonArgs {
     pub(crate) fn execute(&self) -> Result<i32> {
-        let PythonCommand::Build(args) = &self.command;
-        args.execute()
+        match &self.command {
+            PythonCommand::Build(args) => args.execute(),
+            PythonCommand::Serve(args) => args.execute(),
+        }
     }
 }
 

@@ -6,9 +6,10 @@ use crate::exit::Internal;
 use crate::output::{OutputFiles, write_all};
 use crate::{progress, python, tool_helper};
 use anyhow::{Context, Result};
+use sbx_wasm::Capabilities;
 use sbx_wasm::confine::Policy;
 use sbx_wasm::report::{KernelWall, Status};
-use sbx_wasm::wasm::{CacheOutcome, RunOptions, WasmRun};
+use sbx_wasm::wasm::{CacheOutcome, PreparedAgent, RunOptions, WasmHost, WasmRun};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -69,23 +70,72 @@ pub(crate) struct RunArgs {
     /// alone; the report says the second wall was down).
     #[arg(long)]
     pub(crate) no_kernel_confinement: bool,
+    /// Run a Python script in this process even when a `sbx-wasm python
+    /// serve` keeps warm workers for its runner.
+    #[arg(long)]
+    pub(crate) no_server: bool,
+}
+
+/// What a warm worker made before it knew its run: the host, the runner
+/// prepared and instantiated ahead, and the run's grant, loaded when the
+/// worker checked it could take the run.
+pub(crate) struct Ready {
+    pub(crate) host: WasmHost,
+    pub(crate) agent: PreparedAgent,
+    pub(crate) runner: PathBuf,
+    pub(crate) caps: Capabilities,
+    /// The tool helper, started while the worker waited.
+    pub(crate) helper: Option<tool_helper::Started>,
 }
 
 impl RunArgs {
     /// Every error of `run` before the guest ran is a setup error (125).
+    /// A Python script goes to a warm worker if a server keeps them for
+    /// its runner (and the worker takes it); else it runs here.
     pub(crate) fn execute(&self) -> i32 {
-        crate::exit::finish_run(run_inner(self))
+        if !self.no_server
+            && (self.python || python::is_script(&self.component))
+            && let Ok(runner) = python::find_runner(self.python_runner.as_deref())
+            && let Some(code) = crate::serve::client::hand_over(&runner)
+        {
+            return code;
+        }
+        crate::exit::finish_run(run_inner(self, None))
+    }
+
+    /// The run, on what a warm worker made ahead of it (the host and agent
+    /// are left to the worker, which need not tear them down).
+    pub(crate) fn execute_ready(&self, ready: &mut Ready) -> i32 {
+        crate::exit::finish_run(run_inner(self, Some(ready)))
+    }
+
+    /// Whether this is a Python run.
+    pub(crate) fn is_python(&self) -> bool {
+        self.python || python::is_script(&self.component)
     }
 }
 
-fn run_inner(a: &RunArgs) -> Result<i32> {
+/// What the run instantiates: a component loaded (and how) and prepared
+/// now, or an agent a warm worker prepared.
+enum Target {
+    Loaded(PreparedAgent, Option<CacheOutcome>),
+    Ready(PreparedAgent),
+}
+
+fn run_inner(a: &RunArgs, mut ready: Option<&mut Ready>) -> Result<i32> {
     if a.seed.is_some() && !a.deterministic && a.record.is_none() {
         anyhow::bail!("--seed needs --deterministic or --record");
     }
     // From the start: a Ctrl-C during a long first compile still ends the
     // run as cancelled, with its report.
     let cancel = crate::common::cancel_on_signals()?;
-    let caps = load_caps(&a.caps)?;
+    let caps = match &ready {
+        Some(r) => {
+            crate::common::warn_caps(&r.caps);
+            r.caps.clone()
+        }
+        None => load_caps(&a.caps)?,
+    };
     if a.require_kernel_confinement {
         // Refuse before loading or creating anything when the grant itself
         // rules out a full wall.
@@ -97,21 +147,17 @@ fn run_inner(a: &RunArgs) -> Result<i32> {
             );
         }
     }
-    let host = engine_for(&caps)?;
-    let host = if a.no_cache {
-        host
-    } else {
-        match open_cache() {
-            Ok(cache) => host.with_cache(cache),
-            Err(e) => {
-                eprintln!("sbx-wasm: warning: no artifact cache ({e:#}); compiling in memory");
-                host
-            }
-        }
+    let started = ready.as_mut().and_then(|r| r.helper.take());
+    let (host, ready) = match ready {
+        Some(r) => (r.host.clone(), Some((r.agent.clone(), r.runner.clone()))),
+        None => (host_for(a, &caps)?, None),
     };
-    let python = a.python || python::is_script(&a.component);
+    let python = a.is_python();
     let (program, args) = if python {
-        let runner = python::find_runner(a.python_runner.as_deref())?;
+        let runner = match &ready {
+            Some((_, runner)) => runner.clone(),
+            None => python::find_runner(a.python_runner.as_deref())?,
+        };
         let args = python::runner_args(&a.component, &a.args)?;
         (runner, args)
     } else {
@@ -120,7 +166,14 @@ fn run_inner(a: &RunArgs) -> Result<i32> {
         }
         (a.component.clone(), a.args.clone())
     };
-    let (component, outcome) = progress::while_loading(&program, || host.load_traced(&program))?;
+    let target = match ready {
+        Some((agent, _)) => Target::Ready(agent),
+        None => {
+            let (component, outcome) =
+                progress::while_loading(&program, || host.load_traced(&program))?;
+            Target::Loaded(host.prepare(&component)?, outcome)
+        }
+    };
     // A Python run's private /tmp, made before the wall goes up (which
     // keeps the run from removing it: the helper does, at the end).
     let (caps, tmp) = match python {
@@ -164,8 +217,11 @@ fn run_inner(a: &RunArgs) -> Result<i32> {
         // before confinement, which also moves the report and audit log
         // (written into staged temp files) into place at the end.
         staged = a.files.stage(a.record.as_ref())?;
-        let (tools, h) = tool_helper::spawn(caps.tool_commands(), &staged, &remove)
-            .context("cannot start the tool helper")?;
+        let (tools, h) = match started {
+            Some(helper) => helper.configure(caps.tool_commands(), &staged, &remove),
+            None => tool_helper::spawn(caps.tool_commands(), &staged, &remove),
+        }
+        .context("cannot start the tool helper")?;
         helper = h;
         opts = opts
             .tools(tools)
@@ -176,7 +232,8 @@ fn run_inner(a: &RunArgs) -> Result<i32> {
         Some(_) => Some((Some(hashed(&program)?), Some(hashed(&a.caps)?))),
         None => None,
     };
-    let mut run = host.run(&component, opts)?;
+    let (Target::Loaded(agent, _) | Target::Ready(agent)) = &target;
+    let mut run = host.run_prepared(agent, opts)?;
     if a.no_kernel_confinement {
         // Every report of `run` says whether the second wall was up.
         run.report.kernel_wall = Some(KernelWall {
@@ -208,15 +265,33 @@ fn run_inner(a: &RunArgs) -> Result<i32> {
         eprintln!("sbx-wasm: guest trapped: {msg}");
     }
     if a.summary || std::io::stderr().is_terminal() {
-        let cache = match outcome {
-            Some(CacheOutcome::Hit) => "cached",
-            Some(CacheOutcome::Miss) => "compiled, now cached",
-            Some(CacheOutcome::Rebuilt) => "recompiled (bad cache entry replaced)",
-            None => "compiled, not cached",
+        let cache = match target {
+            Target::Ready(_) => "warm worker",
+            Target::Loaded(_, Some(CacheOutcome::Hit)) => "cached",
+            Target::Loaded(_, Some(CacheOutcome::Miss)) => "compiled, now cached",
+            Target::Loaded(_, Some(CacheOutcome::Rebuilt)) => {
+                "recompiled (bad cache entry replaced)"
+            }
+            Target::Loaded(_, None) => "compiled, not cached",
         };
         eprintln!("{}; {cache}", summary(&run));
     }
     Ok(crate::exit::run_exit_code(&run.report))
+}
+
+/// The engine for `caps`, with the artifact cache unless `--no-cache`.
+fn host_for(a: &RunArgs, caps: &Capabilities) -> Result<WasmHost> {
+    let host = engine_for(caps)?;
+    if a.no_cache {
+        return Ok(host);
+    }
+    Ok(match open_cache() {
+        Ok(cache) => host.with_cache(cache),
+        Err(e) => {
+            eprintln!("sbx-wasm: warning: no artifact cache ({e:#}); compiling in memory");
+            host
+        }
+    })
 }
 
 /// The kernel confinement of a `run` under `caps`: the grant's policy, plus

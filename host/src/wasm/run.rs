@@ -211,7 +211,7 @@ impl WasmHost {
             fs_paths: std::collections::HashMap::new(),
             deterministic,
         };
-        if confine.is_some() && agent.warm.is_some() {
+        if confine.is_some() && agent.warm.as_ref().is_some_and(|w| w.threaded()) {
             return Err(setup(
                 "kernel confinement is for a process that runs one grant; an agent kept \
                  warm has a thread of its own that the wall would not cover: confine a \

@@ -77,6 +77,9 @@ pub(super) struct WarmPool {
     jobs: Mutex<Sender<Job>>,
     /// Runs that started on a warm instance.
     served: AtomicU64,
+    /// Whether a warming thread serves this pool (`keep_warm`), or the
+    /// instances were made on the caller's thread (`instantiate_ahead`).
+    threaded: bool,
     /// The host's count of stores handed over to be dropped.
     retiring: Arc<Retiring>,
 }
@@ -128,6 +131,9 @@ struct Slots {
     /// The last instance could not be made (a full instance pool, no
     /// memory): runs make their own, and meet the error there.
     failed: bool,
+    /// The store of the run that took an instance made ahead
+    /// (`instantiate_ahead`), dropped with the pool.
+    retired: Option<Box<Store<HostState>>>,
 }
 
 impl WarmPool {
@@ -148,11 +154,13 @@ impl WarmPool {
                 waiters: 0,
                 busy: 0,
                 failed: false,
+                retired: None,
             }),
             changed: Condvar::new(),
             want,
             jobs: Mutex::new(tx),
             served: AtomicU64::new(0),
+            threaded: true,
             retiring,
         });
         let weak = Arc::downgrade(&pool);
@@ -161,6 +169,47 @@ impl WarmPool {
             .spawn(move || warm_loop(&engine, &pre, fuel, &weak, &rx))?;
         pool.send(Job::Refill);
         Ok(pool)
+    }
+
+    /// A pool holding one instance of `pre`, made now on the calling thread,
+    /// and no thread: once a run has taken it, runs instantiate as usual.
+    pub(super) fn made_here(
+        engine: &Engine,
+        pre: &CommandPre<HostState>,
+        fuel: bool,
+        retiring: Arc<Retiring>,
+    ) -> Result<Arc<WarmPool>, String> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .map_err(|e| format!("cannot start a runtime to instantiate on: {e}"))?;
+        let warm = rt
+            .block_on(make(engine, pre, fuel))
+            .map_err(|e| format!("cannot instantiate the component ahead of its run: {e}"))?;
+        // No thread takes jobs: a finished run's store is dropped where the
+        // run ends, and nothing refills the pool.
+        let (tx, _) = std::sync::mpsc::channel();
+        Ok(Arc::new(WarmPool {
+            slots: Mutex::new(Slots {
+                cost: Some(warm.cost),
+                ready: vec![warm],
+                waiters: 0,
+                busy: 0,
+                failed: false,
+                retired: None,
+            }),
+            changed: Condvar::new(),
+            want: 0,
+            jobs: Mutex::new(tx),
+            served: AtomicU64::new(0),
+            threaded: false,
+            retiring,
+        }))
+    }
+
+    /// Whether a thread of the pool's own makes its instances (which a
+    /// kernel wall set up by a run would not cover).
+    pub(super) fn threaded(&self) -> bool {
+        self.threaded
     }
 
     /// A ready instance that a run under `budget` can pay for; or, when
@@ -206,6 +255,14 @@ impl WarmPool {
 
     /// Drop `store` on the warming thread (or here, if it is gone).
     pub(super) fn retire(&self, store: Store<HostState>) {
+        if !self.threaded {
+            // No thread to drop it: it goes with the pool (the agent), off
+            // the run's path. A process that exists for one run never pays.
+            if let Ok(mut slots) = self.slots.lock() {
+                slots.retired = Some(Box::new(store));
+            }
+            return;
+        }
         self.retiring.add();
         self.send(Job::Retire(Box::new(store)));
         // The last instance could not be made (say, the pool was full):
@@ -293,7 +350,7 @@ fn warm_loop(
                 // the next run asks.
                 let mut made = true;
                 while made && pool.ready_count() < pool.want {
-                    let warm = rt.block_on(make(engine, pre, fuel));
+                    let warm = rt.block_on(make(engine, pre, fuel)).ok();
                     made = warm.is_some();
                     if let (Some(warm), Ok(mut slots)) = (warm, pool.slots.lock()) {
                         slots.cost = Some(warm.cost);
@@ -307,22 +364,26 @@ fn warm_loop(
     }
 }
 
-async fn make(engine: &Engine, pre: &CommandPre<HostState>, fuel: bool) -> Option<Warm> {
-    let mut store = Store::new(engine, idle_state()?);
+async fn make(engine: &Engine, pre: &CommandPre<HostState>, fuel: bool) -> Result<Warm, String> {
+    let state = idle_state().ok_or("cannot make the idle state")?;
+    let mut store = Store::new(engine, state);
     store.limiter(|s| &mut s.limiter);
     if fuel {
-        store.set_fuel(u64::MAX).ok()?;
+        store.set_fuel(u64::MAX).map_err(|e| e.to_string())?;
     }
     // No deadline while it waits: the run that takes it sets its own.
     store.set_epoch_deadline(u64::MAX / 2);
-    let command = pre.instantiate_async(&mut store).await.ok()?;
+    let command = pre
+        .instantiate_async(&mut store)
+        .await
+        .map_err(|e| format!("{e:#}"))?;
     let fuel_spent = if fuel {
-        u64::MAX - store.get_fuel().ok()?
+        u64::MAX - store.get_fuel().map_err(|e| e.to_string())?
     } else {
         0
     };
     let memory_peak = store.data().limiter.peak_bytes;
-    Some(Warm {
+    Ok(Warm {
         store,
         command,
         cost: Cost {
@@ -379,6 +440,45 @@ impl PreparedAgent {
         };
         Ok(PreparedAgent {
             warm,
+            ..self.clone()
+        })
+    }
+
+    /// This agent with one instance made now, on the calling thread, for
+    /// its next run; later runs instantiate as usual. Unlike
+    /// [`PreparedAgent::keep_warm`] no thread is started, so the run that
+    /// takes the instance may be confined
+    /// ([`RunOptions::confine`](super::RunOptions::confine)): a process
+    /// that exists for one run does the instantiation before it knows the
+    /// run (the CLI's warm Python workers), and the run starts with the
+    /// guest's first instruction. The finished run's instance is not torn
+    /// down on the run's path either: it is dropped with the agent (the
+    /// last of its clones).
+    ///
+    /// The instance is made as a warm one is: with no grant, charged to its
+    /// run (memory, and fuel of any start function). Instantiation may run
+    /// the component's start functions before the run's kernel wall is up,
+    /// with nothing granted: use it for a component you trust to start
+    /// (such as the Python runner, whose input arrives with the run), not
+    /// one that is itself the untrusted input.
+    ///
+    /// ```no_run
+    /// use sbx_wasm::Capabilities;
+    /// use sbx_wasm::wasm::{RunOptions, WasmHost};
+    ///
+    /// let host = WasmHost::new().map_err(|e| format!("{e:#}"))?;
+    /// let agent = host.prepare(&host.load("agent.wasm".as_ref())?)?.instantiate_ahead()?;
+    /// // ... later, once the run's grant is known:
+    /// let caps = Capabilities::from_file("caps.toml")?;
+    /// let run = host.run_prepared(&agent, RunOptions::new(caps))?;
+    /// assert_eq!(agent.warm_runs(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn instantiate_ahead(&self) -> Result<PreparedAgent, super::LoadError> {
+        let pool = WarmPool::made_here(&self.engine, &self.pre, self.fuel, self.retiring.clone())
+            .map_err(super::setup)?;
+        Ok(PreparedAgent {
+            warm: Some(pool),
             ..self.clone()
         })
     }

@@ -14,6 +14,7 @@ mod policy;
 mod python;
 mod python_api;
 mod python_packages;
+mod python_serve;
 mod python_stdlib;
 mod python_warm;
 mod replay;

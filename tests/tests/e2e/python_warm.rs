@@ -141,6 +141,56 @@ fn a_confined_run_is_refused_on_an_agent_kept_warm() {
 }
 
 #[test]
+fn an_instance_made_ahead_serves_the_next_run_alone_under_its_grant() {
+    // `instantiate_ahead`: one instance made on this thread, no thread of
+    // its own (so a kernel wall could be set up by the run that takes it:
+    // the CLI's warm workers do, see python_serve). The run meets its own
+    // grant; the run after it instantiates as usual and sees nothing of
+    // the first.
+    let cache = ArtifactCache::open(super::python::warm_cache()).unwrap();
+    let host = WasmHost::new().unwrap().with_cache(cache);
+    let agent = host
+        .prepare(&host.load(&python_runner()).unwrap())
+        .unwrap()
+        .instantiate_ahead()
+        .unwrap();
+    let tree = mount_tree(&[("data/notes.txt", "granted")]);
+    let caps = Capabilities::builder()
+        .read_mount(tree.path().join("data"), "/work")
+        .build()
+        .unwrap();
+    let script = |source: &str| {
+        let args = sbx_wasm::wasm::python::runner_args(source, "s.py", &[]).unwrap();
+        RunOptions::new(caps.clone()).args(args)
+    };
+    let first = host
+        .run_prepared(
+            &agent,
+            script(
+                "import builtins\nbuiltins.LEFT = 1\nprint(open('/work/notes.txt').read())\n\
+                 try:\n    open('/etc/passwd')\nexcept OSError:\n    print('refused')",
+            ),
+        )
+        .unwrap();
+    assert_eq!(
+        text(&first.stdout),
+        "granted\nrefused\n",
+        "{}",
+        text(&first.stderr)
+    );
+    assert_eq!(agent.warm_runs(), 1);
+    assert_eq!(agent.warm_ready(), 0, "nothing refills it");
+    let second = host
+        .run_prepared(
+            &agent,
+            script("import builtins\nprint(hasattr(builtins, 'LEFT'))"),
+        )
+        .unwrap();
+    assert_eq!(text(&second.stdout), "False\n", "{}", text(&second.stderr));
+    assert_eq!(agent.warm_runs(), 1, "the second run made its own instance");
+}
+
+#[test]
 fn a_warm_run_finds_the_pages_its_slot_wrote_before_still_mapped() {
     // The reset of a finished run's memory copies the original bytes back
     // into every page the run wrote and leaves them mapped (the vendored
@@ -174,7 +224,10 @@ fn a_warm_run_finds_the_pages_its_slot_wrote_before_still_mapped() {
         }
     }
     faults.sort_unstable();
-    assert!(faults[faults.len() / 2] < 60, "page faults per run: {faults:?}");
+    assert!(
+        faults[faults.len() / 2] < 60,
+        "page faults per run: {faults:?}"
+    );
     assert_eq!(py.agent().warm_runs(), 9);
 }
 

