@@ -94,7 +94,7 @@ impl RunArgs {
     /// its runner (and the worker takes it); else it runs here.
     pub(crate) fn execute(&self) -> i32 {
         if !self.no_server
-            && (self.python || python::is_script(&self.component))
+            && self.is_python()
             && let Ok(runner) = python::find_runner(self.python_runner.as_deref())
             && let Some(code) = crate::serve::client::hand_over(&runner)
         {

@@ -380,15 +380,18 @@ impl Pool {
         self.changed.notify_all();
     }
 
-    /// Keep `want` workers ready until the server stops.
+    /// Keep `want` workers ready until the server stops and its runs under
+    /// way have ended.
     fn refill(&self) {
         loop {
             {
                 let Ok(state) = self.state.lock() else { return };
-                let Ok(state) = self
-                    .changed
-                    .wait_while(state, |s| !s.short(self.want) && !s.stopping)
-                else {
+                // A worker's parent-death signal follows the thread that
+                // started it: this thread outlives every run it started.
+                let Ok(state) = self.changed.wait_while(state, |s| match s.stopping {
+                    true => s.running > 0,
+                    false => !s.short(self.want),
+                }) else {
                     return;
                 };
                 if state.stopping {

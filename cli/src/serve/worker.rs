@@ -118,6 +118,12 @@ fn admit(
     if !args.is_python() || args.no_cache || request.runner != runner {
         return Err("not a cached run of this worker's runner".into());
     }
+    // Byte-identical output for identical input is promised from the
+    // run's first instruction on a fresh instance: an instance made ahead,
+    // with the real clock and randomness of an idle state, is not one.
+    if args.deterministic || args.seed.is_some() || args.record.is_some() {
+        return Err("a deterministic or recorded run starts on a fresh instance".into());
+    }
     std::env::set_current_dir(&request.cwd).map_err(|e| format!("working folder: {e}"))?;
     let caps = Capabilities::from_file(&args.caps).map_err(|e| e.to_string())?;
     if !caps.budget().meter_fuel {

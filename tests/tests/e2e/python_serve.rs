@@ -102,10 +102,7 @@ fn start_server(runner: &Path, env: &[(&str, &str)]) -> (Child, PathBuf) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(server.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let (line, _) = first_line(&mut server);
     if !line.trim().ends_with(".sock") {
         let _ = server.kill();
         let out = server.wait_with_output().unwrap();
@@ -218,6 +215,11 @@ fn a_served_run_does_what_the_same_run_does_in_its_own_process() {
     assert!(ran.stderr().contains("kernel wall up"), "{}", ran.stderr());
     // The report went where the client's relative path says.
     assert_eq!(ran.report["status"], "completed", "{}", ran.report);
+
+    // A deterministic run starts on a fresh instance: its client runs it.
+    let det = served.run(t.path(), "agent.py", &["--deterministic"], &[]);
+    assert!(!det.served(), "{}", det.stderr());
+    assert_eq!(det.stdout(), own.stdout());
 }
 
 #[test]
@@ -367,10 +369,7 @@ fn ctrl_c_cancels_a_served_run_and_a_client_that_dies_takes_its_run_along() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        let mut line = String::new();
-        out.read_line(&mut line).unwrap();
-        assert_eq!(line, "started\n");
+        assert_eq!(first_line(&mut child).0, "started\n");
         let _ = Command::new("kill")
             .args(["-INT", &child.id().to_string()])
             .status();
@@ -381,7 +380,7 @@ fn ctrl_c_cancels_a_served_run_and_a_client_that_dies_takes_its_run_along() {
     }
 
     // SIGKILL: the client cannot say anything; the server sees it gone and
-    // cancels the worker, which ends (the one kept ready stays).
+    // cancels the worker, which ends.
     let mut child = served
         .cmd(t_fuel.path(), "wait.py", &[], &[])
         .stdin(Stdio::null())
@@ -389,11 +388,7 @@ fn ctrl_c_cancels_a_served_run_and_a_client_that_dies_takes_its_run_along() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line, "started\n");
+    assert_eq!(first_line(&mut child).0, "started\n");
     let running = served.workers();
     assert_eq!(running.len(), 1, "one worker, running the script");
     child.kill().unwrap();
@@ -444,6 +439,55 @@ fn one_server_a_runner_and_a_stale_socket_is_replaced() {
     let ran = served.run(t.path(), "hi.py", &[], &[]);
     assert!(ran.served(), "{}", ran.stderr());
     assert_eq!(ran.stdout(), "hi\n");
+}
+
+#[test]
+fn stopping_the_server_lets_a_run_under_way_finish() {
+    let mut served = Served::start(&[]);
+    let t = tree("");
+    std::fs::write(t.path().join("hi.py"), "print('hi')\n").unwrap();
+    std::fs::write(
+        t.path().join("slow.py"),
+        "import time\nprint('started', flush=True)\ntime.sleep(1)\nprint('finished')\n",
+    )
+    .unwrap();
+    // The first worker was made before the server listened; the next ones
+    // are made by its refill thread, which must outlive their runs.
+    assert!(served.run(t.path(), "hi.py", &[], &[]).served());
+    let mut child = served
+        .cmd(t.path(), "slow.py", &[], &[])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (line, mut out) = first_line(&mut child);
+    assert_eq!(line, "started\n");
+    let _ = Command::new("kill")
+        .arg(served.server.id().to_string())
+        .status();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+    let ran = Ran::read(t.path(), child.wait_with_output().unwrap());
+    assert_eq!(rest, "finished\n", "{}", ran.stderr());
+    assert_eq!(ran.code(), Some(0), "{}", ran.stderr());
+    assert!(ran.served(), "{}", ran.stderr());
+    assert_eq!(ran.report["status"], "completed", "{}", ran.report);
+    let status = served.server.wait().unwrap();
+    assert!(status.success(), "{status}");
+    // Stopped: the next run is its client's own.
+    let after = served.run(t.path(), "hi.py", &[], &[]);
+    assert_eq!(after.stdout(), "hi\n", "{}", after.stderr());
+    assert!(!after.served());
+}
+
+/// The first line `child` writes to its (piped) stdout, and the rest of
+/// it to read on (dropped, the pipe closes: the child's next write fails).
+fn first_line(child: &mut Child) -> (String, BufReader<std::process::ChildStdout>) {
+    let mut line = String::new();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    out.read_line(&mut line).unwrap();
+    (line, out)
 }
 
 /// The pids whose parent is `pid`.
