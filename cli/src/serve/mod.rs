@@ -33,8 +33,8 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     python_runner: Option<PathBuf>,
     /// Workers kept ready. Each is a process holding the runner loaded
-    /// and instantiated (its memory image mapped, about 60 MiB of address
-    /// space and a few MiB resident).
+    /// and instantiated (about 15 MiB resident; its memory image is mapped
+    /// from the artifact, not copied), with a tool helper process.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
     ready: u32,
 }
