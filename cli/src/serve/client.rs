@@ -70,7 +70,8 @@ fn await_answer(conn: &UnixStream) -> Option<i32> {
             continue;
         }
         match wire::recv::<Reply>(conn) {
-            Ok(Reply::Taken) => taken = true,
+            // (`Running` is the worker's word to the server alone.)
+            Ok(Reply::Taken | Reply::Running) => taken = true,
             Ok(Reply::Exit(code)) => break Some(code),
             Ok(Reply::Fallback(_)) => break None,
             Ok(Reply::Failed(why)) => {

@@ -226,6 +226,7 @@ impl Worker {
         use rustix::process::{Pid, Signal, kill_process};
         let pid = Pid::from_child(&self.child);
         let mut kill_at: Option<Instant> = None;
+        let mut running = false;
         loop {
             let timeout = kill_at.map(|at| {
                 let left = at.saturating_duration_since(Instant::now());
@@ -254,15 +255,27 @@ impl Worker {
                 Ok(_) => {}
             }
             if !fds[0].revents().is_empty() {
-                return wire::recv::<Reply>(&self.control).unwrap_or_else(|_| {
-                    Reply::Failed(format!(
-                        "the warm worker ended without finishing the run ({})",
-                        self.child
-                            .wait()
-                            .map(|s| s.to_string())
-                            .unwrap_or_else(|e| e.to_string())
-                    ))
-                });
+                match wire::recv::<Reply>(&self.control) {
+                    Ok(Reply::Running) => running = true,
+                    // Past `Running` the guest has run in that process: a
+                    // fallback then (which only a worker taken over could
+                    // ask for) would run the script a second time.
+                    Ok(Reply::Fallback(_)) if running => {
+                        return Reply::Failed(
+                            "the worker asked to give back a run it began".into(),
+                        );
+                    }
+                    Ok(reply) => return reply,
+                    Err(_) => {
+                        return Reply::Failed(format!(
+                            "the warm worker ended without finishing the run ({})",
+                            self.child
+                                .wait()
+                                .map(|s| s.to_string())
+                                .unwrap_or_else(|e| e.to_string())
+                        ));
+                    }
+                }
             }
             if !fds[1].revents().is_empty() {
                 let mut byte = [0u8; 1];

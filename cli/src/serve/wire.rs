@@ -52,6 +52,9 @@ pub(crate) enum Reply {
     Taken,
     /// The worker did not start the run, for this reason: run it here.
     Fallback(String),
+    /// (Worker to server only.) The worker is starting the run: from here
+    /// on it may not give the run back.
+    Running,
     /// The run ended; `sbx-wasm run` exits with this code.
     Exit(i32),
     /// The worker ended without finishing the run (this says how): an

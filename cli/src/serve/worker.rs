@@ -61,6 +61,9 @@ pub(crate) fn main(runner: &Path) -> i32 {
             return 0;
         }
     };
+    if wire::send(&control, &Reply::Running).is_err() {
+        return 0;
+    }
     let mut ready = Ready {
         host: prepared.host,
         agent: prepared.agent,
