@@ -128,13 +128,7 @@ fn stdin_exit_codes_and_hard_limits_pass_through_a_served_run() {
     .unwrap();
     std::fs::write(t.path().join("spin.py"), "while True:\n    pass\n").unwrap();
 
-    let mut child = served
-        .cmd(t.path(), "echo.py", &[], &[])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = served.spawn(t.path(), "echo.py");
     child
         .stdin
         .take()
@@ -219,13 +213,7 @@ fn ctrl_c_cancels_a_served_run_and_a_client_that_dies_takes_its_run_along() {
         .unwrap();
     }
     for (dir, served_expected) in [(t.path(), false), (t_fuel.path(), true)] {
-        let mut child = served
-            .cmd(dir, "wait.py", &[], &[])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = served.spawn(dir, "wait.py");
         assert_eq!(first_line(&mut child).0, "started\n");
         let _ = Command::new("kill")
             .args(["-INT", &child.id().to_string()])
@@ -238,13 +226,7 @@ fn ctrl_c_cancels_a_served_run_and_a_client_that_dies_takes_its_run_along() {
 
     // SIGKILL: the client cannot say anything; the server sees it gone and
     // cancels the worker, which ends.
-    let mut child = served
-        .cmd(t_fuel.path(), "wait.py", &[], &[])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = served.spawn(t_fuel.path(), "wait.py");
     assert_eq!(first_line(&mut child).0, "started\n");
     let running = served.workers();
     assert_eq!(running.len(), 1, "one worker, running the script");
@@ -311,13 +293,7 @@ fn stopping_the_server_lets_a_run_under_way_finish() {
     // The first worker was made before the server listened; the next ones
     // are made by its refill thread, which must outlive their runs.
     assert!(served.run(t.path(), "hi.py", &[], &[]).served());
-    let mut child = served
-        .cmd(t.path(), "slow.py", &[], &[])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = served.spawn(t.path(), "slow.py");
     let (line, mut out) = first_line(&mut child);
     assert_eq!(line, "started\n");
     let _ = Command::new("kill")

@@ -52,6 +52,16 @@ impl Served {
         Ran::read(tree, out)
     }
 
+    /// The same run in the background, stdin, stdout and stderr piped.
+    pub(super) fn spawn(&self, tree: &Path, script: &str) -> Child {
+        self.cmd(tree, script, &[], &[])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
     pub(super) fn cmd(
         &self,
         tree: &Path,
