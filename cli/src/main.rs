@@ -17,17 +17,16 @@ mod tool_helper;
 use clap::Parser;
 
 fn main() {
-    if std::env::args_os()
-        .nth(1)
-        .is_some_and(|a| a == tool_helper::HELPER_ARG)
-    {
-        std::process::exit(tool_helper::serve());
-    }
+    // The processes `run` and `python serve` start of this binary.
     let mut args = std::env::args_os().skip(1);
-    if args.next().is_some_and(|a| a == serve::worker::WORKER_ARG)
-        && let Some(runner) = args.next()
-    {
-        std::process::exit(serve::worker::main(std::path::Path::new(&runner)));
+    match args.next() {
+        Some(a) if a == tool_helper::HELPER_ARG => std::process::exit(tool_helper::serve()),
+        Some(a) if a == serve::worker::WORKER_ARG => {
+            if let Some(runner) = args.next() {
+                std::process::exit(serve::worker::main(std::path::Path::new(&runner)));
+            }
+        }
+        _ => {}
     }
     std::process::exit(commands::Cli::parse().execute());
 }

@@ -147,22 +147,13 @@ impl WarmPool {
         retiring: Arc<Retiring>,
     ) -> std::io::Result<Arc<WarmPool>> {
         let (tx, rx) = std::sync::mpsc::channel();
-        let pool = Arc::new(WarmPool {
-            slots: Mutex::new(Slots {
-                ready: Vec::with_capacity(want),
-                cost: None,
-                waiters: 0,
-                busy: 0,
-                failed: false,
-                retired: None,
-            }),
-            changed: Condvar::new(),
+        let pool = Arc::new(WarmPool::new(
             want,
-            jobs: Mutex::new(tx),
-            served: AtomicU64::new(0),
-            threaded: true,
+            Vec::with_capacity(want),
+            tx,
+            true,
             retiring,
-        });
+        ));
         let weak = Arc::downgrade(&pool);
         std::thread::Builder::new()
             .name("sbx-warm".into())
@@ -185,25 +176,37 @@ impl WarmPool {
         let warm = rt
             .block_on(make(engine, pre, fuel))
             .map_err(|e| format!("cannot instantiate the component ahead of its run: {e}"))?;
-        // No thread takes jobs: a finished run's store is dropped where the
-        // run ends, and nothing refills the pool.
+        // No thread takes jobs: nothing refills the pool, and a finished
+        // run's store is kept until the pool goes (`retire`).
         let (tx, _) = std::sync::mpsc::channel();
-        Ok(Arc::new(WarmPool {
+        Ok(Arc::new(WarmPool::new(0, vec![warm], tx, false, retiring)))
+    }
+
+    /// A pool wanting `want` instances, holding `ready`, its jobs sent on
+    /// `jobs` (to a warming thread if `threaded`).
+    fn new(
+        want: usize,
+        ready: Vec<Warm>,
+        jobs: Sender<Job>,
+        threaded: bool,
+        retiring: Arc<Retiring>,
+    ) -> WarmPool {
+        WarmPool {
             slots: Mutex::new(Slots {
-                cost: Some(warm.cost),
-                ready: vec![warm],
+                cost: ready.first().map(|w| w.cost),
+                ready,
                 waiters: 0,
                 busy: 0,
                 failed: false,
                 retired: None,
             }),
             changed: Condvar::new(),
-            want: 0,
-            jobs: Mutex::new(tx),
+            want,
+            jobs: Mutex::new(jobs),
             served: AtomicU64::new(0),
-            threaded: false,
+            threaded,
             retiring,
-        }))
+        }
     }
 
     /// Whether a thread of the pool's own makes its instances (which a
