@@ -32,8 +32,7 @@ except sbx.Denied as e:
 #[test]
 fn a_served_run_does_what_the_same_run_does_in_its_own_process() {
     let served = Served::start(&[]);
-    let t = tree("");
-    std::fs::write(t.path().join("agent.py"), AGENT).unwrap();
+    let t = tree("", &[("agent.py", AGENT)]);
     let data = snapshot(&t.path().join("data"));
 
     let own = served.run(t.path(), "agent.py", &["--no-server"], &[]);
@@ -82,24 +81,26 @@ fn a_served_run_does_what_the_same_run_does_in_its_own_process() {
 #[test]
 fn each_served_run_starts_from_nothing_of_the_last() {
     let served = Served::start(&[]);
-    let t = tree("");
-    std::fs::write(
-        t.path().join("mark.py"),
-        "import os, builtins, sys\n\
+    let t = tree(
+        "",
+        &[
+            (
+                "mark.py",
+                "import os, builtins, sys\n\
          open('/tmp/left.txt', 'w').write('x')\n\
          os.environ['LEFT'] = '1'\n\
          builtins.LEFT = 1\n\
          sys.modules['left_module'] = sys\n\
          print('marked')\n",
-    )
-    .unwrap();
-    std::fs::write(
-        t.path().join("look.py"),
-        "import os, builtins, sys\n\
+            ),
+            (
+                "look.py",
+                "import os, builtins, sys\n\
          print(os.path.exists('/tmp/left.txt'), os.environ.get('LEFT'), \
          hasattr(builtins, 'LEFT'), 'left_module' in sys.modules)\n",
-    )
-    .unwrap();
+            ),
+        ],
+    );
     let first = served.run(t.path(), "mark.py", &[], &[]);
     assert_eq!(first.stdout(), "marked\n", "{}", first.stderr());
     let second = served.run(t.path(), "look.py", &[], &[]);
@@ -115,18 +116,17 @@ fn each_served_run_starts_from_nothing_of_the_last() {
 #[test]
 fn stdin_exit_codes_and_hard_limits_pass_through_a_served_run() {
     let served = Served::start(&[]);
-    let t = tree("[budget]\nmax_fuel = 200000000\n");
-    std::fs::write(
-        t.path().join("echo.py"),
-        "import sys\nprint(sys.stdin.read().upper(), end='')\n",
-    )
-    .unwrap();
-    std::fs::write(
-        t.path().join("fail.py"),
-        "import sys\nprint('bye')\nsys.exit(3)\n",
-    )
-    .unwrap();
-    std::fs::write(t.path().join("spin.py"), "while True:\n    pass\n").unwrap();
+    let t = tree(
+        "[budget]\nmax_fuel = 200000000\n",
+        &[
+            (
+                "echo.py",
+                "import sys\nprint(sys.stdin.read().upper(), end='')\n",
+            ),
+            ("fail.py", "import sys\nprint('bye')\nsys.exit(3)\n"),
+            ("spin.py", "while True:\n    pass\n"),
+        ],
+    );
 
     let mut child = served.spawn(t.path(), "echo.py");
     child
@@ -161,14 +161,10 @@ fn a_worker_whose_environment_differs_leaves_the_run_to_its_client() {
          [secrets.TOKEN]\nfrom_env = \"SBX_SERVE_TEST_TOKEN\"\nhosts = [\"{origin}\"]\n\
          headers = [\"Authorization\"]\n"
     );
-    let t = tree(&caps);
-    std::fs::write(
-        t.path().join("call.py"),
-        format!(
-            "import sbx\nr = sbx.fetch('{origin}/status', headers={{'Authorization': sbx.secret('TOKEN')}})\nprint(r.status)\n"
-        ),
-    )
-    .unwrap();
+    let call = format!(
+        "import sbx\nr = sbx.fetch('{origin}/status', headers={{'Authorization': sbx.secret('TOKEN')}})\nprint(r.status)\n"
+    );
+    let t = tree(&caps, &[("call.py", &call)]);
     let served = Served::start(&[("SBX_SERVE_TEST_TOKEN", "value-of-the-server")]);
 
     let same = served.run(
@@ -201,17 +197,20 @@ fn a_worker_whose_environment_differs_leaves_the_run_to_its_client() {
 #[test]
 fn ctrl_c_cancels_a_served_run_and_a_client_that_dies_takes_its_run_along() {
     let served = Served::start(&[]);
-    let t = tree("[budget]\nmax_wall_ms = 120000\nmax_fuel = \"off\"\n");
+    let wait = [(
+        "wait.py",
+        "import time\nprint('started', flush=True)\nwhile True:\n    time.sleep(0.01)\n",
+    )];
+    let t = tree(
+        "[budget]\nmax_wall_ms = 120000\nmax_fuel = \"off\"\n",
+        &wait,
+    );
     // A wall-only grant runs on an engine without fuel: the worker (which
     // has one with fuel) leaves it to the client; with fuel it is served.
-    let t_fuel = tree("[budget]\nmax_wall_ms = 120000\nmax_fuel = 1000000000000\n");
-    for dir in [t.path(), t_fuel.path()] {
-        std::fs::write(
-            dir.join("wait.py"),
-            "import time\nprint('started', flush=True)\nwhile True:\n    time.sleep(0.01)\n",
-        )
-        .unwrap();
-    }
+    let t_fuel = tree(
+        "[budget]\nmax_wall_ms = 120000\nmax_fuel = 1000000000000\n",
+        &wait,
+    );
     for (dir, served_expected) in [(t.path(), false), (t_fuel.path(), true)] {
         let mut child = served.spawn(dir, "wait.py");
         assert_eq!(first_line(&mut child).0, "started\n");
@@ -267,8 +266,7 @@ fn one_server_a_runner_and_a_stale_socket_is_replaced() {
     served.server.kill().unwrap();
     served.server.wait().unwrap();
     assert!(socket.exists());
-    let t = tree("");
-    std::fs::write(t.path().join("hi.py"), "print('hi')\n").unwrap();
+    let t = tree("", &[("hi.py", "print('hi')\n")]);
     let unserved = served.run(t.path(), "hi.py", &[], &[]);
     assert_eq!(unserved.stdout(), "hi\n", "{}", unserved.stderr());
     assert!(!unserved.served(), "{}", unserved.stderr());
@@ -281,15 +279,69 @@ fn one_server_a_runner_and_a_stale_socket_is_replaced() {
 }
 
 #[test]
+fn garbage_silence_and_a_flood_on_the_socket_leave_the_server_serving() {
+    use std::io::Read;
+    use std::os::unix::net::UnixStream;
+    let served = Served::start(&[]);
+    let t = tree("", &[("hi.py", "print('hi')\n")]);
+    // A length past the 1 MiB bound, and a frame that is not JSON: the
+    // server hangs up on each at once, without an answer.
+    let mut huge = UnixStream::connect(&served.socket).unwrap();
+    huge.write_all(&u32::MAX.to_le_bytes()).unwrap();
+    let mut junk = UnixStream::connect(&served.socket).unwrap();
+    junk.write_all(&5u32.to_le_bytes()).unwrap();
+    junk.write_all(b"{not}").unwrap();
+    for mut conn in [huge, junk] {
+        let mut answer = Vec::new();
+        conn.read_to_end(&mut answer).unwrap();
+        assert!(answer.is_empty(), "{answer:?}");
+    }
+    // 200 clients that connect and say nothing: at most 64 hold a thread
+    // (each for at most 5 s), the rest are told to run on their own, and a
+    // real run still ends as it should (on its own, the server full).
+    let flood: Vec<UnixStream> = (0..200)
+        .map(|_| UnixStream::connect(&served.socket).unwrap())
+        .collect();
+    let ran = served.run(t.path(), "hi.py", &[], &[]);
+    assert_eq!(ran.code(), Some(0), "{}", ran.stderr());
+    assert_eq!(ran.stdout(), "hi\n");
+    let threads = std::fs::read_to_string(format!("/proc/{}/status", served.server.id()))
+        .unwrap()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("Threads:")
+                .map(|n| n.trim().parse::<usize>().unwrap())
+        })
+        .unwrap();
+    assert!(threads <= 64 + 4, "{threads} threads in the server");
+    // Once they are gone, runs are served again.
+    drop(flood);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let mut served_again = false;
+    while !served_again && Instant::now() < deadline {
+        let ran = served.run(t.path(), "hi.py", &[], &[]);
+        assert_eq!(ran.stdout(), "hi\n", "{}", ran.stderr());
+        served_again = ran.served();
+    }
+    assert!(
+        served_again,
+        "the server did not serve again after the flood"
+    );
+}
+
+#[test]
 fn stopping_the_server_lets_a_run_under_way_finish() {
     let mut served = Served::start(&[]);
-    let t = tree("");
-    std::fs::write(t.path().join("hi.py"), "print('hi')\n").unwrap();
-    std::fs::write(
-        t.path().join("slow.py"),
-        "import time\nprint('started', flush=True)\ntime.sleep(1)\nprint('finished')\n",
-    )
-    .unwrap();
+    let t = tree(
+        "",
+        &[
+            ("hi.py", "print('hi')\n"),
+            (
+                "slow.py",
+                "import time\nprint('started', flush=True)\ntime.sleep(1)\nprint('finished')\n",
+            ),
+        ],
+    );
     // The first worker was made before the server listened; the next ones
     // are made by its refill thread, which must outlive their runs.
     assert!(served.run(t.path(), "hi.py", &[], &[]).served());

@@ -165,13 +165,16 @@ impl Ran {
     }
 }
 
-/// A tree with `data/` (read at `/work`), `out/` (written at `/work/out`)
-/// and a caps file with `extra` sections.
-pub(super) fn tree(extra: &str) -> tempfile::TempDir {
-    mount_tree(&[
+/// A tree with `data/` (read at `/work`), `out/` (written at `/work/out`),
+/// a caps file with `extra` sections and `scripts` (name, source).
+pub(super) fn tree(extra: &str, scripts: &[(&str, &str)]) -> tempfile::TempDir {
+    let caps = mount_caps(extra);
+    let mut files = vec![
         ("data/table.csv", "name,score\nada,3\nbob,5\n"),
-        ("caps.toml", &mount_caps(extra)),
-    ])
+        ("caps.toml", caps.as_str()),
+    ];
+    files.extend_from_slice(scripts);
+    mount_tree(&files)
 }
 
 /// The first line `child` writes to its (piped) stdout, and the rest of
