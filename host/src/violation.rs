@@ -25,6 +25,10 @@ pub enum Violation {
     EgressDenied,
     /// The tool is not on the allow-list, or not registered (soft).
     ToolDenied,
+    /// A redirect's next hop would carry a secret's value in its URL (a
+    /// bound host echoed the credential into `Location`): the hop is not
+    /// dialled (soft).
+    SecretInRedirect,
     /// The request itself is malformed: bad JSON, NUL in a path, a relative
     /// path, an over-long path, an unknown op (soft).
     InvalidRequest,
@@ -56,12 +60,13 @@ pub enum Violation {
 
 impl Violation {
     /// Every violation, soft ones first.
-    pub const ALL: [Violation; 16] = [
+    pub const ALL: [Violation; 17] = [
         Violation::PathTraversal,
         Violation::FsReadDenied,
         Violation::FsWriteDenied,
         Violation::EgressDenied,
         Violation::ToolDenied,
+        Violation::SecretInRedirect,
         Violation::InvalidRequest,
         Violation::MaxOps,
         Violation::MaxOutputBytes,
@@ -83,6 +88,7 @@ impl Violation {
             Violation::FsWriteDenied => "fs_write_denied",
             Violation::EgressDenied => "egress_denied",
             Violation::ToolDenied => "tool_denied",
+            Violation::SecretInRedirect => "secret_in_redirect",
             Violation::InvalidRequest => "invalid_request",
             Violation::MaxOps => "max_ops",
             Violation::MaxOutputBytes => "max_output_bytes",

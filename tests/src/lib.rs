@@ -123,6 +123,11 @@ enum Route {
     Redirect(&'static str),
     /// `/redirect-to/HOST:PORT/PATH` answers 302 to `http://HOST:PORT/PATH`.
     RedirectTo,
+    /// `/echo-auth-to/HOST:PORT/PATH` answers 302 to
+    /// `http://HOST:PORT/PATH?t=AUTH`, the request's `Authorization` value
+    /// percent-encoded into the query (a server that leaks a credential into
+    /// the hop it sends the client to).
+    EchoAuthTo,
     /// 200 with 16 headers of 1 KiB each and a 2-byte body.
     BigHeaders,
     /// 200 reflecting the request's header values: plain, base64 and
@@ -144,6 +149,7 @@ fn route(path: &str) -> Route {
         "/headers" => Route::BigHeaders,
         "/reflect" => Route::Reflect,
         p if p.starts_with("/redirect-to/") => Route::RedirectTo,
+        p if p.starts_with("/echo-auth-to/") => Route::EchoAuthTo,
         p if p.starts_with("/echo") => Route::Ok("echo"),
         _ => Route::NotFound,
     }
@@ -277,6 +283,31 @@ fn serve(
                 &mut stream,
                 "302 Found",
                 &format!("location: http://{to}\r\n"),
+                b"",
+            )
+        }
+        Route::EchoAuthTo => {
+            let to = path.trim_start_matches("/echo-auth-to/");
+            let auth = these
+                .iter()
+                .find_map(|h| {
+                    let (k, v) = h.split_once(':')?;
+                    k.eq_ignore_ascii_case("authorization")
+                        .then(|| v.trim().to_string())
+                })
+                .unwrap_or_default();
+            let pct: String = auth
+                .bytes()
+                .map(|c| match c {
+                    b' ' => "+".to_string(),
+                    c if c.is_ascii_alphanumeric() || c == b'/' => (c as char).to_string(),
+                    c => format!("%{c:02x}"),
+                })
+                .collect();
+            reply(
+                &mut stream,
+                "302 Found",
+                &format!("location: http://{to}?t={pct}\r\n"),
                 b"",
             )
         }

@@ -297,3 +297,49 @@ fn a_recording_keeps_no_secret_and_replays_without_it() {
     assert_eq!(again.report.secret_uses, run.report.secret_uses);
     assert_eq!((bound.connections(), other.connections()), seen);
 }
+
+#[test]
+fn a_redirect_that_would_carry_the_value_away_is_not_followed() {
+    let (bound, other) = (LoopbackServer::start(), LoopbackServer::start());
+    let mut sandbox = Sandbox::new(caps(&bound, &other)).unwrap();
+    let b = bound.origin();
+    let auth = [["Authorization", "Bearer {{secret:API_TOKEN}}"]];
+    // The allowed neighbour first: a plain redirect to the other origin is
+    // followed (one connection there, no Authorization crossing).
+    let plan = serde_json::json!([
+        {"op": "net_fetch", "url": format!("{b}/redirect-to/127.0.0.1:{}/reflect", other.port),
+         "headers": auth},
+        {"op": "net_fetch", "url": format!("{b}/echo-auth-to/127.0.0.1:{}/reflect", other.port),
+         "headers": auth},
+        {"op": "net_fetch", "url": format!("{b}/echo-auth-to/127.0.0.1:{}/status", bound.port),
+         "headers": auth},
+    ]);
+    let ops = sbx_wasm::plan::parse_plan(&plan.to_string()).unwrap();
+    let results: Vec<_> = ops.into_iter().map(|op| sandbox.run(op)).collect();
+    assert!(results[0].ok, "{:?}", results[0]);
+    assert_eq!(other.connections(), 1, "the plain redirect reached it once");
+    // The echoing hop is refused before it is dialled, to the other origin
+    // and to the bound one alike.
+    for r in &results[1..] {
+        assert!(!r.ok, "{r:?}");
+        let d = r.denial.as_ref().unwrap();
+        assert_eq!(d.violation.as_str(), "secret_in_redirect", "{d:?}");
+        assert!(!d.hard);
+        assert!(d.message.contains("API_TOKEN"), "{}", d.message);
+    }
+    assert_eq!(other.connections(), 1, "no connection for the echoing hop");
+    assert_eq!(
+        bound.requests().len(),
+        3,
+        "the bound server saw the three first hops and no second one: {:?}",
+        bound.requests()
+    );
+    let all = serde_json::to_string(&(&results, sandbox.report(), sandbox.audit())).unwrap();
+    assert_clean("results, report and audit", &all);
+    assert!(!all.contains("tok_S3cr3t%2f"), "{all}");
+    let audit = sandbox.audit();
+    assert_eq!(
+        audit[1].violation.map(|v| v.as_str()),
+        Some("secret_in_redirect")
+    );
+}

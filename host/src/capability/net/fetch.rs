@@ -11,7 +11,7 @@ use crate::CancelHandle;
 use crate::cancel::{Abandoned, unless_cancelled};
 use crate::capability::Trace;
 use crate::quiet_panic::catch_quietly;
-use crate::violation::Denial;
+use crate::violation::{Denial, Violation};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -166,6 +166,31 @@ pub(crate) fn gated_fetch(
                 );
             }
         };
+        // A bound host may echo the credential it was sent into the
+        // `Location` it answers with; dialling that hop would hand the value
+        // to whoever it names (another granted origin, or the same one in a
+        // log). Refused before any lookup, whatever origin it is on.
+        let carried = {
+            let mut names = secrets.found_in(next.as_str());
+            names.extend(secrets.found_in(location.unwrap_or_default()));
+            names.sort();
+            names.dedup();
+            names
+        };
+        if !carried.is_empty() {
+            let mut shown = next.to_string();
+            secrets.redact_text(&mut shown);
+            let d = Denial::new(
+                Violation::SecretInRedirect,
+                format!(
+                    "redirect {} to {}: the URL holds the value of secret {}; not followed",
+                    trace.redirects + 1,
+                    crate::bound::clip(&shown),
+                    carried.join(", ")
+                ),
+            );
+            return (Err(FetchFailure::Denied(d)), trace);
+        }
         if next.origin() != decision.url.origin() {
             // Credentials are for the origin they were given to, whatever
             // the header is called: only safelisted headers cross.

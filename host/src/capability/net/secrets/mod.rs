@@ -235,6 +235,26 @@ impl RunSecrets {
         found
     }
 
+    /// The names of the secrets whose value appears in `text` in any form
+    /// [`RunSecrets::redact`] knows (plain, base64, percent-encoded), also
+    /// once `text` is percent-decoded (`+` as a space or not): a URL may
+    /// spell a value with any mix of escapes. For a redirect hop, which
+    /// must never carry a value away in its URL.
+    pub(crate) fn found_in(&self, text: &str) -> Vec<String> {
+        let decoded = percent_decode(text.as_bytes());
+        let spaced = percent_decode(text.replace('+', " ").as_bytes());
+        let forms = [text.as_bytes(), &decoded, &spaced];
+        self.0
+            .iter()
+            .filter(|b| {
+                b.echoes
+                    .iter()
+                    .any(|(from, _)| forms.iter().any(|f| contains(f, from)))
+            })
+            .map(|b| b.secret.name.clone())
+            .collect()
+    }
+
     /// [`RunSecrets::redact`] for text.
     pub(crate) fn redact_text(&self, text: &mut String) -> Vec<String> {
         let mut bytes = std::mem::take(text).into_bytes();
@@ -293,6 +313,28 @@ fn echoes(value: &str, placeholder: &str) -> Vec<(Vec<u8>, Vec<u8>)> {
     forms.dedup();
     let to = placeholder.as_bytes().to_vec();
     forms.into_iter().map(|f| (f, to.clone())).collect()
+}
+
+/// `bytes` with every `%XX` escape decoded (a bad escape stays as it is).
+fn percent_decode(bytes: &[u8]) -> Vec<u8> {
+    let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && let (Some(hi), Some(lo)) = (
+                bytes.get(i + 1).copied().and_then(hex),
+                bytes.get(i + 2).copied().and_then(hex),
+            )
+        {
+            out.push(hi << 4 | lo);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    out
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
