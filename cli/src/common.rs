@@ -4,15 +4,57 @@
 use anyhow::{Context, Result};
 use sbx_wasm::tools::ToolRegistry;
 use sbx_wasm::wasm::{ArtifactCache, WasmHost};
-use sbx_wasm::{Capabilities, MonotonicClock, Sandbox, TickClock};
+use sbx_wasm::{Capabilities, MonotonicClock, ProtectedPaths, Sandbox, TickClock};
 use std::path::Path;
 use std::time::Duration;
 
-/// Load a caps file, printing its warnings (`dangerous_allow_all`, ...).
+/// Load a caps file, printing its warnings (`dangerous_allow_all`, ...),
+/// and refuse it if a mount overlaps a path of [`protected`].
 pub(crate) fn load_caps(path: &Path) -> Result<Capabilities> {
+    let caps = load_grant(path)?;
+    refuse_protected(&caps, None)?;
+    Ok(caps)
+}
+
+/// Load a caps file as it is, for the tools that only read grants
+/// (`policy`): they report a protected overlap, they do not refuse it.
+pub(crate) fn load_grant(path: &Path) -> Result<Capabilities> {
     let caps = Capabilities::from_file(path)?;
     warn_caps(&caps);
     Ok(caps)
+}
+
+/// What no grant of this command line may mount, read or write: this
+/// binary, the artifact cache and its key where they are by default
+/// (whether this run uses them or not: a later run will), the Python runner
+/// found by default, and `runner` when a run names another. The warm
+/// workers' sockets are in the cache folder.
+pub(crate) fn protected(runner: Option<&Path>) -> ProtectedPaths {
+    let mut p = ProtectedPaths::new();
+    if let Ok(exe) = std::env::current_exe() {
+        p.add(exe, "the sbx-wasm binary");
+    }
+    if let Some(dir) = ArtifactCache::default_dir() {
+        p.add(
+            ArtifactCache::default_key_file(&dir),
+            "the artifact cache's key",
+        );
+        p.add(dir, "the artifact cache (and the warm workers' sockets)");
+    }
+    if let Ok(found) = sbx_wasm::wasm::PythonRunner::locate(None) {
+        p.add(found, "the Python runner");
+    }
+    if let Some(r) = runner {
+        p.add(r, "the Python runner");
+    }
+    p
+}
+
+/// An error naming the first mount of `caps` over a path of [`protected`].
+pub(crate) fn refuse_protected(caps: &Capabilities, runner: Option<&Path>) -> Result<()> {
+    protected(runner)
+        .check(caps)
+        .map_err(|e| anyhow::anyhow!("{e}"))
 }
 
 /// Print what loading `caps` warned of.

@@ -97,6 +97,12 @@ impl Door {
         };
         let scratch_root = if args.session_scratch {
             let root = args.scratch_root.clone().unwrap_or_else(std::env::temp_dir);
+            // A mount of the caps file over the scratch root (or inside it)
+            // would let one session reach every other's /scratch.
+            sbx_wasm::ProtectedPaths::new()
+                .with(&root, "the sessions' scratch root")
+                .check(&caps)
+                .context("--scratch-root")?;
             // A clash with a mount of the caps file is a start-up error,
             // not every session's.
             let probe = tempfile::Builder::new()

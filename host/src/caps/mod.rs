@@ -10,6 +10,9 @@
 
 mod budget;
 mod env;
+pub mod protected;
+
+pub use protected::ProtectedPaths;
 
 use crate::budget::Budget;
 use crate::capability::fs::config::{FsSection, RequestedMounts};

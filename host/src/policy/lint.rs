@@ -16,6 +16,10 @@ pub struct Finding {
     pub why: String,
     /// A safer form.
     pub safer: String,
+    /// A grant no run may be given, not merely a risky one (the command
+    /// line refuses it): a mount over what the host runs or keeps apart.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub error: bool,
 }
 
 fn finding(what: String, why: &str, safer: String) -> Finding {
@@ -23,7 +27,26 @@ fn finding(what: String, why: &str, safer: String) -> Finding {
         what,
         why: why.to_string(),
         safer,
+        error: false,
     }
+}
+
+/// The mounts of `caps` over a path of `protected` (the artifact cache and
+/// its key, a runner, the host's binary): errors, since a run under such a
+/// grant is refused (a guest could rewrite what the host runs natively).
+pub fn lint_protected(caps: &Capabilities, protected: &crate::ProtectedPaths) -> Vec<Finding> {
+    protected
+        .conflicts(caps)
+        .into_iter()
+        .map(|message| Finding {
+            what: message,
+            why: "a run under this grant is refused: the guest could alter the host's \
+                  cached machine code or runner, or read the key that authenticates it"
+                .into(),
+            safer: "mount a folder that holds none of these, and that none of them holds".into(),
+            error: true,
+        })
+        .collect()
 }
 
 const SHELLS: &[&str] = &[

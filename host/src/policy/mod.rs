@@ -11,7 +11,7 @@ mod what_if;
 
 pub use diff::{BudgetChange, GrantDiff, diff};
 pub use learn::{HEADROOM, Learned, learn};
-pub use lint::{Finding, lint};
+pub use lint::{Finding, lint, lint_protected};
 pub use what_if::{Flip, Skipped, Verdict, WhatIf, what_if};
 
 /// Read an audit log (JSON lines, as `run --audit` and `exec --audit`

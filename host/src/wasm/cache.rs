@@ -7,16 +7,21 @@
 //! written to a temp file and renamed (concurrent writers cannot leave half a
 //! file); beside each, `NAME.sha256` holds the SHA-256 of the entry, checked
 //! before wasmtime sees it whenever the file changed since it was last
-//! checked; wasmtime then checks its own header. A corrupt or foreign entry
-//! is discarded and rebuilt, never loaded. A warm entry is mapped, not read:
+//! checked, and a tag over the name, the sum and the stamp made with the
+//! cache's key (`cache_key.rs`), which lives outside the folder: a writer
+//! of the folder can rewrite an entry and its sum, not forge the tag.
+//! wasmtime then checks its own header. A corrupt, foreign or untagged
+//! entry is discarded and rebuilt, never loaded. A warm entry is mapped, not read:
 //! loading the 48 MB artifact of the Python runner costs a few milliseconds.
 //! `NAME.source` files remember a component file's content hash by its
-//! stamp, so a warm run does not read (or hash) the component either.
+//! stamp (tagged the same way), so a warm run does not read (or hash) the
+//! component either.
 //!
 //! Loading machine code is `unsafe` in wasmtime: the artifact is trusted like
 //! the host binary. The cache therefore lives in a folder only this user may
 //! write (created `0700`; a folder or entry others can write is refused).
 
+use super::cache_key::CacheKey;
 use crate::digest::sha256_hex;
 use std::hash::{Hash, Hasher};
 use std::io;
@@ -31,6 +36,12 @@ const SUFFIX: &str = ".cwasm";
 const SUM_SUFFIX: &str = ".sha256";
 /// A component file's last-seen stamp and content hash.
 const SOURCE_SUFFIX: &str = ".source";
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
 
 fn sum_path(entry: &Path) -> PathBuf {
     let mut s = entry.as_os_str().to_owned();
@@ -106,6 +117,7 @@ fn temp_writer(name: &str) -> Option<u32> {
 #[derive(Debug)]
 pub struct ArtifactCache {
     dir: PathBuf,
+    key: CacheKey,
     compiles: AtomicU64,
 }
 
@@ -127,10 +139,36 @@ impl ArtifactCache {
             .or_else(|| env("HOME").map(|h| h.join(".cache").join("sbx-wasm")))
     }
 
-    /// Open (creating it `0700` if needed) the cache folder `dir`. A folder
+    /// Where the key of a cache in `dir` is kept unless one is given (see
+    /// [`ArtifactCache::open`]).
+    pub fn default_key_file(dir: &Path) -> PathBuf {
+        CacheKey::default_path(dir)
+    }
+
+    /// Open (creating it `0700` if needed) the cache folder `dir`, with its
+    /// key in the default place (`$SBX_WASM_CACHE_KEY`, else
+    /// `$XDG_CONFIG_HOME/sbx-wasm/cache.key`, else
+    /// `$HOME/.config/sbx-wasm/cache.key`), made on first use. A folder
     /// that others may write, or that another user owns, is refused.
     pub fn open(dir: impl Into<PathBuf>) -> io::Result<Self> {
         let dir = dir.into();
+        let key = CacheKey::default_path(&dir);
+        Self::open_with_key(dir, key)
+    }
+
+    /// [`ArtifactCache::open`] with the key in `key_file` (made `0600` if
+    /// there is none). Keep it out of the cache folder and out of every
+    /// grant: whoever can read it can make entries this cache will load.
+    pub fn open_with_key(dir: impl Into<PathBuf>, key_file: impl AsRef<Path>) -> io::Result<Self> {
+        let dir = dir.into();
+        let key_file = super::super::caps::protected::resolve(key_file.as_ref());
+        if key_file.starts_with(super::super::caps::protected::resolve(&dir)) {
+            return Err(refuse(format!(
+                "cache key {} lies inside the cache folder {}",
+                key_file.display(),
+                dir.display()
+            )));
+        }
         std::fs::create_dir_all(&dir)?;
         let md = std::fs::metadata(&dir)?;
         if md.permissions().mode() & 0o077 != 0 {
@@ -162,8 +200,11 @@ impl ArtifactCache {
                 dir.display()
             )));
         }
+        let key = CacheKey::open(&key_file)
+            .map_err(|e| io::Error::new(e.kind(), format!("cache key: {e}")))?;
         let cache = ArtifactCache {
             dir,
+            key,
             compiles: AtomicU64::new(0),
         };
         // A writer killed half-way leaves its temp file (up to an
@@ -175,6 +216,19 @@ impl ArtifactCache {
     /// The folder.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The key's file (outside the folder).
+    pub fn key_file(&self) -> &Path {
+        self.key.path()
+    }
+
+    /// The folder and the key's file, which no grant may mount (see
+    /// [`crate::ProtectedPaths`]).
+    pub fn protected(&self) -> crate::ProtectedPaths {
+        crate::ProtectedPaths::new()
+            .with(&self.dir, "the artifact cache")
+            .with(self.key.path(), "the artifact cache's key")
     }
 
     /// How many compiles this cache has done since it was opened.
@@ -210,7 +264,8 @@ impl ArtifactCache {
         let sum = sha256_hex(bytes);
         let got = self.get_or_compile_hashed(engine, bytes, &sum)?;
         if let Some((index, stamp)) = self.source_index(component) {
-            let _ = self.write_atomic(&index, format!("{stamp}\n{sum}\n").as_bytes());
+            let tag = self.key.tag(&["source", &file_name(&index), &stamp, &sum]);
+            let _ = self.write_atomic(&index, format!("{stamp}\n{sum}\n{tag}\n").as_bytes());
         }
         Ok(got)
     }
@@ -258,9 +313,13 @@ impl ArtifactCache {
     /// the file as it is now (see [`ArtifactCache::get_by_file`]).
     pub fn entry_for_file(&self, engine: &Engine, component: &Path) -> Option<PathBuf> {
         let (index, stamp) = self.source_index(component)?;
-        let text = std::fs::read_to_string(index).ok()?;
-        let (recorded, sum) = text.split_once('\n')?;
-        (recorded == stamp).then(|| self.dir.join(entry_name(sum.trim(), engine)))
+        let text = std::fs::read_to_string(&index).ok()?;
+        let mut lines = text.lines();
+        let (recorded, sum, tag) = (lines.next()?, lines.next()?, lines.next()?);
+        let genuine = self
+            .key
+            .verify(&["source", &file_name(&index), recorded, sum], tag);
+        (genuine && recorded == stamp).then(|| self.dir.join(entry_name(sum, engine)))
     }
 
     /// The index file for a component path, and the file's current stamp.
@@ -272,7 +331,8 @@ impl ArtifactCache {
     }
 
     /// Load the entry at `path` if it is ours and intact: not writable by
-    /// others, and its SHA-256 matches the one stored beside it. The hash
+    /// others, its sum file tagged with our key, and its SHA-256 the one
+    /// that file holds. The hash
     /// is recomputed only when the file changed since it was last verified
     /// (its stamp: device, inode, size, modification and change times; the
     /// change time cannot be set back by a writer), so a warm entry loads
@@ -285,15 +345,20 @@ impl ArtifactCache {
         let sum_file = sum_path(path);
         let text = std::fs::read_to_string(&sum_file).ok()?;
         let mut lines = text.lines();
-        let sum = lines.next()?.to_string();
-        let verified = lines.next().unwrap_or("");
+        let (sum, verified, tag) = (lines.next()?, lines.next()?, lines.next()?);
+        let name = file_name(path);
+        // Only a sum this cache wrote counts: the tag binds it to the entry's
+        // name and to the stamp the file had when it was last hashed.
+        if !self.key.verify(&["entry", &name, sum, verified], tag) {
+            return None;
+        }
         let now = stamp(&md);
         if verified != now {
             let payload = std::fs::read(path).ok()?;
             if sha256_hex(&payload) != sum {
                 return None;
             }
-            let _ = self.write_atomic(&sum_file, format!("{sum}\n{now}\n").as_bytes());
+            let _ = self.write_sum(&sum_file, &name, sum, &now);
         }
         self.deserialize_file(engine, path).ok()
     }
@@ -338,10 +403,19 @@ impl ArtifactCache {
     fn store(&self, path: &Path, payload: &[u8]) -> io::Result<()> {
         self.write_atomic(path, payload)?;
         let md = std::fs::metadata(path)?;
-        self.write_atomic(
+        self.write_sum(
             &sum_path(path),
-            format!("{}\n{}\n", sha256_hex(payload), stamp(&md)).as_bytes(),
+            &file_name(path),
+            &sha256_hex(payload),
+            &stamp(&md),
         )
+    }
+
+    /// The sum file of entry `name`: its SHA-256, the stamp it had when
+    /// hashed, and the tag over both.
+    fn write_sum(&self, sum_file: &Path, name: &str, sum: &str, stamp: &str) -> io::Result<()> {
+        let tag = self.key.tag(&["entry", name, sum, stamp]);
+        self.write_atomic(sum_file, format!("{sum}\n{stamp}\n{tag}\n").as_bytes())
     }
 
     /// Every entry, and every temp file being written (`partial`), sorted

@@ -230,14 +230,36 @@ impl WasmHost {
                 retiring: Default::default(),
             }),
             cache: None,
+            protected: Default::default(),
         })
     }
 
     /// Keep compiled components in `cache`: a component compiled once loads
-    /// without a compile on every later run.
+    /// without a compile on every later run. The cache folder and its key
+    /// become protected paths: a run whose grant mounts either (or a folder
+    /// holding one) is refused before it starts.
     pub fn with_cache(mut self, cache: ArtifactCache) -> Self {
+        let mut protected = (*self.protected).clone();
+        protected.extend(&cache.protected());
+        self.protected = Arc::new(protected);
         self.cache = Some(Arc::new(cache));
         self
+    }
+
+    /// Refuse every run whose grant mounts `path` (a file or folder), a
+    /// folder holding it, or one inside it, as `what` (for the message):
+    /// for what the embedder runs natively or keeps apart from guests (its
+    /// binary, a runner component, a socket folder).
+    pub fn protect(mut self, path: impl AsRef<std::path::Path>, what: impl Into<String>) -> Self {
+        let mut protected = (*self.protected).clone();
+        protected.add(path, what);
+        self.protected = Arc::new(protected);
+        self
+    }
+
+    /// The paths no run's grant may mount.
+    pub fn protected(&self) -> &crate::ProtectedPaths {
+        &self.protected
     }
 
     /// The artifact cache, if any.

@@ -10,7 +10,9 @@
 //! fuel and sees no epoch), `max_output_bytes` to metered stdout/stderr
 //! sharing the gate's meter.
 
+mod ahead;
 mod cache;
+mod cache_key;
 mod clocks;
 // The guest fuzzer's entry, not part of the embedding API.
 #[cfg(any(test, feature = "fuzzing"))]
@@ -142,6 +144,9 @@ impl WasiView for HostState {
 pub struct WasmHost {
     shared: Arc<Shared>,
     cache: Option<Arc<ArtifactCache>>,
+    /// Host paths no run's grant may mount (the cache and its key, and
+    /// what [`WasmHost::protect`] added).
+    protected: Arc<crate::ProtectedPaths>,
 }
 
 /// What every clone of a [`WasmHost`] shares: one engine, one linker, one

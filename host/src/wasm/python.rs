@@ -222,6 +222,14 @@ pub fn private_tmp(
         .prefix("sbx-tmp-")
         .tempdir()
         .map_err(|e| crate::Error::Setup(format!("cannot make the run's /tmp: {e}")))?;
+    // A grant of the temp folder itself (or of a folder inside this one)
+    // would reach every other run's private /tmp.
+    crate::ProtectedPaths::new()
+        .with(
+            dir.path(),
+            "the private /tmp of this run (made in the temp folder)",
+        )
+        .check(caps)?;
     let caps = caps
         .to_builder()?
         .private_write_mount(dir.path(), "/tmp")

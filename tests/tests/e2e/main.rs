@@ -7,6 +7,7 @@ mod abuse;
 mod cli;
 mod egress;
 mod fuzz_agent;
+mod host_integrity;
 mod hostile;
 mod kernel;
 mod mcp;
