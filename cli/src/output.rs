@@ -1,10 +1,26 @@
-//! The report and audit log files of `run` and `exec`: written whole or not
-//! at all (temp file beside the target, then rename).
+//! The records of `run`, `exec` and `replay` (report, audit log,
+//! recording): each folder opened before the guest starts, each file
+//! written whole or not at all (a temp file made new in that folder, then
+//! renamed over the name).
+//!
+//! Why a folder handle taken before the run: a guest with a write mount may
+//! rearrange folders there while it runs (rename a link it found to where a
+//! record's folder was, plant a folder at a record's name). A path opened
+//! after the run would follow what the guest left, and the host would
+//! write where the guest chose, outside every mount. The handle is the
+//! folder the operator named, wherever the guest moved it; the temp file
+//! is created new (never through a name the guest made: no link, no
+//! folder) and no temp file exists while the guest runs.
 
 use crate::exit::Internal;
 use anyhow::{Context, Result};
+use cap_std::ambient_authority;
+use cap_std::fs::{Dir, OpenOptions};
 use sbx_wasm::report::{AuditEvent, RunReport};
+use std::ffi::OsString;
+use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Where `run` and `exec` write their records.
 #[derive(clap::Args, Debug)]
@@ -41,83 +57,199 @@ impl OutputFiles {
         Ok(out)
     }
 
-    /// Write whichever files were asked for, each atomically.
-    pub(crate) fn write(&self, report: &RunReport, audit: &[AuditEvent]) -> Result<()> {
-        write_all(&self.texts(report, audit)?)
-    }
-
-    /// For a run that cannot rename files itself (confined): an empty temp
-    /// file beside each file asked for (and `extra`, a recording, last),
-    /// paired with its final name, in the order of [`OutputFiles::texts`].
-    /// Temp files of the same name left by dead processes are removed
-    /// first.
-    pub(crate) fn stage(&self, extra: Option<&PathBuf>) -> Result<Vec<(PathBuf, PathBuf)>> {
-        let mut staged = Vec::new();
-        for path in [self.report.as_ref(), self.audit.as_ref(), extra]
+    /// The files asked for, and `extra` (a recording) last, in the order of
+    /// [`OutputFiles::texts`].
+    pub(crate) fn paths(&self, extra: Option<&PathBuf>) -> Vec<PathBuf> {
+        [self.report.as_ref(), self.audit.as_ref(), extra]
             .into_iter()
             .flatten()
-        {
-            remove_stale_stages(path);
-            let tmp = stage_path(path, std::process::id());
-            std::fs::File::create(&tmp)
-                .with_context(|| format!("cannot write {}", path.display()))?;
-            staged.push((tmp, path.clone()));
+            .cloned()
+            .collect()
+    }
+
+    /// Open the folder of each file asked for (and `extra`): before the
+    /// guest runs.
+    pub(crate) fn open(&self, extra: Option<&PathBuf>) -> Result<Vec<Record>> {
+        self.paths(extra).iter().map(|p| Record::open(p)).collect()
+    }
+}
+
+/// One record file: its folder, opened when the run began, and its name.
+#[derive(Debug)]
+pub(crate) struct Record {
+    dir: Dir,
+    name: OsString,
+}
+
+impl Record {
+    /// Open the folder `path` will be written in. A name that is a folder
+    /// already, or a folder that cannot be opened, is an error now, before
+    /// anything runs.
+    pub(crate) fn open(path: &Path) -> Result<Record> {
+        let name = path
+            .file_name()
+            .with_context(|| format!("cannot write {}: not a file name", path.display()))?
+            .to_os_string();
+        let parent = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let dir = Dir::open_ambient_dir(parent, ambient_authority())
+            .with_context(|| format!("cannot write {}: cannot open its folder", path.display()))?;
+        if dir.symlink_metadata(&name).is_ok_and(|m| m.is_dir()) {
+            anyhow::bail!("cannot write {}: it is a folder", path.display());
         }
-        Ok(staged)
+        let record = Record { dir, name };
+        record.remove_stale();
+        Ok(record)
     }
-}
 
-/// `.NAME.sbx-PID.tmp` beside `path`: where a run writes `path` before it
-/// is renamed into place, so a reader sees a whole file or none.
-fn stage_path(path: &Path, pid: u32) -> PathBuf {
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    path.with_file_name(format!(".{name}.sbx-{pid}.tmp"))
-}
+    /// Write `text` whole: into a temp file made new in the folder (a name
+    /// taken, by anything, is skipped), then renamed over the name. If the
+    /// rename fails (the name became a folder), the temp file is kept and
+    /// the error says where.
+    pub(crate) fn write(&self, text: &str) -> std::io::Result<()> {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let prefix = self.stage_prefix();
+        for _ in 0..64 {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos());
+            let tmp = format!(
+                "{prefix}{}-{}{nanos:x}.tmp",
+                std::process::id(),
+                N.fetch_add(1, Ordering::Relaxed)
+            );
+            let mut file = match self
+                .dir
+                .open_with(&tmp, OpenOptions::new().write(true).create_new(true))
+            {
+                Ok(f) => f,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            };
+            if let Err(e) = file.write_all(text.as_bytes()) {
+                drop(file);
+                let _ = self.dir.remove_file(&tmp);
+                return Err(e);
+            }
+            drop(file);
+            return self.dir.rename(&tmp, &self.dir, &self.name).map_err(|e| {
+                std::io::Error::new(
+                    e.kind(),
+                    format!("{e}; the record is kept in {tmp} beside it"),
+                )
+            });
+        }
+        Err(std::io::Error::other(
+            "no free name for a temp file in its folder",
+        ))
+    }
 
-/// Remove `.NAME.sbx-PID.tmp` files beside `path` whose writer is gone.
-fn remove_stale_stages(path: &Path) {
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let (prefix, dir) = (
-        format!(".{name}.sbx-"),
-        path.parent().unwrap_or(Path::new(".")),
-    );
-    let dir = if dir.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        dir
-    };
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let file = e.file_name().to_string_lossy().into_owned();
-        let pid = file
-            .strip_prefix(&prefix)
-            .and_then(|rest| rest.strip_suffix(".tmp"))
-            .and_then(|pid| pid.parse::<u32>().ok());
-        if let Some(pid) = pid
-            && !sbx_wasm::wasm::process_alive(pid)
-        {
-            let _ = std::fs::remove_file(e.path());
+    /// `.NAME.sbx-`: how this record's temp files begin.
+    fn stage_prefix(&self) -> String {
+        format!(".{}.sbx-", self.name.to_string_lossy())
+    }
+
+    /// Remove temp files of this record whose writer is gone (a process
+    /// killed between writing and renaming).
+    fn remove_stale(&self) {
+        let prefix = self.stage_prefix();
+        let Ok(entries) = self.dir.entries() else {
+            return;
+        };
+        for e in entries.flatten() {
+            let file = e.file_name().to_string_lossy().into_owned();
+            let pid = file
+                .strip_prefix(&prefix)
+                .and_then(|rest| rest.strip_suffix(".tmp"))
+                .and_then(|rest| rest.split('-').next())
+                .and_then(|pid| pid.parse::<u32>().ok());
+            if let Some(pid) = pid
+                && !sbx_wasm::wasm::process_alive(pid)
+                && e.file_type().is_ok_and(|t| t.is_file())
+            {
+                let _ = self.dir.remove_file(&file);
+            }
         }
     }
 }
 
-/// Write each `(path, text)`, each atomically ([`write_json_file`]).
-pub(crate) fn write_all(texts: &[(PathBuf, String)]) -> Result<()> {
-    for (path, text) in texts {
-        write_json_file(path, text)?;
+/// Write each text into its record, in order, going on past a failure:
+/// every record that could not be written is named on stderr, with why.
+/// Returns whether all were written.
+pub(crate) fn write_records(
+    texts: Vec<(PathBuf, String)>,
+    mut write: impl FnMut(usize, &str) -> std::io::Result<()>,
+) -> bool {
+    let mut all = true;
+    for (i, (path, text)) in texts.into_iter().enumerate() {
+        if let Err(e) = write(i, &text) {
+            eprintln!("sbx-wasm: error: cannot write {}: {e}", path.display());
+            all = false;
+        }
     }
-    Ok(())
+    all
 }
 
 /// Write `text` to a temp file beside `path`, then rename it over `path`: a
-/// reader (or a run killed half-way) never sees a half-written file.
+/// reader (or a process killed half-way) never sees a half-written file.
+/// For files no guest runs beside (a `policy learn` draft).
 pub(crate) fn write_json_file(path: &Path, text: &str) -> Result<()> {
-    let tmp = stage_path(path, std::process::id());
-    let written = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+    Record::open(path)?
+        .write(text)
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_goes_to_the_folder_opened_before_whatever_the_path_names_later() {
+        let root = tempfile::tempdir().unwrap();
+        let (work, outside) = (root.path().join("work"), root.path().join("outside"));
+        std::fs::create_dir_all(work.join("logs")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        let record = Record::open(&work.join("logs/report.json")).unwrap();
+        // What a guest with a write mount over `work` may do meanwhile: move
+        // the folder aside and put a link to outside where it was.
+        std::fs::rename(work.join("logs"), work.join("moved")).unwrap();
+        std::os::unix::fs::symlink(&outside, work.join("logs")).unwrap();
+        record.write("{}\n").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(work.join("moved/report.json")).unwrap(),
+            "{}\n"
+        );
+        assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+        // The allowed neighbour: nothing moved, the file is where it was
+        // named, and no temp file is left.
+        let plain = Record::open(&outside.join("audit.jsonl")).unwrap();
+        plain.write("a\n").unwrap();
+        plain.write("b\n").unwrap();
+        let names: Vec<_> = std::fs::read_dir(&outside)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["audit.jsonl"]);
+        assert_eq!(
+            std::fs::read_to_string(outside.join("audit.jsonl")).unwrap(),
+            "b\n"
+        );
     }
-    written.with_context(|| format!("cannot write {}", path.display()))
+
+    #[test]
+    fn a_folder_planted_at_the_name_keeps_the_record_beside_it_and_says_so() {
+        let root = tempfile::tempdir().unwrap();
+        let record = Record::open(&root.path().join("report.json")).unwrap();
+        std::fs::create_dir(root.path().join("report.json")).unwrap();
+        std::fs::write(root.path().join("report.json/x"), "").unwrap();
+        let err = record.write("{}\n").unwrap_err().to_string();
+        assert!(err.contains("kept in .report.json.sbx-"), "{err}");
+        // And a folder there before the run is refused before it.
+        let err = Record::open(&root.path().join("report.json"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("it is a folder"), "{err}");
+    }
 }

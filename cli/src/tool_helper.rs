@@ -1,26 +1,28 @@
 //! The helper of a confined `run`: the confined process may not create
-//! processes, nor rename files outside its mounts, so a helper started
+//! processes, nor create files outside its mounts, so a helper started
 //! before confinement does both for it.
 //!
 //! The helper is this binary re-executed as `sbx-wasm __tool-helper`. It is
-//! told, once, on its first stdin line, the caps file's command tools and
-//! the staged output files (the report and audit log, written by the run
-//! into temp files beside their final names) and the run's private folders
-//! to remove at the end (a Python run's /tmp); then it answers one request
-//! per line: run one of those commands (by name, with their argv, folder
-//! and timeout from the caps file), or move one staged file into place. So
-//! the authority it keeps outside the kernel wall is "run these N programs,
-//! rename these M files, remove these K folders at the end", nothing more.
+//! told, once, on its first stdin line, the caps file's command tools, the
+//! run's record files (report, audit log, recording: it opens their
+//! folders then, and says so, before the guest starts; see `output.rs`)
+//! and the run's private folders to remove at the end (a Python run's
+//! /tmp); then it answers one request per line: run one of those commands
+//! (by name, with their argv, folder and timeout from the caps file), or
+//! write one record's text. So the authority it keeps outside the kernel
+//! wall is "run these N programs, write these M files, remove these K
+//! folders at the end", nothing more.
 //!
 //! It never outlives the run: the kernel kills it when its parent dies
-//! (parent-death signal), it exits when its stdin closes (removing staged
-//! files that were never moved into place), and the run waits for it.
+//! (parent-death signal), it exits when its stdin closes, and the run
+//! waits for it.
 
+use crate::output::Record;
 use sbx_wasm::tools::{CommandTool, Tool, ToolError, ToolLimits, ToolRegistry};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -45,23 +47,23 @@ impl Conn {
     }
 }
 
-/// The running helper, for the run's end: move staged files into place,
-/// then wait for it.
+/// The running helper, for the run's end: write the records, then wait
+/// for it.
 pub(crate) struct Helper {
     child: Child,
     conn: Option<Arc<Mutex<Conn>>>,
 }
 
 impl Helper {
-    /// Move staged file `index` into place.
-    pub(crate) fn rename(&self, index: usize) -> std::io::Result<()> {
+    /// Write record `index` (in the order given to `configure`).
+    pub(crate) fn write(&self, index: usize, text: &str) -> std::io::Result<()> {
         let mut conn = self
             .conn
             .as_ref()
             .ok_or_else(|| std::io::Error::other("helper finished"))?
             .lock()
             .map_err(|_| std::io::Error::other("helper lock poisoned"))?;
-        let answer = conn.ask(&json!({ "rename": index }))?;
+        let answer = conn.ask(&json!({ "write": index, "text": text }))?;
         match answer["failed"].as_str() {
             Some(why) => Err(std::io::Error::other(why.to_string())),
             None => Ok(()),
@@ -129,17 +131,17 @@ fn until_closed(mut out: ChildStdout, deadline: Instant) -> bool {
 }
 
 /// A registry whose command tools run in a helper process, and the helper,
-/// which also moves each staged `(temp, final)` file into place on request.
-/// No helper is started when there is nothing for it to do.
+/// which also writes each record file on request. No helper is started
+/// when there is nothing for it to do.
 pub(crate) fn spawn(
     tools: &BTreeMap<String, CommandTool>,
-    staged: &[(PathBuf, PathBuf)],
+    records: &[PathBuf],
     remove: &[PathBuf],
 ) -> std::io::Result<(ToolRegistry, Option<Helper>)> {
-    if tools.is_empty() && staged.is_empty() && remove.is_empty() {
+    if tools.is_empty() && records.is_empty() && remove.is_empty() {
         return Ok((ToolRegistry::new(), None));
     }
-    Started::start()?.configure(tools, staged, remove)
+    Started::start()?.configure(tools, records, remove)
 }
 
 /// A helper process started before its run is known (a warm worker
@@ -169,17 +171,18 @@ impl Started {
         })
     }
 
-    /// Tell the helper its command tools, the staged files it may move
-    /// into place and the folders it removes at the end.
+    /// Tell the helper its command tools, the record files it writes and
+    /// the folders it removes at the end; returns once it has opened the
+    /// records' folders (so before the guest can move them).
     pub(crate) fn configure(
         self,
         tools: &BTreeMap<String, CommandTool>,
-        staged: &[(PathBuf, PathBuf)],
+        records: &[PathBuf],
         remove: &[PathBuf],
     ) -> std::io::Result<(ToolRegistry, Option<Helper>)> {
         let Started {
             child,
-            mut stdin,
+            stdin,
             stdout,
         } = self;
         let table: serde_json::Map<String, Value> = tools
@@ -193,14 +196,18 @@ impl Started {
                 (name.clone(), spec)
             })
             .collect();
-        // Relative paths (staged files, a tool's folder) mean what they
-        // mean here: a helper started ahead may have another folder.
+        // Relative paths (records, a tool's folder) mean what they mean
+        // here: a helper started ahead may have another folder.
         let cwd = std::env::current_dir()?;
         let first = json!({
-            "tools": Value::Object(table), "staged": staged, "remove": remove, "cwd": cwd,
+            "tools": Value::Object(table), "records": records, "remove": remove, "cwd": cwd,
         });
-        writeln!(stdin, "{first}")?;
-        let conn = Arc::new(Mutex::new(Conn { stdin, stdout }));
+        let mut conn = Conn { stdin, stdout };
+        let answer = conn.ask(&first)?;
+        if let Some(why) = answer["failed"].as_str() {
+            return Err(std::io::Error::other(why.to_string()));
+        }
+        let conn = Arc::new(Mutex::new(conn));
         let mut registry = ToolRegistry::new();
         for name in tools.keys() {
             registry.register(
@@ -275,25 +282,29 @@ pub(crate) fn serve() -> i32 {
     let Some(table) = first["tools"].as_object().cloned() else {
         return 2;
     };
-    let mut staged: Vec<Option<(PathBuf, PathBuf)>> = first["staged"]
+    // The records' folders, opened now: the run waits for this answer
+    // before its guest starts.
+    let records: Result<Vec<Record>, String> = first["records"]
         .as_array()
-        .map(|pairs| {
-            pairs
-                .iter()
-                .map(|p| {
-                    let tmp = p[0].as_str().map(PathBuf::from)?;
-                    let to = p[1].as_str().map(PathBuf::from)?;
-                    Some((tmp, to))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let code = serve_requests(table, &mut staged, lines);
-    // Staged files never moved into place (the run failed) go, and so do
-    // the run's private folders (the wall kept the run from removing them).
-    for (tmp, _) in staged.into_iter().flatten() {
-        let _ = std::fs::remove_file(tmp);
+        .into_iter()
+        .flatten()
+        .map(|p| Record::open(Path::new(p.as_str().unwrap_or(""))).map_err(|e| format!("{e:#}")))
+        .collect();
+    let answer = match &records {
+        Ok(_) => json!({ "ok": "" }),
+        Err(why) => json!({ "failed": why }),
+    };
+    let mut out = std::io::stdout().lock();
+    if writeln!(out, "{answer}")
+        .and_then(|()| out.flush())
+        .is_err()
+    {
+        return 2;
     }
+    drop(out);
+    let Ok(records) = records else { return 2 };
+    let code = serve_requests(table, &records, lines);
+    // The run's private folders (the wall kept the run from removing them).
     for dir in first["remove"].as_array().into_iter().flatten() {
         if let Some(dir) = dir.as_str() {
             let _ = std::fs::remove_dir_all(dir);
@@ -304,7 +315,7 @@ pub(crate) fn serve() -> i32 {
 
 fn serve_requests(
     table: serde_json::Map<String, Value>,
-    staged: &mut [Option<(PathBuf, PathBuf)>],
+    records: &[Record],
     lines: impl Iterator<Item = std::io::Result<String>>,
 ) -> i32 {
     let mut tools = BTreeMap::new();
@@ -329,21 +340,17 @@ fn serve_requests(
     for line in lines {
         let Ok(line) = line else { break };
         let answer = match serde_json::from_str::<Value>(&line) {
-            Ok(req) if req.get("rename").is_some() => {
-                let index = req["rename"].as_u64().unwrap_or(u64::MAX);
-                let pair = usize::try_from(index)
-                    .ok()
-                    .and_then(|i| staged.get_mut(i))
-                    .and_then(Option::take);
-                match pair {
-                    Some((tmp, to)) => match std::fs::rename(&tmp, &to) {
+            Ok(req) if req.get("write").is_some() => {
+                let record = req["write"]
+                    .as_u64()
+                    .and_then(|i| usize::try_from(i).ok())
+                    .and_then(|i| records.get(i));
+                match (record, req["text"].as_str()) {
+                    (Some(r), Some(text)) => match r.write(text) {
                         Ok(()) => json!({ "ok": "" }),
-                        Err(e) => {
-                            let _ = std::fs::remove_file(&tmp);
-                            json!({ "failed": format!("cannot write {}: {e}", to.display()) })
-                        }
+                        Err(e) => json!({ "failed": e.to_string() }),
                     },
-                    None => json!({ "failed": "not a file this helper was given" }),
+                    _ => json!({ "failed": "not a record this helper was given" }),
                 }
             }
             Ok(req) => match tools.get(req["name"].as_str().unwrap_or("")) {

@@ -88,6 +88,36 @@ pub fn clip(s: impl AsRef<str>) -> String {
     }
 }
 
+/// `s` safe to print to a terminal or to write into a comment: every
+/// control character (C0, DEL, C1: a CR that returns the cursor, an ESC
+/// that starts a terminal sequence, a newline that ends a TOML comment) and
+/// every bidirectional override is written `\u{..}` instead. What a guest
+/// chose (a path, a URL, a message) goes through this before the command
+/// line shows it.
+///
+/// ```
+/// use sbx_wasm::bound::printable;
+///
+/// assert_eq!(printable("/work/a.txt"), "/work/a.txt");
+/// assert_eq!(printable("a\rb\x1b[2Jc"), "a\\u{d}b\\u{1b}[2Jc");
+/// ```
+pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char =
+        |c: char| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    if !s.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if unsafe_char(c) {
+            out += &format!("\\u{{{:x}}}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -56,6 +56,8 @@ fn exec(
     };
     let ops = sbx_wasm::plan::parse_plan(&text)
         .with_context(|| format!("plan {}", plan_path.display()))?;
+    // Before the plan runs: its writes may rearrange a write mount.
+    let records = files.open(None)?;
     let mut agent = SandboxedAgent::new(sandbox(
         caps,
         deterministic,
@@ -63,7 +65,8 @@ fn exec(
     )?);
     let run = agent.run_all(ops);
 
-    files.write(&run.report, agent.sandbox().audit())?;
+    let texts = files.texts(&run.report, agent.sandbox().audit())?;
+    crate::output::write_records(texts, |i, text| records[i].write(text));
     let mut out = std::io::stdout().lock();
     if json {
         let text = serde_json::to_string_pretty(&run).map_err(|e| Internal(e.to_string()))?;
@@ -114,21 +117,29 @@ fn short(s: &str, max: usize) -> String {
 }
 
 fn print_result(out: &mut impl Write, r: &SandboxResult) -> std::io::Result<()> {
-    let head = format!("{:>3}  {:<9}  {:<40}", r.seq, r.op, short(&r.target, 40));
+    // Targets, messages and contents are the plan's choice: no control
+    // byte of theirs reaches the terminal raw.
+    use sbx_wasm::bound::printable;
+    let target = short(&printable(&r.target), 40);
+    let head = format!("{:>3}  {:<9}  {:<40}", r.seq, r.op, target);
+    let rule = printable(r.rule.as_deref().unwrap_or(""));
     if let Some(d) = &r.denial {
         let kind = if d.hard { "HARD" } else { "soft" };
         writeln!(
             out,
             "{head}  DENIED   {} ({kind}): {}",
-            d.violation, d.message
+            d.violation,
+            printable(&d.message)
         )
     } else if let Some(e) = &r.error {
-        let rule = r.rule.as_deref().unwrap_or("");
-        writeln!(out, "{head}  allowed  by {rule}; failed: {}", e.message)
+        writeln!(
+            out,
+            "{head}  allowed  by {rule}; failed: {}",
+            printable(&e.message)
+        )
     } else {
-        let rule = r.rule.as_deref().unwrap_or("");
         let what = r.output.as_ref().map(describe_output).unwrap_or_default();
-        writeln!(out, "{head}  allowed  by {rule}; {what}")
+        writeln!(out, "{head}  allowed  by {rule}; {}", printable(&what))
     }
 }
 

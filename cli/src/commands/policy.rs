@@ -1,7 +1,7 @@
 //! `sbx-wasm policy`: what-if, learn, diff and lint over grants and audit
 //! logs (the library's `policy` module), printed as a table or JSON.
 
-use crate::common::load_caps;
+use crate::common::load_grant;
 use crate::exit::{EXIT_DENIED, EXIT_OK, Internal};
 use anyhow::{Context, Result};
 use sbx_wasm::policy::{self, Verdict};
@@ -89,7 +89,7 @@ impl PolicyArgs {
                 json: as_json,
             } => {
                 let events = read_audit(audit)?;
-                let w = policy::what_if(&events, load_caps(caps)?)?;
+                let w = policy::what_if(&events, load_grant(caps)?)?;
                 if *as_json {
                     json(&mut out, &w)?;
                 } else {
@@ -99,7 +99,7 @@ impl PolicyArgs {
                             "{:>4}  {:<9}  {:<40}  {} -> {}",
                             f.seq,
                             f.op,
-                            f.target,
+                            sbx_wasm::bound::printable(&f.target),
                             verdict(&f.was),
                             verdict(&f.now)
                         )?;
@@ -108,7 +108,9 @@ impl PolicyArgs {
                         writeln!(
                             out,
                             "{:>4}  {:<9}  not decided again: {}",
-                            s.seq, s.op, s.reason
+                            s.seq,
+                            s.op,
+                            sbx_wasm::bound::printable(&s.reason)
                         )?;
                     }
                     writeln!(
@@ -154,7 +156,7 @@ impl PolicyArgs {
                 b,
                 json: as_json,
             } => {
-                let d = policy::diff(&load_caps(a)?, &load_caps(b)?);
+                let d = policy::diff(&load_grant(a)?, &load_grant(b)?);
                 if *as_json {
                     json(&mut out, &d)?;
                 } else {
@@ -195,12 +197,22 @@ impl PolicyArgs {
                 caps,
                 json: as_json,
             } => {
-                let found = policy::lint(&load_caps(caps)?, Some(caps));
+                let grant = load_grant(caps)?;
+                let mut found = policy::lint(&grant, Some(caps));
+                found.splice(
+                    0..0,
+                    policy::lint_protected(&grant, &crate::common::protected(None)),
+                );
                 if *as_json {
                     json(&mut out, &found)?;
                 } else {
                     for f in &found {
-                        writeln!(out, "{}\n  why: {}\n  safer: {}", f.what, f.why, f.safer)?;
+                        let kind = if f.error { "error: " } else { "" };
+                        writeln!(
+                            out,
+                            "{kind}{}\n  why: {}\n  safer: {}",
+                            f.what, f.why, f.safer
+                        )?;
                     }
                     writeln!(out, "{} findings", found.len())?;
                 }

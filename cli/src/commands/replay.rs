@@ -71,9 +71,11 @@ fn replay(a: &ReplayArgs) -> Result<i32> {
         .stdout(Arc::new(Mutex::new(std::io::stdout())))
         .stderr(Arc::new(Mutex::new(std::io::stderr())))
         .cancel(cancel);
+    let records = a.files.open(None)?;
     let mut run = host.run(&agent, opts)?;
     let verdict = replay.settle(&run.report, &mut run.audit);
-    a.files.write(&run.report, &run.audit)?;
+    let texts = a.files.texts(&run.report, &run.audit)?;
+    crate::output::write_records(texts, |i, text| records[i].write(text));
     let line = match &verdict.divergence {
         Some(d) => format!("sbx-wasm: replay diverged: {d}"),
         None if verdict.same_outcome => format!(

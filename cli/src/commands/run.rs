@@ -3,7 +3,7 @@
 
 use crate::common::{engine_for, load_caps, open_cache, registry};
 use crate::exit::Internal;
-use crate::output::{OutputFiles, write_all};
+use crate::output::{OutputFiles, write_records};
 use crate::{progress, python, tool_helper};
 use anyhow::{Context, Result};
 use sbx_wasm::Capabilities;
@@ -166,6 +166,9 @@ fn run_inner(a: &RunArgs, mut ready: Option<&mut Ready>) -> Result<i32> {
         }
         (a.component.clone(), a.args.clone())
     };
+    // Also for a grant a warm worker loaded, and with the runner this run
+    // uses: a guest must not reach what runs natively after it.
+    crate::common::refuse_protected(&caps, python.then_some(program.as_path()))?;
     let target = match ready {
         Some((agent, _)) => Target::Ready(agent),
         None => {
@@ -207,25 +210,27 @@ fn run_inner(a: &RunArgs, mut ready: Option<&mut Ready>) -> Result<i32> {
         opts = opts.stdin(stdin).record(a.record_max_bytes);
     }
     opts = opts.cancel(cancel);
-    let mut staged = Vec::new();
+    // The records' folders are opened now, before the guest can rearrange
+    // anything (output.rs says why), here or in the helper.
+    let records = a.files.paths(a.record.as_ref());
+    let mut opened = Vec::new();
     let mut helper = None;
     if a.no_kernel_confinement {
+        opened = a.files.open(a.record.as_ref())?;
         opts = opts.tools(registry(&caps));
     } else {
-        // A confined process can neither start programs nor rename files
+        // A confined process can neither start programs nor create files
         // outside its mounts: command tools run in a helper started now,
-        // before confinement, which also moves the report and audit log
-        // (written into staged temp files) into place at the end.
-        staged = a.files.stage(a.record.as_ref())?;
+        // before confinement, which also writes the records at the end.
         let (tools, h) = match started {
-            Some(helper) => helper.configure(caps.tool_commands(), &staged, &remove),
-            None => tool_helper::spawn(caps.tool_commands(), &staged, &remove),
+            Some(helper) => helper.configure(caps.tool_commands(), &records, &remove),
+            None => tool_helper::spawn(caps.tool_commands(), &records, &remove),
         }
         .context("cannot start the tool helper")?;
         helper = h;
         opts = opts
             .tools(tools)
-            .confine(policy(&caps, &staged), a.require_kernel_confinement);
+            .confine(Policy::for_caps(&caps), a.require_kernel_confinement);
     }
     // Read before the run: a confined process may not read them after.
     let hashes = match a.record {
@@ -249,20 +254,20 @@ fn run_inner(a: &RunArgs, mut ready: Option<&mut Ready>) -> Result<i32> {
         let text = serde_json::to_string(&rec).map_err(|e| Internal(e.to_string()))?;
         texts.push((path.clone(), text));
     }
-    match &helper {
-        Some(helper) => {
-            for (i, ((tmp, path), (_, text))) in staged.iter().zip(texts).enumerate() {
-                std::fs::write(tmp, text)
-                    .and_then(|()| helper.rename(i))
-                    .with_context(|| format!("cannot write {}", path.display()))?;
-            }
-        }
-        None => write_all(&texts)?,
-    }
+    // A record that cannot be written is said on stderr; the exit code
+    // still says how the guest ended.
+    write_records(texts, |i, text| match (&helper, opened.get(i)) {
+        (Some(helper), _) => helper.write(i, text),
+        (None, Some(record)) => record.write(text),
+        (None, None) => Err(std::io::Error::other("no folder was opened for it")),
+    });
     // Waits for the helper: no run leaves a process behind.
     drop(helper);
     if let Some(msg) = &run.trap {
-        eprintln!("sbx-wasm: guest trapped: {msg}");
+        eprintln!(
+            "sbx-wasm: guest trapped: {}",
+            sbx_wasm::bound::printable(msg)
+        );
     }
     if a.summary || std::io::stderr().is_terminal() {
         let cache = match target {
@@ -292,17 +297,6 @@ fn host_for(a: &RunArgs, caps: &Capabilities) -> Result<WasmHost> {
             host
         }
     })
-}
-
-/// The kernel confinement of a `run` under `caps`: the grant's policy, plus
-/// write access to the staged temp files of the report and audit log
-/// (created empty before confinement; the helper renames them into place).
-fn policy(caps: &sbx_wasm::Capabilities, staged: &[(PathBuf, PathBuf)]) -> Policy {
-    let mut p = Policy::for_caps(caps);
-    for (tmp, _) in staged {
-        p = p.allow_write_file(tmp, "a staged report or audit log file");
-    }
-    p
 }
 
 fn mib(n: u64) -> String {

@@ -161,7 +161,7 @@ pub fn learn(audit: &[AuditEvent], report: Option<&RunReport>) -> Result<Learned
                 "# seq {}: {} {} ({v})\n",
                 e.seq,
                 e.op,
-                e.target.replace('\n', " ")
+                crate::bound::printable(&e.target)
             );
         }
     }

@@ -194,3 +194,32 @@ fn read_audit_skips_end_records_and_names_bad_lines() {
     let e = read_audit("{}\nnot json\n").unwrap_err();
     assert!(e.starts_with("line 1") || e.starts_with("line 2"), "{e}");
 }
+
+#[test]
+fn a_learned_draft_with_control_bytes_in_denied_targets_loads_and_shows_none_raw() {
+    let (dir, mut audit, _) = recorded();
+    // Denied targets a guest chose: a CR that would draw a fake line over
+    // the comment, VT, FF, ESC, a newline that would end the comment.
+    let mut planted = audit[5].clone();
+    planted.target = "/etc/x\r[[fs.write]] host = \"/\"\x0b\x0c\x1b[2J\nreal = 1".into();
+    audit.push(planted);
+    let learned = learn(&audit, None).unwrap();
+    for c in ['\r', '\x0b', '\x0c', '\x1b'] {
+        assert!(!learned.toml.contains(c), "{:?}", learned.toml);
+    }
+    assert!(
+        learned.toml.contains("\\u{d}[[fs.write]]"),
+        "{}",
+        learned.toml
+    );
+    // It loads, and grants no write mount at /.
+    let again = Capabilities::from_toml(&learned.toml, dir.path(), None).unwrap();
+    assert!(
+        again
+            .mounts()
+            .iter()
+            .all(|m| m.host != std::path::Path::new("/"))
+    );
+    // The allowed neighbour: the plain denied target is kept as it was.
+    assert!(learned.toml.contains("# seq 6: fs_read /etc/passwd"));
+}

@@ -111,7 +111,7 @@ impl WasmHost {
         }
         let rejected = |e: wasmtime::Error| LoadError::Rejected {
             path: name.to_string(),
-            message: format!("{e:#}"),
+            message: explain(format!("{e:#}")),
         };
         let (component, outcome) = match &self.cache {
             Some(cache) => {
@@ -141,10 +141,11 @@ impl WasmHost {
             path: name.to_string(),
             message,
         };
-        let pre =
-            self.shared.linker.instantiate_pre(component).map_err(|e| {
-                rejected(format!("needs imports the sandbox does not provide: {e:#}"))
-            })?;
+        let pre = self.shared.linker.instantiate_pre(component).map_err(|e| {
+            rejected(explain(format!(
+                "needs imports the sandbox does not provide: {e:#}"
+            )))
+        })?;
         let pre = CommandPre::new(pre).map_err(|e| {
             rejected(format!(
                 "not a WASI command (no wasi:cli/run export): {e:#}"
@@ -157,5 +158,19 @@ impl WasmHost {
             warm: None,
             retiring: self.shared.retiring.clone(),
         })
+    }
+}
+
+/// wasmtime's message for a component, or what it means when it is a WASI
+/// 0.3 component (the validator only says a feature is missing).
+fn explain(message: String) -> String {
+    let p3 = message.contains("component model async")
+        || message.contains("component-model-async")
+        || message.contains("@0.3.");
+    match p3 {
+        true => "a WASI 0.3 component (it uses the component model's async features); WASI 0.3 \
+                 components are not supported yet: build it for WASI 0.2 (e.g. wasm32-wasip2)"
+            .to_string(),
+        false => message,
     }
 }

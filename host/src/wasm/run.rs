@@ -156,6 +156,11 @@ impl WasmHost {
                 "this agent was prepared by another WasmHost; prepare it on this one".into(),
             ));
         }
+        // Before anything of the run exists: a grant that reaches what the
+        // host runs natively (its cache, a runner) is no grant to run.
+        self.protected
+            .check(&opts.caps)
+            .map_err(|e| LoadError::Setup(crate::Error::Caps(e)))?;
         let budget = *opts.caps.budget();
         let mut opts = opts;
         // Held to the end of the run: removed with it.

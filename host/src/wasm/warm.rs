@@ -14,6 +14,7 @@
 //! swaps the idle state back and hands the store over to be dropped. Each
 //! instance serves exactly one run: nothing of one run reaches the next.
 
+use super::ahead::make;
 use super::limits::MemoryLimiter;
 use super::{HostState, PreparedAgent};
 use crate::budget::Budget;
@@ -38,7 +39,7 @@ pub(super) struct Cost {
     /// Fuel burnt by instantiation (start functions), if fuel is metered.
     pub(super) fuel_spent: u64,
     /// The largest memory instantiation made, in bytes.
-    memory_peak: usize,
+    pub(super) memory_peak: usize,
 }
 
 impl Cost {
@@ -54,6 +55,7 @@ impl Cost {
     pub(super) fn limiter(&self, budget: &Budget) -> MemoryLimiter {
         let mut limiter = MemoryLimiter::new(budget.max_memory_bytes);
         limiter.peak_bytes = self.memory_peak;
+        limiter.used_bytes = self.memory_peak;
         limiter
     }
 }
@@ -171,6 +173,7 @@ impl WarmPool {
         retiring: Arc<Retiring>,
     ) -> Result<Arc<WarmPool>, String> {
         let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
             .build()
             .map_err(|e| format!("cannot start a runtime to instantiate on: {e}"))?;
         let warm = rt
@@ -336,7 +339,10 @@ fn warm_loop(
         }
     }
     let _ended = Ended(pool);
-    let Ok(rt) = tokio::runtime::Builder::new_current_thread().build() else {
+    let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+    else {
         return;
     };
     while let Ok(job) = jobs.recv() {
@@ -365,35 +371,6 @@ fn warm_loop(
             }
         }
     }
-}
-
-async fn make(engine: &Engine, pre: &CommandPre<HostState>, fuel: bool) -> Result<Warm, String> {
-    let state = idle_state().ok_or("cannot make the idle state")?;
-    let mut store = Store::new(engine, state);
-    store.limiter(|s| &mut s.limiter);
-    if fuel {
-        store.set_fuel(u64::MAX).map_err(|e| e.to_string())?;
-    }
-    // No deadline while it waits: the run that takes it sets its own.
-    store.set_epoch_deadline(u64::MAX / 2);
-    let command = pre
-        .instantiate_async(&mut store)
-        .await
-        .map_err(|e| format!("{e:#}"))?;
-    let fuel_spent = if fuel {
-        u64::MAX - store.get_fuel().map_err(|e| e.to_string())?
-    } else {
-        0
-    };
-    let memory_peak = store.data().limiter.peak_bytes;
-    Ok(Warm {
-        store,
-        command,
-        cost: Cost {
-            fuel_spent,
-            memory_peak,
-        },
-    })
 }
 
 impl PreparedAgent {

@@ -6,6 +6,7 @@
 //! credentials dropped at a cross-origin hop, an audit that tells the truth,
 //! links that stay inside, the write quota, deterministic file times.
 
+mod before_run;
 mod crash;
 mod egress;
 mod files;

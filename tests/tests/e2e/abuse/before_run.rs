@@ -1,0 +1,126 @@
+//! What a hostile component costs the host as it is instantiated, before
+//! its code runs: every memory and table of the instance counts against
+//! `max_memory_bytes` together (not each alone), the report's peak is
+//! their sum, and an instance made ahead of its run (no run's budget known
+//! yet) is made under bounds of its own.
+
+use sbx_wasm::Capabilities;
+use sbx_wasm::wasm::{RunOptions, WasmHost};
+
+/// A WASI command component whose one core module declares `memories`
+/// linear memories of `pages` 64 KiB pages each and `tables` tables of
+/// `elements` elements, with `start` as its start function's body.
+fn component(memories: usize, pages: u32, tables: usize, elements: u32, start: &str) -> Vec<u8> {
+    let mut m = String::new();
+    for _ in 0..memories {
+        m += &format!("(memory {pages})\n");
+    }
+    for _ in 0..tables {
+        m += &format!("(table {elements} funcref)\n");
+    }
+    let text = format!(
+        r#"(component
+  (core module $m
+    {m}
+    (func $start {start})
+    (start $start)
+    (func (export "run") (result i32) i32.const 0))
+  (core instance $i (instantiate $m))
+  (func $run (result (result)) (canon lift (core func $i "run")))
+  (instance $ri (export "run" (func $run)))
+  (export "wasi:cli/run@0.2.0" (instance $ri)))"#
+    );
+    wat::parse_str(text).unwrap()
+}
+
+fn caps(max_memory_mib: u64) -> Capabilities {
+    Capabilities::builder()
+        .max_memory_bytes(max_memory_mib << 20)
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn a_hundred_memories_count_together_against_max_memory() {
+    let host = WasmHost::new().unwrap();
+    // The allowed neighbour: ten memories of 1 MiB fit under 16 MiB, and
+    // the report's peak is their sum, not the largest alone.
+    let ten = host
+        .load_bytes(&component(10, 16, 0, 0, ""), "ten.wasm")
+        .unwrap();
+    let run = host.run(&ten, RunOptions::new(caps(16))).unwrap();
+    assert!(run.trap.is_none(), "{:?}", run.trap);
+    let peak = run.report.usage.memory_peak_bytes.unwrap();
+    assert!(peak >= 10 << 20, "peak {peak}");
+    // A hundred, each under the limit alone: halted as max_memory.
+    let hundred = host
+        .load_bytes(&component(100, 16, 0, 0, ""), "hundred.wasm")
+        .unwrap();
+    let run = host.run(&hundred, RunOptions::new(caps(16))).unwrap();
+    assert_eq!(run.report.violation.map(|v| v.as_str()), Some("max_memory"));
+    let peak = run.report.usage.memory_peak_bytes.unwrap();
+    assert!(peak <= 16 << 20, "the peak is what was allowed: {peak}");
+}
+
+#[test]
+fn tables_count_against_max_memory_too() {
+    let host = WasmHost::new().unwrap();
+    // One table of 100k elements (800 KiB) fits; a hundred (the most a
+    // module may declare) of 100k, 80 MB in all, do not.
+    let one = host
+        .load_bytes(&component(0, 0, 1, 100_000, ""), "one.wasm")
+        .unwrap();
+    let run = host.run(&one, RunOptions::new(caps(16))).unwrap();
+    assert!(run.trap.is_none(), "{:?}", run.trap);
+    assert!(run.report.usage.memory_peak_bytes.unwrap() >= 800_000);
+    let many = host
+        .load_bytes(&component(0, 0, 100, 100_000, ""), "many.wasm")
+        .unwrap();
+    let run = host.run(&many, RunOptions::new(caps(16))).unwrap();
+    assert_eq!(run.report.violation.map(|v| v.as_str()), Some("max_memory"));
+}
+
+#[test]
+fn an_instance_made_ahead_with_a_start_function_that_spins_is_a_clear_error() {
+    let host = WasmHost::new().unwrap();
+    let spin = host
+        .load_bytes(&component(1, 1, 0, 0, "(loop br 0)"), "spin.wasm")
+        .unwrap();
+    let agent = host.prepare(&spin).unwrap();
+    let err = agent.instantiate_ahead().err().expect("it cannot be made");
+    let msg = err.to_string();
+    assert!(msg.contains("passed its bounds"), "{msg}");
+    // The allowed neighbour: a start function that returns is made ahead
+    // and serves a run.
+    let quiet = host
+        .load_bytes(&component(1, 1, 0, 0, ""), "quiet.wasm")
+        .unwrap();
+    let agent = host.prepare(&quiet).unwrap().instantiate_ahead().unwrap();
+    let run = host
+        .run_prepared(&agent, RunOptions::new(caps(16)))
+        .unwrap();
+    assert!(run.trap.is_none(), "{:?}", run.trap);
+    assert_eq!(agent.warm_runs(), 1);
+}
+
+#[test]
+fn a_wasi_0_3_component_is_refused_saying_what_it_is() {
+    let host = WasmHost::new().unwrap();
+    // A component using the component model's async types (a stream), as
+    // every WASI 0.3 component does.
+    let p3 = wat::parse_str(
+        r#"(component
+  (type $s (stream u8))
+  (core module $m)
+  (core instance (instantiate $m)))"#,
+    )
+    .unwrap();
+    let err = host.load_bytes(&p3, "p3.wasm").unwrap_err().to_string();
+    assert!(
+        err.contains("WASI 0.3 components are not supported yet"),
+        "{err}"
+    );
+    // The neighbour: a WASI 0.2 command loads.
+    host.load_bytes(&component(1, 1, 0, 0, ""), "p2.wasm")
+        .unwrap();
+}
