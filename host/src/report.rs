@@ -18,9 +18,11 @@ pub struct AuditEvent {
     pub op: Cow<'static, str>,
     /// Path, URL or tool name.
     pub target: String,
-    /// `allowed` or `denied`.
+    /// `allowed`; `denied` (refused: not performed); or `interrupted`
+    /// (allowed, begun, then cut short by a budget or a cancel: it may have
+    /// taken effect, and `detail` says how far it is known to have got).
     pub decision: Cow<'static, str>,
-    /// The violation, when denied.
+    /// The violation, when denied or interrupted.
     pub violation: Option<Violation>,
     /// Whether the decision halted the run.
     pub hard: bool,

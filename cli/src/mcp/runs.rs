@@ -105,7 +105,8 @@ fn forward(rx: std::sync::mpsc::Receiver<Event>, p: Progress) -> std::thread::Jo
 }
 
 /// An event as progress messages: `{"stdout": text}`, `{"stderr": text}`
-/// (split every 16 KiB), or `{"denied": {op, target, violation, hard}}`.
+/// (split every 16 KiB), or `{"denied": {op, target, violation, hard}}`
+/// (`{"interrupted": ...}` for an op cut short once it had begun).
 /// Allowed decisions are not streamed.
 fn messages(event: &Event) -> Vec<Value> {
     let chunks = |key: &str, bytes: &[u8]| -> Vec<Value> {
@@ -125,8 +126,9 @@ fn messages(event: &Event) -> Vec<Value> {
     match event {
         Event::Stdout(b) => chunks("stdout", b),
         Event::Stderr(b) => chunks("stderr", b),
+        // `denied`, or `interrupted` (begun, then cut short).
         Event::Decision(d) if d.decision != "allowed" => vec![json!({
-            "denied": {
+            d.decision.as_ref(): {
                 "op": d.op,
                 "target": d.target,
                 "violation": d.violation,

@@ -109,6 +109,11 @@ pub(crate) struct Trace {
     /// Why a placeholder was left as it was, and which secrets' echoes were
     /// taken out of the response (names and reasons, never values).
     pub secret_notes: Vec<String>,
+    /// The effect had begun when it was cut short (a request on its way, a
+    /// tool started), and how far it is known to have got: a budget or a
+    /// cancel that ends it then is recorded as `interrupted`, never as
+    /// `denied`, since the effect may have happened.
+    pub begun: Option<String>,
 }
 
 /// What the gate hands a capability: the grant and the handles it opened.

@@ -46,15 +46,15 @@ impl Sandbox {
 
     pub(super) fn output_denial(&self, wanted: u64) -> Denial {
         self.output.mark_breached();
-        let more = if wanted == u64::MAX {
-            "more than".to_string()
+        let size = if wanted == u64::MAX {
+            "the result is larger than".to_string()
         } else {
-            format!("{wanted} bytes,")
+            format!("the result is {wanted} bytes, over")
         };
         Denial::new(
             Violation::MaxOutputBytes,
             format!(
-                "the result is {more} over the {} bytes left of max_output_bytes = {}",
+                "{size} the {} bytes left of max_output_bytes = {}",
                 self.output_left(),
                 self.caps.budget().max_output_bytes
             ),

@@ -59,12 +59,22 @@ impl Sandbox {
                 event.detail = Some(with_detail(&e.message, event.detail.take()));
             }
             Err(Failure::Denied(d)) => {
-                event.decision = Cow::Borrowed("denied");
+                // "denied" means not performed: a budget or cancel that cut
+                // an effect short once it had begun is `interrupted`.
+                let begun = trace.begun.as_ref().filter(|_| d.hard);
+                event.decision = Cow::Borrowed(match begun {
+                    Some(_) => "interrupted",
+                    None => "denied",
+                });
                 event.violation = Some(d.violation);
                 event.hard = d.hard;
                 // A fetch halted after its connection keeps the rule that
                 // let it connect (and the address, above).
-                event.detail = Some(with_detail(&d.message, event.detail.take()));
+                let mut detail = with_detail(&d.message, event.detail.take());
+                if let Some(how_far) = begun {
+                    detail = format!("{detail}; interrupted: {how_far}");
+                }
+                event.detail = Some(detail);
                 self.record_denial(self.seq, event.op.clone(), &event.target, d);
             }
         }

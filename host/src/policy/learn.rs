@@ -61,7 +61,7 @@ type Touched = BTreeMap<(bool, String, PathBuf), Vec<String>>;
 
 fn touched(audit: &[AuditEvent]) -> Touched {
     let mut t: Touched = BTreeMap::new();
-    for e in audit.iter().filter(|e| e.decision == "allowed") {
+    for e in audit.iter().filter(|e| passed(e)) {
         let Some(rule) = &e.rule else { continue };
         let Some((_, guest, host)) = mount_of(rule) else {
             continue;
@@ -117,7 +117,7 @@ pub fn learn(audit: &[AuditEvent], report: Option<&RunReport>) -> Result<Learned
     for (guest, host) in &writes {
         b = b.write_mount(host, guest.clone());
     }
-    let allowed = || audit.iter().filter(|e| e.decision == "allowed");
+    let allowed = || audit.iter().filter(|e| passed(e));
     let origins: BTreeSet<String> = allowed()
         .filter(|e| e.op == "net_fetch")
         .filter_map(|e| url::Url::parse(&e.target).ok())
@@ -152,7 +152,7 @@ pub fn learn(audit: &[AuditEvent], report: Option<&RunReport>) -> Result<Learned
         toml += "# Tools are allowed by name: add [tools.command.NAME] for the CLI to run them.\n";
     }
     toml += &caps.to_toml();
-    let denied: Vec<&AuditEvent> = audit.iter().filter(|e| e.decision != "allowed").collect();
+    let denied: Vec<&AuditEvent> = audit.iter().filter(|e| !passed(e)).collect();
     if !denied.is_empty() {
         toml += "\n# Denied in the run (not granted here):\n";
         for e in denied {
@@ -198,4 +198,11 @@ fn budgets(
         }
     }
     b
+}
+
+/// Whether the grant let `e` through: allowed, or allowed and then cut
+/// short by a budget or a cancel (`interrupted`), which needs the grant as
+/// much.
+fn passed(e: &AuditEvent) -> bool {
+    e.decision == "allowed" || e.decision == "interrupted"
 }

@@ -77,7 +77,10 @@ pub fn what_if(audit: &[AuditEvent], caps: Capabilities) -> Result<WhatIf, Error
             op: e.op.to_string(),
             reason: reason.to_string(),
         };
+        // An interrupted op passed its capability check: that decision is
+        // decided again, like an allowed one.
         if let Some(v) = e.violation
+            && e.decision != "interrupted"
             && (e.hard || v == Violation::InvalidRequest)
         {
             out.skipped
@@ -96,7 +99,7 @@ pub fn what_if(audit: &[AuditEvent], caps: Capabilities) -> Result<WhatIf, Error
             }
         };
         let was = match e.violation {
-            Some(violation) if e.decision != "allowed" => Verdict::Denied { violation },
+            Some(violation) if e.decision == "denied" => Verdict::Denied { violation },
             _ => Verdict::Allowed {
                 rule: e.rule.clone().unwrap_or_default(),
             },

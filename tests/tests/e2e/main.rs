@@ -9,6 +9,7 @@ mod egress;
 mod fuzz_agent;
 mod host_integrity;
 mod hostile;
+mod interrupted;
 mod kernel;
 mod mcp;
 mod policy;

@@ -130,6 +130,9 @@ pub(crate) fn gated_fetch(
                 hop.headers = headers;
                 std::borrow::Cow::Owned(hop)
             };
+            trace.begun = Some(format!(
+                "the request to {addr} was under way and may have reached the server"
+            ));
             response = match dial(net, &hop, *addr, limits, cancel) {
                 Ok(r) => Ok(r),
                 Err(NetError::Connect(e)) => {
@@ -150,6 +153,10 @@ pub(crate) fn gated_fetch(
             Err(f) => return (Err(f), trace),
         };
         trace.status = Some(resp.status);
+        trace.begun = Some(format!(
+            "the server answered {} and the answer was being read",
+            resp.status
+        ));
         let location = header(&resp.headers, "location");
         if !is_redirect(resp.status)
             || trace.redirects >= egress.max_redirects()

@@ -268,7 +268,15 @@ impl Request for ToolCall {
             cancel: held.cancel.cloned().unwrap_or_default(),
         };
         let outcome = effect::call(held.tools, &self.name, &self.input, limits, held.cancel);
-        (outcome, Trace::default())
+        let trace = Trace {
+            // A registered tool was called: whatever stops the wait, the
+            // tool may have done its work (one abandoned at a cancel is
+            // left to finish in the background).
+            begun: matches!(&outcome, Err(Failure::Denied(d)) if d.hard)
+                .then(|| "the tool was called and may have done its work".to_string()),
+            ..Trace::default()
+        };
+        (outcome, trace)
     }
 
     fn slow(&self) -> bool {
