@@ -74,6 +74,10 @@ pub(crate) struct RunArgs {
     /// serve` keeps warm workers for its runner.
     #[arg(long)]
     pub(crate) no_server: bool,
+    /// Say on stderr why a Python script was not run by a warm worker of
+    /// a `sbx-wasm python serve` (when one was asked and gave it back).
+    #[arg(long)]
+    pub(crate) verbose: bool,
 }
 
 /// What a warm worker made before it knew its run: the host, the runner
@@ -96,7 +100,7 @@ impl RunArgs {
         if !self.no_server
             && self.is_python()
             && let Ok(runner) = python::find_runner(self.python_runner.as_deref())
-            && let Some(code) = crate::serve::client::hand_over(&runner)
+            && let Some(code) = crate::serve::client::hand_over(&runner, self.verbose)
         {
             return code;
         }

@@ -10,7 +10,7 @@ use std::path::Path;
 
 /// The run's exit code, if a warm worker of a server for `runner` ran it;
 /// `None`: run it here (no server, or it did not take the run).
-pub(crate) fn hand_over(runner: &Path) -> Option<i32> {
+pub(crate) fn hand_over(runner: &Path, verbose: bool) -> Option<i32> {
     let dir = sbx_wasm::wasm::ArtifactCache::default_dir()?;
     let socket = wire::socket_path(&dir, runner).ok()?;
     let conn = UnixStream::connect(&socket).ok()?;
@@ -29,16 +29,17 @@ pub(crate) fn hand_over(runner: &Path) -> Option<i32> {
             .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
             .collect(),
         runner: std::fs::canonicalize(runner).ok()?,
+        context: super::context::Context::here(),
     };
     wire::send_with_fds(&conn, &request, &wire::stdio()).ok()?;
-    await_answer(&conn)
+    await_answer(&conn, verbose)
 }
 
 /// The worker's answer. The first Ctrl-C (or SIGTERM) cancels the run, as
 /// it would here, by a [`CANCEL`] to the server (the worker then writes
 /// the report); a second ends this process at once. The signals are
 /// watched through a socket pair, from this thread: no thread is started.
-fn await_answer(conn: &UnixStream) -> Option<i32> {
+fn await_answer(conn: &UnixStream, verbose: bool) -> Option<i32> {
     use rustix::event::{PollFd, PollFlags, poll};
     use signal_hook::consts::{SIGINT, SIGTERM};
     let (mut woken, wake) = UnixStream::pair().ok()?;
@@ -73,7 +74,12 @@ fn await_answer(conn: &UnixStream) -> Option<i32> {
             // (`Running` is the worker's word to the server alone.)
             Ok(Reply::Taken | Reply::Running) => taken = true,
             Ok(Reply::Exit(code)) => break Some(code),
-            Ok(Reply::Fallback(_)) => break None,
+            Ok(Reply::Fallback(why)) => {
+                if verbose {
+                    eprintln!("sbx-wasm: running here, not in a warm worker: {why}");
+                }
+                break None;
+            }
             Ok(Reply::Failed(why)) => {
                 eprintln!("sbx-wasm: error: {why}");
                 break Some(crate::exit::EXIT_INTERNAL);

@@ -14,6 +14,7 @@
 //! and client each check that the other end runs as the same user.
 
 pub(crate) mod client;
+mod context;
 mod wire;
 pub(crate) mod worker;
 

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 /// Bumped whenever a message changes: a client and a server of different
 /// protocols never meet (it is part of the socket's name).
-const PROTOCOL: u32 = 1;
+const PROTOCOL: u32 = 2;
 
 /// The largest message accepted (a request carries the environment).
 const MAX_MESSAGE: usize = 1 << 20;
@@ -40,6 +40,9 @@ pub(crate) struct Request {
     pub(crate) env: Vec<(String, String)>,
     /// The runner the client found for the script.
     pub(crate) runner: PathBuf,
+    /// The client's process context: a worker takes the run only when it
+    /// is its own.
+    pub(crate) context: super::context::Context,
 }
 
 /// What comes back to the client, in order: `Taken` once a worker has the

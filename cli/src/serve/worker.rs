@@ -121,6 +121,11 @@ fn admit(
     if !args.is_python() || args.no_cache || request.runner != runner {
         return Err("not a cached run of this worker's runner".into());
     }
+    // Its effects must be the client's own: same user, umask, limits,
+    // namespaces, cgroup and confinement.
+    if let Some(why) = request.context.differs(&super::context::Context::here()) {
+        return Err(why);
+    }
     // Byte-identical output for identical input is promised from the
     // run's first instruction on a fresh instance: an instance made ahead,
     // with the real clock and randomness of an idle state, is not one.

@@ -365,3 +365,84 @@ fn stopping_the_server_lets_a_run_under_way_finish() {
     assert_eq!(after.stdout(), "hi\n", "{}", after.stderr());
     assert!(!after.served());
 }
+
+/// This process's umask, from the kernel.
+fn umask_here() -> u32 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("Umask:")).unwrap();
+    u32::from_str_radix(line.trim_start_matches("Umask:").trim(), 8).unwrap()
+}
+
+#[test]
+fn a_client_whose_umask_limits_or_network_differ_runs_its_script_itself() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let write = "open('/work/out/f.txt', 'w').write('x')\nprint('wrote')\n";
+    let t = tree("", &[("w.py", write)]);
+    let served = Served::start(&[]);
+    let mode = || {
+        let m = std::fs::metadata(t.path().join("out/f.txt")).unwrap();
+        let _ = std::fs::remove_file(t.path().join("out/f.txt"));
+        m.permissions().mode() & 0o777
+    };
+    // The allowed neighbour: the client's own context, served; the file
+    // gets the mode the client's umask gives.
+    let same = served.run(t.path(), "w.py", &["--verbose"], &[]);
+    assert!(same.served(), "{}", same.stderr());
+    assert_eq!(mode(), 0o666 & !umask_here());
+
+    // umask 077: run by the client itself, and its file is private.
+    let mut cmd = served.cmd(t.path(), "w.py", &["--verbose"], &[]);
+    // SAFETY: umask is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::umask(0o077);
+            Ok(())
+        });
+    }
+    let ran = Ran::read(t.path(), cmd.stdin(Stdio::null()).output().unwrap());
+    assert!(!ran.served(), "{}", ran.stderr());
+    assert!(
+        ran.stderr().contains("not the same umask"),
+        "{}",
+        ran.stderr()
+    );
+    assert_eq!(ran.stdout(), "wrote\n");
+    assert_eq!(mode(), 0o600);
+
+    // A file-size limit of the client's: not served either.
+    let mut cmd = served.cmd(t.path(), "w.py", &["--verbose"], &[]);
+    // SAFETY: setrlimit is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            let mut lim = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            libc::getrlimit(libc::RLIMIT_FSIZE, &mut lim);
+            lim.rlim_cur = 64 << 20;
+            libc::setrlimit(libc::RLIMIT_FSIZE, &lim);
+            Ok(())
+        });
+    }
+    let ran = Ran::read(t.path(), cmd.stdin(Stdio::null()).output().unwrap());
+    assert!(!ran.served(), "{}", ran.stderr());
+    assert!(ran.stderr().contains("resource limits"), "{}", ran.stderr());
+
+    // A client in a network namespace of its own (where it can make one).
+    let unshare = Command::new("unshare").args(["-n", "true"]).status();
+    if !unshare.is_ok_and(|s| s.success()) {
+        eprintln!("skipped the network namespace case: `unshare -n` is not allowed here");
+        return;
+    }
+    let plain = served.cmd(t.path(), "w.py", &["--verbose"], &[]);
+    let mut cmd = Command::new("unshare");
+    cmd.arg("-n")
+        .arg(plain.get_program())
+        .args(plain.get_args());
+    cmd.current_dir(t.path())
+        .envs(plain.get_envs().filter_map(|(k, v)| Some((k, v?))));
+    let ran = Ran::read(t.path(), cmd.stdin(Stdio::null()).output().unwrap());
+    assert!(!ran.served(), "{}", ran.stderr());
+    assert!(ran.stderr().contains("net namespace"), "{}", ran.stderr());
+}
