@@ -6,6 +6,7 @@
 
 mod commands;
 mod common;
+mod compile;
 mod exit;
 mod mcp;
 mod output;
@@ -21,6 +22,10 @@ fn main() {
     let mut args = std::env::args_os().skip(1);
     match args.next() {
         Some(a) if a == tool_helper::HELPER_ARG => std::process::exit(tool_helper::serve()),
+        Some(a) if a == compile::COMPILE_ARG => {
+            let rest: Vec<_> = args.collect();
+            std::process::exit(compile::child_main(&rest));
+        }
         Some(a) if a == serve::worker::WORKER_ARG => {
             if let Some(runner) = args.next() {
                 std::process::exit(serve::worker::main(std::path::Path::new(&runner)));

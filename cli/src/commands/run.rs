@@ -35,6 +35,8 @@ pub(crate) struct RunArgs {
     pub(crate) args: Vec<String>,
     #[command(flatten)]
     pub(crate) files: OutputFiles,
+    #[command(flatten)]
+    pub(crate) compile: crate::compile::CompileBounds,
     /// Virtual clocks and seeded randomness: identical output, report
     /// and audit log for identical component, caps and input.
     #[arg(long)]
@@ -176,9 +178,10 @@ fn run_inner(a: &RunArgs, mut ready: Option<&mut Ready>) -> Result<i32> {
     let target = match ready {
         Some((agent, _)) => Target::Ready(agent),
         None => {
-            let (component, outcome) =
-                progress::while_loading(&program, || host.load_traced(&program))?;
-            Target::Loaded(host.prepare(&component)?, outcome)
+            let (agent, outcome) = progress::while_loading(&program, || {
+                crate::compile::load_bounded(&host, &program, &a.compile)
+            })?;
+            Target::Loaded(agent, outcome)
         }
     };
     // A Python run's private /tmp, made before the wall goes up (which

@@ -329,17 +329,21 @@ impl Door {
             meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
             meta.len(),
         );
-        let mut prepared = self.prepared.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((m, l, agent)) = prepared.get(&real)
-            && (*m, *l) == stamp
         {
-            return Ok(agent.clone());
+            let prepared = self.prepared.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some((m, l, agent)) = prepared.get(&real)
+                && (*m, *l) == stamp
+            {
+                return Ok(agent.clone());
+            }
         }
-        let agent = self
-            .host
-            .load(&real)
-            .and_then(|c| self.host.prepare(&c))
-            .map_err(|e| format!("{name}: {e}"))?;
+        // Compiled without the lock (other sessions' calls go on), in a
+        // bounded child: a hostile component costs this server nothing
+        // past the bounds. Two sessions asking at once may both compile.
+        let bounds = crate::compile::CompileBounds::default();
+        let (agent, _) = crate::compile::load_bounded(&self.host, &real, &bounds)
+            .map_err(|e| format!("{name}: {}", crate::exit::describe(&e)))?;
+        let mut prepared = self.prepared.lock().unwrap_or_else(|p| p.into_inner());
         prepared.insert(real, (stamp.0, stamp.1, agent.clone()));
         Ok(agent)
     }

@@ -124,3 +124,78 @@ fn a_wasi_0_3_component_is_refused_saying_what_it_is() {
     host.load_bytes(&component(1, 1, 0, 0, ""), "p2.wasm")
         .unwrap();
 }
+
+/// A command component whose `run` calls one function of `blocks` if/else
+/// blocks in a row: compiling 20,000 of them takes the compiler past a few hundred MiB.
+fn branchy(blocks: usize) -> Vec<u8> {
+    let block = "(if (local.get 0) (then (local.set 1 (i32.add (local.get 1) (i32.const 3)))) \
+                 (else (local.set 1 (i32.mul (local.get 1) (i32.const 5)))))\n";
+    let body = block.repeat(blocks);
+    let text = format!(
+        r#"(component
+  (core module $m
+    (func $big (param i32) (result i32) (local i32)
+      {body}
+      local.get 1)
+    (func (export "run") (result i32) (drop (call $big (i32.const 0))) i32.const 0))
+  (core instance $i (instantiate $m))
+  (func $run (result (result)) (canon lift (core func $i "run")))
+  (instance $ri (export "run" (func $run)))
+  (export "wasi:cli/run@0.2.0" (instance $ri)))"#
+    );
+    wat::parse_str(text).unwrap()
+}
+
+#[test]
+fn a_component_that_takes_the_compiler_past_its_bounds_is_refused_with_the_bounds_named() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path();
+    std::fs::write(dir.join("caps.toml"), "").unwrap();
+    std::fs::write(dir.join("big.wasm"), branchy(20_000)).unwrap();
+    std::fs::write(dir.join("small.wasm"), branchy(10)).unwrap();
+    let run = |file: &str| {
+        std::process::Command::new(sbx_wasm_tests::sbx_bin())
+            .current_dir(dir)
+            .env("SBX_WASM_CACHE_DIR", dir.join("cache"))
+            .env("SBX_WASM_CACHE_KEY", dir.join("cache.key"))
+            .args([
+                "run",
+                "--caps",
+                "caps.toml",
+                "--max-compile-memory-bytes",
+                "268435456",
+                file,
+            ])
+            .output()
+            .unwrap()
+    };
+    // The allowed neighbour: the same shape, small, compiles and runs
+    // under the same bounds.
+    let out = run("small.wasm");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = run("big.wasm");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{err}");
+    assert!(err.contains("passed its memory or time bound"), "{err}");
+    assert!(
+        err.contains("--max-compile-memory-bytes 268435456"),
+        "{err}"
+    );
+    // Nothing of it was cached: one entry, the small one's.
+    let entries = std::fs::read_dir(dir.join("cache"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "cwasm")
+        })
+        .count();
+    assert_eq!(entries, 1);
+}

@@ -1,0 +1,196 @@
+//! Compiling a component the host has not compiled before, bounded in
+//! time and memory: in a child process of this binary (`sbx-wasm
+//! __compile`) that sets its own address-space and CPU limits before it
+//! reads the component, and that the parent kills at the wall bound.
+//!
+//! Why a child: Cranelift's time and memory grow faster than the input for
+//! some shapes of code (a 293 KiB component of 20,000 if/else blocks in one
+//! function took 2.4 GiB and 21 s), and no budget of the run applies yet,
+//! since the guest has not started. In the child the compile either ends
+//! within the bounds, its artifact stored in the cache for the parent to
+//! load, or is stopped there and the parent says so; the parent's own
+//! memory never holds it. A component found in the cache is loaded at once
+//! with no child.
+
+use crate::common::{engine, open_cache};
+use anyhow::{Context, Result, bail};
+use sbx_wasm::wasm::{CacheOutcome, PreparedAgent, WasmHost};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The argument that starts the compiling child.
+pub(crate) const COMPILE_ARG: &str = "__compile";
+
+/// The largest component file accepted (the Python runner with data-science
+/// packages is well under it).
+pub(crate) const MAX_COMPONENT_BYTES: u64 = 512 << 20;
+
+/// The bounds on compiling a component.
+#[derive(clap::Args, Debug, Clone)]
+pub(crate) struct CompileBounds {
+    /// Stop compiling a component not yet in the cache after this many
+    /// milliseconds (wall time).
+    #[arg(long, value_name = "MS", default_value_t = 120_000)]
+    pub(crate) max_compile_ms: u64,
+    /// Stop compiling a component not yet in the cache when the compiler's
+    /// address space passes this many bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 2 << 30)]
+    pub(crate) max_compile_memory_bytes: u64,
+}
+
+impl Default for CompileBounds {
+    fn default() -> Self {
+        CompileBounds {
+            max_compile_ms: 120_000,
+            max_compile_memory_bytes: 2 << 30,
+        }
+    }
+}
+
+impl CompileBounds {
+    fn said(&self) -> String {
+        format!(
+            "--max-compile-ms {}, --max-compile-memory-bytes {} ({} MiB)",
+            self.max_compile_ms,
+            self.max_compile_memory_bytes,
+            self.max_compile_memory_bytes >> 20
+        )
+    }
+}
+
+/// The component at `path` for `host`, prepared: from the cache when it
+/// is there, else compiled first in a bounded child (see the module's
+/// comment).
+pub(crate) fn load_bounded(
+    host: &WasmHost,
+    path: &Path,
+    bounds: &CompileBounds,
+) -> Result<(PreparedAgent, Option<CacheOutcome>)> {
+    if let Some(cache) = host.cache()
+        && let Some(c) = cache.get_by_file(host.engine(), path)
+    {
+        return Ok((host.prepare(&c)?, Some(CacheOutcome::Hit)));
+    }
+    let len = std::fs::metadata(path)
+        .with_context(|| format!("cannot read {}", path.display()))?
+        .len();
+    if len > MAX_COMPONENT_BYTES {
+        bail!(
+            "{}: {len} bytes is over the {MAX_COMPONENT_BYTES}-byte limit on components",
+            path.display()
+        );
+    }
+    let mut cmd = Command::new(std::env::current_exe()?);
+    cmd.arg(COMPILE_ARG)
+        .arg(bounds.max_compile_ms.to_string())
+        .arg(bounds.max_compile_memory_bytes.to_string())
+        .arg(if host.meters_fuel() {
+            "metered"
+        } else {
+            "unmetered"
+        })
+        .arg(if host.cache().is_some() {
+            "cache"
+        } else {
+            "memory"
+        })
+        .arg(path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().context("cannot start the compiler process")?;
+    let mut stderr = child.stderr.take().expect("piped");
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(
+            &mut std::io::Read::take(&mut stderr, 64 << 10),
+            &mut text,
+        );
+        text
+    });
+    let deadline = Instant::now() + Duration::from_millis(bounds.max_compile_ms);
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let said = reader.join().unwrap_or_default();
+    let said = said.trim();
+    match status {
+        None => bail!(
+            "{}: compiling it passed its time bound ({}); raise the bounds only for a component you trust",
+            path.display(),
+            bounds.said()
+        ),
+        Some(s) if s.success() => {}
+        // The child's own refusal: the component is invalid, or not one.
+        Some(s) if s.code() == Some(2) => bail!("{said}"),
+        Some(_) => bail!(
+            "{}: compiling it passed its memory or time bound ({}){}",
+            path.display(),
+            bounds.said(),
+            match said.lines().last() {
+                Some(l) => format!(": {}", sbx_wasm::bound::printable(l)),
+                None => String::new(),
+            }
+        ),
+    }
+    // Compiled within the bounds (and stored, with a cache): load it here,
+    // compiling again only without a cache (the same cost, now known).
+    let (c, outcome) = host.load_traced(path)?;
+    Ok((host.prepare(&c)?, outcome.map(|_| CacheOutcome::Miss)))
+}
+
+/// The child: `__compile MS BYTES metered|unmetered cache|memory PATH`.
+/// Sets its own limits, then compiles (storing into the cache when asked).
+/// Exits 0 when compiled, 2 with the message when the component is
+/// refused; running out of the bounds ends it otherwise.
+pub(crate) fn child_main(args: &[std::ffi::OsString]) -> i32 {
+    let text = |i: usize| args.get(i).and_then(|a| a.to_str()).unwrap_or("");
+    let (Ok(ms), Ok(bytes)) = (text(0).parse::<u64>(), text(1).parse::<u64>()) else {
+        return 70;
+    };
+    use rustix::process::{Resource, Rlimit, setrlimit};
+    let cpu_s = (ms.div_ceil(1000)).saturating_mul(2).max(1);
+    let limits = [
+        (Resource::As, bytes),
+        (Resource::Cpu, cpu_s),
+        (Resource::Core, 0),
+    ];
+    for (resource, n) in limits {
+        let lim = Rlimit {
+            current: Some(n),
+            maximum: Some(n),
+        };
+        if setrlimit(resource, lim).is_err() {
+            eprintln!("sbx-wasm: cannot bound the compiler process");
+            return 70;
+        }
+    }
+    let Some(path) = args.get(4).map(Path::new) else {
+        return 70;
+    };
+    let host = match text(2) {
+        "unmetered" => WasmHost::new_unmetered().map_err(|e| anyhow::anyhow!("{e:#}")),
+        _ => engine(),
+    };
+    let host = match (host, text(3)) {
+        (Ok(h), "cache") => open_cache().map(|c| h.with_cache(c)),
+        (h, _) => h,
+    };
+    let result = host.and_then(|h| h.load_traced(path).map_err(anyhow::Error::from));
+    match result {
+        Ok(_) => 0,
+        Err(e) => {
+            eprintln!("{}", crate::exit::describe(&e));
+            2
+        }
+    }
+}
