@@ -292,3 +292,34 @@ impl Drop for Lock {
         let _ = std::fs::remove_file(&self.0);
     }
 }
+
+#[test]
+fn a_scratch_root_a_mount_reaches_is_refused_at_start() {
+    let f = Fixture::new();
+    std::fs::create_dir_all(f.path("out/sessions")).unwrap();
+    let start = |root: &str| {
+        let mut args = f.args(&[]);
+        let at = args.iter().position(|a| a == "--scratch-root").unwrap();
+        args[at + 1] = f.path(root).display().to_string();
+        std::process::Command::new(sbx_bin())
+            .args(&args)
+            .envs(f.env())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    // The write mount itself, and a folder inside it: one session could
+    // reach every other's /scratch through /work/out.
+    for root in ["out", "out/sessions"] {
+        let out = start(root);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{root}: {err}");
+        assert!(err.contains("overlaps the sessions' scratch root"), "{err}");
+    }
+    // The allowed neighbour: a scratch root beside the mounts starts, and
+    // goes as far as waiting for a client (stdin is closed).
+    let out = start("scratch");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("overlaps"), "{err}");
+    assert!(err.contains("the MCP client did not initialize"), "{err}");
+}
