@@ -123,13 +123,18 @@ pub(crate) fn load_bounded(
     };
     let said = reader.join().unwrap_or_default();
     let said = said.trim();
+    let compiled = match status.as_ref().and_then(|s| s.code()) {
+        Some(HIT) => CacheOutcome::Hit,
+        Some(REBUILT) => CacheOutcome::Rebuilt,
+        _ => CacheOutcome::Miss,
+    };
     match status {
         None => bail!(
             "{}: compiling it passed its time bound ({}); raise the bounds only for a component you trust",
             path.display(),
             bounds.said()
         ),
-        Some(s) if s.success() => {}
+        Some(s) if s.success() || matches!(s.code(), Some(HIT | REBUILT)) => {}
         // The child's own refusal: the component is invalid, or not one.
         Some(s) if s.code() == Some(2) => bail!("{said}"),
         Some(_) => bail!(
@@ -145,13 +150,18 @@ pub(crate) fn load_bounded(
     // Compiled within the bounds (and stored, with a cache): load it here,
     // compiling again only without a cache (the same cost, now known).
     let (c, outcome) = host.load_traced(path)?;
-    Ok((host.prepare(&c)?, outcome.map(|_| CacheOutcome::Miss)))
+    Ok((host.prepare(&c)?, outcome.map(|_| compiled)))
 }
+
+/// The child's exit codes for how it found the cache: compiled and stored
+/// (0), an entry there already (`HIT`), a bad entry replaced (`REBUILT`).
+const HIT: i32 = 10;
+const REBUILT: i32 = 11;
 
 /// The child: `__compile MS BYTES metered|unmetered cache|memory PATH`.
 /// Sets its own limits, then compiles (storing into the cache when asked).
-/// Exits 0 when compiled, 2 with the message when the component is
-/// refused; running out of the bounds ends it otherwise.
+/// Exits 0, `HIT` or `REBUILT` when compiled, 2 with the message when the
+/// component is refused; running out of the bounds ends it otherwise.
 pub(crate) fn child_main(args: &[std::ffi::OsString]) -> i32 {
     let text = |i: usize| args.get(i).and_then(|a| a.to_str()).unwrap_or("");
     let (Ok(ms), Ok(bytes)) = (text(0).parse::<u64>(), text(1).parse::<u64>()) else {
@@ -187,6 +197,8 @@ pub(crate) fn child_main(args: &[std::ffi::OsString]) -> i32 {
     };
     let result = host.and_then(|h| h.load_traced(path).map_err(anyhow::Error::from));
     match result {
+        Ok((_, Some(CacheOutcome::Hit))) => HIT,
+        Ok((_, Some(CacheOutcome::Rebuilt))) => REBUILT,
         Ok(_) => 0,
         Err(e) => {
             eprintln!("{}", crate::exit::describe(&e));
