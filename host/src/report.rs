@@ -84,6 +84,24 @@ pub struct Limits {
     pub files: u64,
 }
 
+impl RunReport {
+    /// The report of a run refused before its guest started, for `why`,
+    /// under `budget`'s limits (nothing used).
+    pub fn refused(budget: &Budget, why: impl Into<String>) -> RunReport {
+        RunReport {
+            status: Status::Refused,
+            exit_code: None,
+            violation: None,
+            usage: Usage::default(),
+            limits: Limits::from(budget),
+            denials: Vec::new(),
+            kernel_wall: None,
+            notes: vec![why.into()],
+            secret_uses: Vec::new(),
+        }
+    }
+}
+
 impl From<&Budget> for Limits {
     fn from(b: &Budget) -> Self {
         Limits {
@@ -114,6 +132,10 @@ pub enum Status {
     /// The embedder cancelled the run ([`crate::CancelHandle`]); the
     /// report and audit hold what was done before.
     Cancelled,
+    /// The guest never started: the component, the grant or the setup was
+    /// refused before the run (the report's `notes` say why). Written by
+    /// the command line when a report was asked for.
+    Refused,
 }
 
 /// The report of one run. Always produced, also after a hard halt.

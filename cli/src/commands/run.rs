@@ -2,7 +2,6 @@
 //! and audit log (also after a halt or a trap), print a one-line summary.
 
 use crate::common::{engine_for, load_caps, open_cache, registry};
-use crate::exit::Internal;
 use crate::output::{OutputFiles, write_records};
 use crate::{progress, python, tool_helper};
 use anyhow::{Context, Result};
@@ -106,7 +105,28 @@ impl RunArgs {
         {
             return code;
         }
-        crate::exit::finish_run(run_inner(self, None))
+        let result = run_inner(self, None);
+        self.report_refusal(&result);
+        crate::exit::finish_run(result)
+    }
+
+    /// A run that never started still leaves the report asked for, saying
+    /// why (status `refused`), unless the report's own folder is the
+    /// problem. (After the guest runs, `run_inner` returns no error.)
+    fn report_refusal(&self, result: &Result<i32>) {
+        let (Err(e), Some(path)) = (result, &self.files.report) else {
+            return;
+        };
+        let budget = Capabilities::from_file(&self.caps)
+            .map(|c| *c.budget())
+            .unwrap_or_default();
+        let report = sbx_wasm::report::RunReport::refused(&budget, crate::exit::describe(e));
+        if let (Ok(text), Ok(record)) = (
+            serde_json::to_string_pretty(&report),
+            crate::output::Record::open(path),
+        ) {
+            let _ = record.write(&(text + "\n"));
+        }
     }
 
     /// The run, on what a warm worker made ahead of it (the host and agent
@@ -246,6 +266,8 @@ fn run_inner(a: &RunArgs, mut ready: Option<&mut Ready>) -> Result<i32> {
     };
     let (Target::Loaded(agent, _) | Target::Ready(agent)) = &target;
     let mut run = host.run_prepared(agent, opts)?;
+    // From here on the guest has run: no error leaves this function (a
+    // record that cannot be written is said on stderr).
     if a.no_kernel_confinement {
         // Every report of `run` says whether the second wall was up.
         run.report.kernel_wall = Some(KernelWall {
@@ -255,19 +277,25 @@ fn run_inner(a: &RunArgs, mut ready: Option<&mut Ready>) -> Result<i32> {
             ..KernelWall::default()
         });
     }
-    let mut texts = a.files.texts(&run.report, &run.audit)?;
-    if let (Some(path), Some(mut rec)) = (&a.record, run.recording.take()) {
-        (rec.component, rec.caps_file) = hashes.unwrap_or_default();
-        let text = serde_json::to_string(&rec).map_err(|e| Internal(e.to_string()))?;
-        texts.push((path.clone(), text));
+    match a.files.texts(&run.report, &run.audit) {
+        Ok(mut texts) => {
+            if let (Some(path), Some(mut rec)) = (&a.record, run.recording.take()) {
+                (rec.component, rec.caps_file) = hashes.unwrap_or_default();
+                match serde_json::to_string(&rec) {
+                    Ok(text) => texts.push((path.clone(), text)),
+                    Err(e) => eprintln!("sbx-wasm: error: cannot write {}: {e}", path.display()),
+                }
+            }
+            // A record that cannot be written is said on stderr; the exit
+            // code still says how the guest ended.
+            write_records(texts, |i, text| match (&helper, opened.get(i)) {
+                (Some(helper), _) => helper.write(i, text),
+                (None, Some(record)) => record.write(text),
+                (None, None) => Err(std::io::Error::other("no folder was opened for it")),
+            });
+        }
+        Err(e) => eprintln!("sbx-wasm: error: cannot make the records: {e:#}"),
     }
-    // A record that cannot be written is said on stderr; the exit code
-    // still says how the guest ended.
-    write_records(texts, |i, text| match (&helper, opened.get(i)) {
-        (Some(helper), _) => helper.write(i, text),
-        (None, Some(record)) => record.write(text),
-        (None, None) => Err(std::io::Error::other("no folder was opened for it")),
-    });
     // Waits for the helper: no run leaves a process behind.
     drop(helper);
     if let Some(msg) = &run.trap {

@@ -123,6 +123,35 @@ fn a_wasi_0_3_component_is_refused_saying_what_it_is() {
     // The neighbour: a WASI 0.2 command loads.
     host.load_bytes(&component(1, 1, 0, 0, ""), "p2.wasm")
         .unwrap();
+    // Through the CLI: exit 125, and the report asked for says why.
+    let t = tempfile::tempdir().unwrap();
+    std::fs::write(t.path().join("caps.toml"), "").unwrap();
+    std::fs::write(t.path().join("p3.wasm"), &p3).unwrap();
+    let out = std::process::Command::new(sbx_wasm_tests::sbx_bin())
+        .current_dir(t.path())
+        .env("SBX_WASM_CACHE_DIR", t.path().join("cache"))
+        .env("SBX_WASM_CACHE_KEY", t.path().join("cache.key"))
+        .args([
+            "run",
+            "--caps",
+            "caps.toml",
+            "--report",
+            "r.json",
+            "p3.wasm",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(125));
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(t.path().join("r.json")).unwrap()).unwrap();
+    assert_eq!(report["status"], "refused");
+    assert!(
+        report["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("WASI 0.3 components are not supported yet"),
+        "{report}"
+    );
 }
 
 /// A command component whose `run` calls one function of `blocks` if/else
