@@ -161,8 +161,8 @@ impl ArtifactCache {
     /// grant: whoever can read it can make entries this cache will load.
     pub fn open_with_key(dir: impl Into<PathBuf>, key_file: impl AsRef<Path>) -> io::Result<Self> {
         let dir = dir.into();
-        let key_file = super::super::caps::protected::resolve(key_file.as_ref());
-        if key_file.starts_with(super::super::caps::protected::resolve(&dir)) {
+        let key_file = crate::caps::protected::resolve(key_file.as_ref());
+        if key_file.starts_with(crate::caps::protected::resolve(&dir)) {
             return Err(refuse(format!(
                 "cache key {} lies inside the cache folder {}",
                 key_file.display(),
