@@ -22,9 +22,7 @@ use std::time::{Duration, Instant};
 /// The argument that starts the compiling child.
 pub(crate) const COMPILE_ARG: &str = "__compile";
 
-/// The largest component file accepted (the Python runner with data-science
-/// packages is well under it).
-pub(crate) const MAX_COMPONENT_BYTES: u64 = 512 << 20;
+use sbx_wasm::wasm::MAX_COMPONENT_BYTES;
 
 /// The bounds on compiling a component.
 #[derive(clap::Args, Debug, Clone)]

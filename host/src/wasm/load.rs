@@ -50,6 +50,13 @@ pub enum LoadError {
     Setup(#[from] crate::Error),
 }
 
+/// The largest component accepted, in bytes: 512 MiB (the Python runner
+/// with data-science packages is well under it). A larger file is refused
+/// before it is read. Size alone does not bound what compiling costs (a
+/// few hundred KiB of branches in one function can take gigabytes): bound
+/// the compiling process too, as the command line does in a child.
+pub const MAX_COMPONENT_BYTES: u64 = 512 << 20;
+
 impl WasmHost {
     /// Read and compile a component, with errors that say what the file is.
     pub fn load(&self, path: &Path) -> Result<Component, LoadError> {
@@ -71,10 +78,15 @@ impl WasmHost {
             self.prepare_named(&component, &shown)?;
             return Ok((component, Some(CacheOutcome::Hit)));
         }
-        let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
+        let read = |source| LoadError::Read {
             path: shown.clone(),
             source,
-        })?;
+        };
+        let len = std::fs::metadata(path).map_err(read)?.len();
+        if len > MAX_COMPONENT_BYTES {
+            return Err(too_large(&shown, len));
+        }
+        let bytes = std::fs::read(path).map_err(read)?;
         self.load_bytes_from(&bytes, &shown, Some(path))
     }
 
@@ -100,6 +112,9 @@ impl WasmHost {
             path: name.to_string(),
             why: why.to_string(),
         };
+        if bytes.len() as u64 > MAX_COMPONENT_BYTES {
+            return Err(too_large(name, bytes.len() as u64));
+        }
         if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
             return Err(not("not a WebAssembly file"));
         }
@@ -158,6 +173,13 @@ impl WasmHost {
             warm: None,
             retiring: self.shared.retiring.clone(),
         })
+    }
+}
+
+fn too_large(path: &str, len: u64) -> LoadError {
+    LoadError::NotAComponent {
+        path: path.to_string(),
+        why: format!("{len} bytes is over the {MAX_COMPONENT_BYTES}-byte limit on components"),
     }
 }
 

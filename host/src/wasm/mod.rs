@@ -36,7 +36,7 @@ pub use cache::{ArtifactCache, CacheEntry, CacheOutcome, process_alive};
 #[cfg(any(test, feature = "fuzzing"))]
 pub use core::CoreOutcome;
 pub use engine::{Allocator, PoolSizes};
-pub use load::LoadError;
+pub use load::{LoadError, MAX_COMPONENT_BYTES};
 pub use options::{RunOptions, WasmRun};
 pub use output::Sink;
 pub use python::PythonRunner;

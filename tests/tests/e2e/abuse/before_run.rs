@@ -228,3 +228,22 @@ fn a_component_that_takes_the_compiler_past_its_bounds_is_refused_with_the_bound
         .count();
     assert_eq!(entries, 1);
 }
+
+#[test]
+fn a_component_file_over_the_size_limit_is_refused_unread() {
+    let t = tempfile::tempdir().unwrap();
+    // Sparse: its length says 513 MiB, no disk is spent, and reading it
+    // would fill the host's memory with zeros.
+    let big = t.path().join("big.wasm");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(sbx_wasm::wasm::MAX_COMPONENT_BYTES + (1 << 20))
+        .unwrap();
+    let host = WasmHost::new().unwrap();
+    let err = host.load(&big).unwrap_err().to_string();
+    assert!(err.contains("limit on components"), "{err}");
+    // The neighbour: a component file of ordinary size loads.
+    let small = t.path().join("small.wasm");
+    std::fs::write(&small, component(1, 1, 0, 0, "")).unwrap();
+    host.load(&small).unwrap();
+}
