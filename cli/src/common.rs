@@ -30,20 +30,27 @@ pub(crate) fn load_grant(path: &Path) -> Result<Capabilities> {
 /// found by default, and `runner` when a run names another. The warm
 /// workers' sockets are in the cache folder.
 pub(crate) fn protected(runner: Option<&Path>) -> ProtectedPaths {
-    let mut p = ProtectedPaths::new();
-    if let Ok(exe) = std::env::current_exe() {
-        p.add(exe, "the sbx-wasm binary");
-    }
-    if let Some(dir) = ArtifactCache::default_dir() {
-        p.add(
-            ArtifactCache::default_key_file(&dir),
-            "the artifact cache's key",
-        );
-        p.add(dir, "the artifact cache (and the warm workers' sockets)");
-    }
-    if let Ok(found) = sbx_wasm::wasm::PythonRunner::locate(None) {
-        p.add(found, "the Python runner");
-    }
+    // Found once per process: they do not change while it runs.
+    static BASE: std::sync::OnceLock<ProtectedPaths> = std::sync::OnceLock::new();
+    let mut p = BASE
+        .get_or_init(|| {
+            let mut p = ProtectedPaths::new();
+            if let Ok(exe) = std::env::current_exe() {
+                p.add(exe, "the sbx-wasm binary");
+            }
+            if let Some(dir) = ArtifactCache::default_dir() {
+                p.add(
+                    ArtifactCache::default_key_file(&dir),
+                    "the artifact cache's key",
+                );
+                p.add(dir, "the artifact cache (and the warm workers' sockets)");
+            }
+            if let Ok(found) = sbx_wasm::wasm::PythonRunner::locate(None) {
+                p.add(found, "the Python runner");
+            }
+            p
+        })
+        .clone();
     if let Some(r) = runner {
         p.add(r, "the Python runner");
     }
