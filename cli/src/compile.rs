@@ -24,24 +24,30 @@ pub(crate) const COMPILE_ARG: &str = "__compile";
 
 use sbx_wasm::wasm::MAX_COMPONENT_BYTES;
 
+/// The default wall bound on a compile (the Python runner takes about 9 s).
+const DEFAULT_MAX_COMPILE_MS: u64 = 120_000;
+/// The default address-space bound on a compile (the Python runner fits in
+/// 1 GiB).
+const DEFAULT_MAX_COMPILE_MEMORY_BYTES: u64 = 2 << 30;
+
 /// The bounds on compiling a component.
 #[derive(clap::Args, Debug, Clone)]
 pub(crate) struct CompileBounds {
     /// Stop compiling a component not yet in the cache after this many
     /// milliseconds (wall time).
-    #[arg(long, value_name = "MS", default_value_t = 120_000)]
+    #[arg(long, value_name = "MS", default_value_t = DEFAULT_MAX_COMPILE_MS)]
     pub(crate) max_compile_ms: u64,
     /// Stop compiling a component not yet in the cache when the compiler's
     /// address space passes this many bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = 2 << 30)]
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_COMPILE_MEMORY_BYTES)]
     pub(crate) max_compile_memory_bytes: u64,
 }
 
 impl Default for CompileBounds {
     fn default() -> Self {
         CompileBounds {
-            max_compile_ms: 120_000,
-            max_compile_memory_bytes: 2 << 30,
+            max_compile_ms: DEFAULT_MAX_COMPILE_MS,
+            max_compile_memory_bytes: DEFAULT_MAX_COMPILE_MEMORY_BYTES,
         }
     }
 }

@@ -33,6 +33,17 @@ fn component(memories: usize, pages: u32, tables: usize, elements: u32, start: &
     wat::parse_str(text).unwrap()
 }
 
+/// `sbx-wasm ARGS` in `dir`, with a cache and key of its own there.
+fn sbx_in(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(sbx_wasm_tests::sbx_bin())
+        .current_dir(dir)
+        .env("SBX_WASM_CACHE_DIR", dir.join("cache"))
+        .env("SBX_WASM_CACHE_KEY", dir.join("cache.key"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
 fn caps(max_memory_mib: u64) -> Capabilities {
     Capabilities::builder()
         .max_memory_bytes(max_memory_mib << 20)
@@ -127,20 +138,17 @@ fn a_wasi_0_3_component_is_refused_saying_what_it_is() {
     let t = tempfile::tempdir().unwrap();
     std::fs::write(t.path().join("caps.toml"), "").unwrap();
     std::fs::write(t.path().join("p3.wasm"), &p3).unwrap();
-    let out = std::process::Command::new(sbx_wasm_tests::sbx_bin())
-        .current_dir(t.path())
-        .env("SBX_WASM_CACHE_DIR", t.path().join("cache"))
-        .env("SBX_WASM_CACHE_KEY", t.path().join("cache.key"))
-        .args([
+    let out = sbx_in(
+        t.path(),
+        &[
             "run",
             "--caps",
             "caps.toml",
             "--report",
             "r.json",
             "p3.wasm",
-        ])
-        .output()
-        .unwrap();
+        ],
+    );
     assert_eq!(out.status.code(), Some(125));
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(t.path().join("r.json")).unwrap()).unwrap();
@@ -183,20 +191,11 @@ fn a_component_that_takes_the_compiler_past_its_bounds_is_refused_with_the_bound
     std::fs::write(dir.join("big.wasm"), branchy(20_000)).unwrap();
     std::fs::write(dir.join("small.wasm"), branchy(10)).unwrap();
     let run = |file: &str| {
-        std::process::Command::new(sbx_wasm_tests::sbx_bin())
-            .current_dir(dir)
-            .env("SBX_WASM_CACHE_DIR", dir.join("cache"))
-            .env("SBX_WASM_CACHE_KEY", dir.join("cache.key"))
-            .args([
-                "run",
-                "--caps",
-                "caps.toml",
-                "--max-compile-memory-bytes",
-                "268435456",
-                file,
-            ])
-            .output()
-            .unwrap()
+        let bound = ["--max-compile-memory-bytes", "268435456"];
+        sbx_in(
+            dir,
+            &[&["run", "--caps", "caps.toml"][..], &bound, &[file]].concat(),
+        )
     };
     // The allowed neighbour: the same shape, small, compiles and runs
     // under the same bounds.
