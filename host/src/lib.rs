@@ -77,6 +77,7 @@ pub use capability::{fs, net, tools};
 pub use agent::{AgentRun, SandboxedAgent, StoppedReason};
 pub use budget::{Budget, Clock, ManualClock, MonotonicClock, TickClock, Usage, WriteMeter};
 pub use cancel::CancelHandle;
+pub use capability::Permit;
 pub use caps::{Capabilities, CapabilitiesBuilder, ProtectedPaths};
 pub use error::{CapsError, Error};
 pub use gate::{Sandbox, SandboxBuilder};

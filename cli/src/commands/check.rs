@@ -75,7 +75,8 @@ fn check(caps_path: &Path, explain: Option<&str>, resolve: bool) -> Result<i32> 
         }
     }
     match sandbox.check(&op) {
-        Ok(rule) => {
+        Ok(permit) => {
+            let rule = permit.rule();
             writeln!(out, "{} {}: allowed by {rule}", op.kind(), op.target())?;
             Ok(EXIT_OK)
         }

@@ -26,9 +26,11 @@
 pub mod fs;
 pub mod net;
 mod output;
+pub(crate) mod permit;
 pub mod tools;
 
 pub use output::{Content, Output};
+pub use permit::Permit;
 
 use crate::failure::Failure;
 use crate::violation::{Denial, Violation};
@@ -69,18 +71,25 @@ pub enum Op {
 }
 
 /// What every capability's request answers to. The gate runs a request
-/// through these in order: [`check`](Request::check), then
-/// [`perform`](Request::perform).
+/// through these in order: [`check`](Request::check), which alone can make
+/// the [`Permit`], then [`perform`](Request::perform), which takes it: no
+/// effect without its check, and no effect decides again.
 pub(crate) trait Request {
     /// The op's stable name, as in plans and audit logs.
     fn kind(&self) -> &'static str;
     /// What the op is aimed at (a path, a URL, a tool name).
     fn target(&self) -> &str;
-    /// Which rule of the grant allows it, or the denial. Pure: no budget
-    /// charged, nothing touched.
-    fn check(&self, held: &Held<'_>) -> Result<String, Denial>;
-    /// Perform the allowed request within what the gate lends.
-    fn perform(&self, held: &Held<'_>, lent: &Lent<'_>) -> (Result<Output, Failure>, Trace);
+    /// The permit naming what the grant lets it reach and the rule that
+    /// allows it, or the denial. Pure: no budget charged, nothing touched.
+    fn check(&self, held: &Held<'_>) -> Result<Permit, Denial>;
+    /// Perform the allowed request, reaching only what `permit` names,
+    /// within what the gate lends.
+    fn perform(
+        &self,
+        permit: Permit,
+        held: &Held<'_>,
+        lent: &Lent<'_>,
+    ) -> (Result<Output, Failure>, Trace);
     /// Whether the effect may take a good part of the wall budget (the gate
     /// reads the clock again after it).
     fn slow(&self) -> bool {
@@ -297,7 +306,7 @@ impl Op {
     }
 
     /// The check of this op under the grant `held`.
-    pub(crate) fn check(&self, held: &Held<'_>) -> Result<String, Denial> {
+    pub(crate) fn check(&self, held: &Held<'_>) -> Result<Permit, Denial> {
         match (self.request(), self) {
             (Some(r), _) => r.check(held),
             (None, Op::Invalid { reason, .. }) => {

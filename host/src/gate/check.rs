@@ -4,16 +4,16 @@
 //! capability ([`Op::request`](crate::Op)).
 
 use super::Sandbox;
-use crate::capability::Held;
-use crate::fs::FsOp;
+use crate::capability::{Held, Permit};
 use crate::op::Op;
 use crate::violation::Denial;
 
 impl Sandbox {
     /// Decide whether the grant allows `op`, without charging budgets or
-    /// performing anything. `Ok` names the rule that allows it. This is the
-    /// same check [`Sandbox::run`] applies, request bounds included.
-    pub fn check(&self, op: &Op) -> Result<String, Denial> {
+    /// performing anything. The permit names the rule that allows it
+    /// ([`Permit::rule`]). This is the same check [`Sandbox::run`] applies,
+    /// request bounds included.
+    pub fn check(&self, op: &Op) -> Result<Permit, Denial> {
         op.check(&self.held())
     }
 
@@ -33,21 +33,9 @@ impl Sandbox {
 
     /// The check of a file op performed through a descriptor of the mount
     /// at guest path `via` (the WASI door); other ops as [`Sandbox::check`].
-    pub(super) fn check_via(&self, op: &Op, via: &str) -> Result<String, Denial> {
+    pub(super) fn check_via(&self, op: &Op, via: &str) -> Result<Permit, Denial> {
         match op {
-            Op::Fs(r) => {
-                // Through the empty root, only the folders above the mounts
-                // exist (stat alone); every other path is the mounts' to
-                // decide, and through the root they refuse it.
-                if matches!(r, FsOp::Stat { .. })
-                    && self.mounts.by_guest(via).is_none()
-                    && let Some(rule) = self.mounts.above_mounts(r.path())
-                {
-                    return Ok(rule);
-                }
-                let removing = matches!(r, FsOp::Remove { .. });
-                self.mounts.decide_via(r.path(), r.access(), via, removing)
-            }
+            Op::Fs(r) => self.mounts.check_via(r, via),
             _ => self.check(op),
         }
     }

@@ -6,6 +6,7 @@
 use super::{Failure, Mode, Sandbox};
 use crate::bound::record_target;
 use crate::budget::WriteMeter;
+use crate::capability::Permit;
 use crate::fs::{MountTable, OpenMount, check_path};
 use crate::op::Op;
 use crate::replay::{Recorder, Tape};
@@ -27,12 +28,18 @@ impl Sandbox {
 
     /// [`Sandbox::admit`] for an op performed through a descriptor of the
     /// mount at guest path `via`. `Ok` is the op's sequence number, for
-    /// [`Sandbox::refuse_admitted`] should the effect then be refused.
-    pub(crate) fn admit_via(&mut self, op: Op, via: &str) -> Result<u64, Denial> {
+    /// [`Sandbox::refuse_admitted`] should the effect then be refused, and
+    /// its permit: the mount it goes through and the path below it, which
+    /// the escape check and the recording then ask.
+    pub(crate) fn admit_via(&mut self, op: Op, via: &str) -> Result<(u64, Permit), Denial> {
         let r = self.run_with(op, Mode::Admit(Some(via)));
-        match r.outcome {
-            Err(Failure::Denied(d)) => Err(d),
-            _ => Ok(r.seq),
+        match (r.outcome, r.permit) {
+            (Err(Failure::Denied(d)), _) => Err(d),
+            (_, Some(permit)) => Ok((r.seq, permit)),
+            (_, None) => Err(Denial::new(
+                crate::Violation::InvalidRequest,
+                "an admitted op without a permit",
+            )),
         }
     }
 
@@ -57,14 +64,12 @@ impl Sandbox {
         self.denials.sort_by_key(|d| d.seq);
     }
 
-    /// Whether `guest` (below the mount at `via`) leads outside that mount
-    /// through a symbolic link, as the mount's own handle resolves it.
-    pub(crate) fn escapes(&self, via: &str, guest: &str) -> bool {
-        let (Some(mount), Ok(path)) = (self.mounts.by_guest(via), check_path(guest)) else {
-            return false;
-        };
-        path.strip_base(&mount.mount.guest)
-            .is_some_and(|rel| mount.escapes(&rel))
+    /// Whether the path `permit` names leads outside its mount through a
+    /// symbolic link (the one escape check, `OpenMount::escapes`).
+    pub(crate) fn escapes(&self, permit: &Permit) -> bool {
+        self.mounts
+            .reached(permit)
+            .is_some_and(|(mount, rel)| mount.escapes(rel))
     }
 
     /// The write quota's meter, for writes that do not pass the gate call by
@@ -114,14 +119,14 @@ impl Sandbox {
         Err(d)
     }
 
-    /// When recording: keep `guest` (reached through the mount at `via`)
-    /// as it is before the effect, the first time the guest meets it.
-    pub(crate) fn sight(&mut self, via: &str, guest: &str) {
+    /// When recording: keep the path `permit` names as it is before the
+    /// effect, the first time the guest meets it.
+    pub(crate) fn sight(&mut self, permit: &Permit) {
         let Some(Tape::Record(rec)) = &mut self.tape else {
             return;
         };
-        if let Some((mount, rel)) = below(&self.mounts, via, guest) {
-            rec.sight(mount, &rel);
+        if let Some((mount, rel)) = self.mounts.reached(permit) {
+            rec.sight(mount, rel);
         }
     }
 

@@ -3,8 +3,8 @@
 //! (time and output left, the write quota) and hands the op over.
 
 use super::Sandbox;
-use crate::capability::Lent;
 use crate::capability::Trace;
+use crate::capability::{Lent, Permit};
 use crate::op::{Failure, Op, Output};
 use crate::violation::{Denial, Violation};
 use std::time::Duration;
@@ -61,9 +61,9 @@ impl Sandbox {
         )
     }
 
-    /// Perform an allowed op: its capability's effect, with the budgets
-    /// lent to it.
-    pub(super) fn perform(&self, op: &Op) -> (Result<Output, Failure>, Trace) {
+    /// Perform an allowed op: its capability's effect, reaching what its
+    /// permit names, with the budgets lent to it.
+    pub(super) fn perform(&self, op: &Op, permit: Permit) -> (Result<Output, Failure>, Trace) {
         let Some(request) = op.request() else {
             let d = Denial::new(Violation::InvalidRequest, "not a capability request");
             return (Err(Failure::Denied(d)), Trace::default());
@@ -76,6 +76,6 @@ impl Sandbox {
             quota: &quota,
             over_budget: &over_budget,
         };
-        request.perform(&self.held(), &lent)
+        request.perform(permit, &self.held(), &lent)
     }
 }

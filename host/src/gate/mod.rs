@@ -440,12 +440,15 @@ impl Sandbox {
             Mode::Admit(Some(via)) => self.check_via(&op, via),
             _ => self.check(&op),
         };
-        let rule = match checked {
-            Ok(rule) => rule,
+        let mut permit = match checked {
+            Ok(permit) => permit,
             Err(d) => return self.finish(&op, None, Err(Failure::Denied(d))),
         };
+        let rule = permit.take_rule();
         if let Mode::Admit(_) = mode {
-            return self.finish(&op, Some(rule), Ok(Output::Admitted));
+            let mut decided = self.finish(&op, Some(rule), Ok(Output::Admitted));
+            decided.permit = Some(permit);
+            return decided;
         }
         let scripted = match &mut self.tape {
             Some(Tape::Script(script)) => script.next(&op),
@@ -455,7 +458,7 @@ impl Sandbox {
             // Answered as recorded, or as scripted: nothing performed.
             (_, Some(answer)) => answer,
             (Some(Tape::Replay(rec)), None) => crate::replay::answer(rec, self.seq),
-            _ => self.perform(&op),
+            _ => self.perform(&op, permit),
         };
         if let Some(Tape::Record(rec)) = &mut self.tape {
             rec.answer(self.seq, &outcome, &trace);

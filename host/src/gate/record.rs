@@ -17,6 +17,9 @@ use std::borrow::Cow;
 pub(crate) struct Decided {
     pub(crate) seq: u64,
     pub(crate) outcome: Result<Output, Failure>,
+    /// For an op admitted for someone else to perform (WASI), its permit:
+    /// what that effect may reach, as the check found it.
+    pub(crate) permit: Option<crate::capability::Permit>,
 }
 
 impl Sandbox {
@@ -83,6 +86,7 @@ impl Sandbox {
         Decided {
             seq: self.seq,
             outcome,
+            permit: None,
         }
     }
 

@@ -105,7 +105,9 @@ pub fn what_if(audit: &[AuditEvent], caps: Capabilities) -> Result<WhatIf, Error
             },
         };
         let now = match sandbox.check(&op) {
-            Ok(rule) => Verdict::Allowed { rule },
+            Ok(permit) => Verdict::Allowed {
+                rule: permit.rule().to_string(),
+            },
             Err(d) => Verdict::Denied {
                 violation: d.violation,
             },

@@ -1,19 +1,19 @@
 //! The file capability's effects, through the mount's cap-std handle
 //! (never ambient `std::fs`), within what the gate lends from the budgets.
 
-use super::{Access, FsError, FsOp, OpenMount};
+use super::check::escape;
+use super::{FsError, FsOp, OpenMount};
 use crate::bound::clip;
 use crate::capability::Lent;
 use crate::capability::{Content, Output};
 use crate::failure::{ErrorKind, Failure, OpError};
-use crate::violation::{Denial, Violation};
 
 impl OpenMount {
     /// Perform file op `op` on `rel` below this mount, within what the gate
     /// lends: reads up to the output left, writes and new files charged to
     /// the write quota first.
     pub(crate) fn perform(&self, op: &FsOp, rel: &str, lent: &Lent<'_>) -> Result<Output, Failure> {
-        let fail = |e| failure(e, op.access(), op.path(), lent);
+        let fail = |e| self.failure(e, op, rel, lent);
         match op {
             FsOp::Read { .. } => self
                 .read(rel, lent.output_left)
@@ -47,26 +47,26 @@ impl OpenMount {
     }
 }
 
-fn failure(e: FsError, access: Access, path: &str, lent: &Lent<'_>) -> Failure {
-    match e {
-        FsError::Escape => Failure::Denied(Denial::new(
-            match access {
-                Access::ReadOnly => Violation::FsReadDenied,
-                Access::ReadWrite => Violation::FsWriteDenied,
-            },
-            format!(
-                "{} leads outside its mount through a symbolic link",
-                clip(path)
-            ),
-        )),
-        FsError::TooLarge => Failure::Denied((lent.over_budget)()),
-        FsError::MountPoint => Failure::Error(OpError::new(
-            ErrorKind::MountPoint,
-            format!(
-                "{} is a mount point; it cannot be written or removed",
-                clip(path)
-            ),
-        )),
-        FsError::Io(e) => Failure::Error(OpError::from_io(&e)),
+impl OpenMount {
+    /// What an effect's error is to the caller: a path that cap-std refused
+    /// and that leads outside the mount is the denial it is (decided by
+    /// resolution, [`OpenMount::escapes`]); the rest are failures.
+    fn failure(&self, e: FsError, op: &FsOp, rel: &str, lent: &Lent<'_>) -> Failure {
+        let e = match e {
+            FsError::Io(e) => self.classify(e, rel),
+            e => e,
+        };
+        match e {
+            FsError::Escape => Failure::Denied(escape(op.access(), op.path())),
+            FsError::TooLarge => Failure::Denied((lent.over_budget)()),
+            FsError::MountPoint => Failure::Error(OpError::new(
+                ErrorKind::MountPoint,
+                format!(
+                    "{} is a mount point; it cannot be written or removed",
+                    clip(op.path())
+                ),
+            )),
+            FsError::Io(e) => Failure::Error(OpError::from_io(&e)),
+        }
     }
 }

@@ -16,6 +16,7 @@ mod plan;
 mod request;
 mod snapshot;
 
+pub(crate) use check::escape;
 pub use mount::{Access, Entry, Mount, Stat};
 pub(crate) use mount::{FsError, MountTable, OpenMount};
 pub use path::{GuestPath, MAX_PATH_BYTES, canonical, check_path, has_traversal};
@@ -25,6 +26,7 @@ pub(crate) use snapshot::Found;
 
 use crate::capability::Output;
 use crate::capability::Trace;
+use crate::capability::permit::Permit;
 use crate::capability::{Held, Lent, Request};
 use crate::failure::Failure;
 use crate::violation::Denial;
@@ -38,16 +40,30 @@ impl Request for FsOp {
         self.path()
     }
 
-    fn check(&self, held: &Held<'_>) -> Result<String, Denial> {
-        let (mount, _) = held.mounts.decide(self.path(), self.access())?;
-        Ok(mount.mount.rule())
+    fn check(&self, held: &Held<'_>) -> Result<Permit, Denial> {
+        held.mounts.decide(self.path(), self.access())
     }
 
-    fn perform(&self, held: &Held<'_>, lent: &Lent<'_>) -> (Result<Output, Failure>, Trace) {
-        // Checked already; deciding again (pure, cheap) gives the handle.
-        let outcome = match held.mounts.decide(self.path(), self.access()) {
-            Ok((mount, rel)) => mount.perform(self, &rel, lent),
-            Err(d) => Err(Failure::Denied(d)),
+    fn perform(
+        &self,
+        permit: Permit,
+        held: &Held<'_>,
+        lent: &Lent<'_>,
+    ) -> (Result<Output, Failure>, Trace) {
+        let outcome = match held.mounts.reached(&permit) {
+            // A permit for reading never carries a write.
+            Some((_, _)) if self.access() == Access::ReadWrite && !permit.writes() => {
+                Err(Failure::Denied(check::refuse(
+                    self.access(),
+                    self.path(),
+                    "was checked for reading only",
+                )))
+            }
+            Some((mount, rel)) => mount.perform(self, rel, lent),
+            None => Err(Failure::Denied(Denial::new(
+                crate::Violation::InvalidRequest,
+                "a file op needs a file permit",
+            ))),
         };
         (outcome, Trace::default())
     }

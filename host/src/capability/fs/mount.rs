@@ -29,6 +29,15 @@ impl Access {
             Access::ReadWrite => "write",
         }
     }
+
+    /// The violation a refusal of this access is: `fs_read_denied` or
+    /// `fs_write_denied`.
+    pub fn violation(self) -> crate::Violation {
+        match self {
+            Access::ReadOnly => crate::Violation::FsReadDenied,
+            Access::ReadWrite => crate::Violation::FsWriteDenied,
+        }
+    }
 }
 
 /// One granted folder: `host` (absolute, canonical) shown at `guest`.
@@ -79,14 +88,10 @@ pub(crate) enum FsError {
 }
 
 impl From<io::Error> for FsError {
+    /// Every OS error as it is; which of them were escapes is decided by
+    /// resolution ([`OpenMount::escapes`]), never by an error's text.
     fn from(e: io::Error) -> Self {
-        if e.kind() == io::ErrorKind::PermissionDenied
-            && e.to_string() == "a path led outside of the filesystem"
-        {
-            FsError::Escape
-        } else {
-            FsError::Io(e)
-        }
+        FsError::Io(e)
     }
 }
 
@@ -243,26 +248,68 @@ impl OpenMount {
         missing
     }
 
-    /// Whether resolving `rel` (or, when it does not exist yet, its
-    /// nearest existing parent) through this mount's handle leads outside
-    /// the mount: a symlink the handle refuses to follow. (For a door that
-    /// performs effects itself: the wasm host's WASI.)
-    #[cfg(feature = "wasm")]
+    /// Whether `rel`, resolved below this mount's folder as the OS would
+    /// (component by component, following each symbolic link), leads
+    /// outside it: a link with an absolute target, or one whose `..` climbs
+    /// above the mount's root. The one escape check: the effects ask it
+    /// when cap-std refuses a path, and so does the WASI door after a
+    /// refused call. A component that does not exist ends the walk (what
+    /// is not there cannot lead out), and so does a chain of more than 40
+    /// links (a loop, refused as one by the OS).
     pub(crate) fn escapes(&self, rel: &str) -> bool {
-        let mut p = Self::rel(rel).to_path_buf();
-        loop {
-            match self.dir.canonicalize(&p) {
-                Ok(_) => return false,
-                Err(e) => match FsError::from(e) {
-                    FsError::Escape => return true,
-                    FsError::Io(e) if e.kind() == io::ErrorKind::NotFound && p.pop() => {
-                        if p.as_os_str().is_empty() {
-                            return false;
-                        }
+        use std::path::Component;
+        let mut todo: Vec<PathBuf> = Path::new(rel)
+            .components()
+            .rev()
+            .map(|c| PathBuf::from(c.as_os_str()))
+            .collect();
+        let mut at = PathBuf::new();
+        let mut links = 0;
+        while let Some(next) = todo.pop() {
+            match next.components().next() {
+                Some(Component::Normal(_)) => {}
+                Some(Component::ParentDir) => {
+                    if !at.pop() {
+                        return true;
                     }
-                    _ => return false,
-                },
+                    continue;
+                }
+                Some(Component::RootDir | Component::Prefix(_)) => return true,
+                _ => continue,
             }
+            let candidate = at.join(&next);
+            let Ok(md) = self.dir.symlink_metadata(&candidate) else {
+                return false;
+            };
+            if !md.file_type().is_symlink() {
+                at = candidate;
+                continue;
+            }
+            links += 1;
+            let Ok(target) = self.dir.read_link_contents(&candidate) else {
+                return false;
+            };
+            if links > 40 {
+                return false;
+            }
+            todo.extend(
+                target
+                    .components()
+                    .rev()
+                    .map(|c| PathBuf::from(c.as_os_str())),
+            );
+        }
+        false
+    }
+
+    /// `e`, from an effect on `rel`, as the refusal it is when `rel` leads
+    /// outside the mount (cap-std refuses such a path with a permission
+    /// error), else as it is.
+    pub(crate) fn classify(&self, e: io::Error, rel: &str) -> FsError {
+        if e.kind() == io::ErrorKind::PermissionDenied && self.escapes(rel) {
+            FsError::Escape
+        } else {
+            FsError::Io(e)
         }
     }
 
@@ -296,13 +343,22 @@ impl MountTable {
 
     /// The mount at exactly guest path `guest`.
     pub(crate) fn by_guest(&self, guest: &str) -> Option<&OpenMount> {
-        self.mounts.iter().find(|m| m.mount.guest.as_str() == guest)
+        self.index_of(guest).map(|i| &self.mounts[i])
     }
 
-    /// The most specific mount covering `path`, and the path below it.
-    pub(crate) fn find(&self, path: &GuestPath) -> Option<(&OpenMount, String)> {
+    /// The index of the mount at exactly guest path `guest`.
+    pub(super) fn index_of(&self, guest: &str) -> Option<usize> {
         self.mounts
             .iter()
-            .find_map(|m| path.strip_base(&m.mount.guest).map(|rel| (m, rel)))
+            .position(|m| m.mount.guest.as_str() == guest)
+    }
+
+    /// The index of the most specific mount covering `path`, and the path
+    /// below it.
+    pub(super) fn find(&self, path: &GuestPath) -> Option<(usize, String)> {
+        self.mounts
+            .iter()
+            .enumerate()
+            .find_map(|(i, m)| path.strip_base(&m.mount.guest).map(|rel| (i, rel)))
     }
 }

@@ -4,10 +4,21 @@
 //! ([`super::Egress::decide`]), which a pure check cannot do.
 
 use super::{Egress, FetchRequest, check_request};
+use crate::capability::permit::{Grant, Permit};
 use crate::violation::Denial;
 
-/// Whether `req` may go out under `egress`. `Ok` names the rule.
-pub(crate) fn check_fetch(egress: &Egress, req: &FetchRequest) -> Result<String, Denial> {
+/// Whether `req` may go out under `egress`: the permit holds the URL as
+/// parsed and the rule that allows it.
+pub(crate) fn check_fetch(egress: &Egress, req: &FetchRequest) -> Result<Permit, Denial> {
     check_request(&req.method, &req.url, &req.headers, &req.body)?;
-    egress.check(&req.url).map(|(_, rule)| rule)
+    let (url, rule) = egress.check(&req.url)?;
+    Ok(Permit::new(rule, Grant::Net(url)))
+}
+
+/// The URL a fetch permit holds.
+pub(super) fn permitted_url(permit: Permit) -> Option<url::Url> {
+    match permit.grant {
+        Grant::Net(url) => Some(url),
+        _ => None,
+    }
 }

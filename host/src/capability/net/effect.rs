@@ -2,10 +2,11 @@
 //! every address, dial a checked one, redirects decided hop by hop) within
 //! the time and output the gate lends.
 
+use super::check::permitted_url;
 use super::{FetchFailure, FetchRequest, gated_fetch};
-use crate::capability::Output;
 use crate::capability::Trace;
 use crate::capability::{Held, Lent};
+use crate::capability::{Output, Permit};
 use crate::failure::{ErrorKind, Failure, OpError};
 use crate::quiet_panic::catch_quietly;
 use crate::violation::{Denial, Violation};
@@ -14,8 +15,13 @@ use crate::violation::{Denial, Violation};
 pub(crate) fn fetch(
     held: &Held<'_>,
     req: &FetchRequest,
+    permit: Permit,
     lent: &Lent<'_>,
 ) -> (Result<Output, Failure>, Trace) {
+    let Some(url) = permitted_url(permit) else {
+        let d = Denial::new(Violation::InvalidRequest, "a fetch needs a fetch permit");
+        return (Err(Failure::Denied(d)), Trace::default());
+    };
     let timeout = lent.wall_left;
     let run = || {
         let egress = held.egress;
@@ -25,6 +31,7 @@ pub(crate) fn fetch(
             held.resolver,
             held.net,
             req.clone(),
+            url,
             timeout,
             lent.output_left,
             held.cancel,

@@ -14,8 +14,8 @@ use crate::quiet_panic::catch_quietly;
 use crate::violation::{Denial, Violation};
 use std::net::SocketAddr;
 use std::sync::Arc;
-
 use std::time::{Duration, Instant};
+use url::Url;
 
 /// Why a gated fetch produced no response.
 #[derive(Debug)]
@@ -72,6 +72,7 @@ pub(crate) fn gated_fetch(
     resolver: &dyn Resolve,
     net: &Arc<dyn Net>,
     mut req: FetchRequest,
+    permitted: Url,
     wall_left: Duration,
     max_response_bytes: u64,
     cancel: Option<&CancelHandle>,
@@ -79,8 +80,22 @@ pub(crate) fn gated_fetch(
     let deadline = Instant::now() + wall_left;
     let left = || deadline.saturating_duration_since(Instant::now());
     let mut trace = Trace::default();
+    // The first hop was checked by the permit's check; each redirect is a
+    // new hop, decided whole (rules, then addresses).
+    let mut checked = Some(permitted);
     loop {
-        let decision = match egress.decide(&req.url, resolver, left()) {
+        let decided = match checked.take() {
+            Some(url) => egress
+                .resolve_checked(&url, resolver, left())
+                .map(|addrs| (url, None, addrs)),
+            None => match egress.check(&req.url) {
+                Ok((url, rule)) => egress
+                    .resolve_checked(&url, resolver, left())
+                    .map(|addrs| (url, Some(rule), addrs)),
+                Err(d) => Err(Refusal::Denied(d)),
+            },
+        };
+        let (url, rule, addrs) = match decided {
             Ok(d) => d,
             Err(Refusal::Denied(mut d)) => {
                 if trace.redirects > 0 {
@@ -96,10 +111,13 @@ pub(crate) fn gated_fetch(
             Err(Refusal::LookupTimeout) => return (Err(FetchFailure::Timeout), trace),
             Err(Refusal::Lookup(e)) => return (Err(FetchFailure::Failed(e)), trace),
         };
-        trace.rule = Some(decision.rule.clone());
-        req.url = decision.url.to_string();
+        if rule.is_some() {
+            // The last hop's rule; the first hop's is the permit's.
+            trace.rule = rule;
+        }
+        req.url = url.to_string();
         let mut response = Err(FetchFailure::Failed("no address to dial".into()));
-        for addr in &decision.addrs {
+        for addr in &addrs {
             trace.address = Some(*addr);
             let limits = FetchLimits {
                 timeout: left(),
@@ -113,8 +131,7 @@ pub(crate) fn gated_fetch(
             let hop = if secrets.is_empty() {
                 std::borrow::Cow::Borrowed(&req)
             } else {
-                let url = &decision.url;
-                let (headers, done) = secrets.substitute(url, &req.headers, &req.body);
+                let (headers, done) = secrets.substitute(&url, &req.headers, &req.body);
                 for name in done.used {
                     if !trace.secrets.contains(&name) {
                         trace.secrets.push(name);
@@ -164,7 +181,7 @@ pub(crate) fn gated_fetch(
         {
             return (Ok(resp), trace);
         }
-        let next = match decision.url.join(location.unwrap_or_default()) {
+        let next = match url.join(location.unwrap_or_default()) {
             Ok(u) => u,
             Err(e) => {
                 return (
@@ -198,7 +215,7 @@ pub(crate) fn gated_fetch(
             );
             return (Err(FetchFailure::Denied(d)), trace);
         }
-        if next.origin() != decision.url.origin() {
+        if next.origin() != url.origin() {
             // Credentials are for the origin they were given to, whatever
             // the header is called: only safelisted headers cross.
             req.headers.retain(|(k, _)| {

@@ -29,7 +29,7 @@ pub use resolve::{Resolve, StaticResolver, SystemResolver};
 pub use rules::{EgressRule, HostPattern, PortPattern, RULE_FORM, RuleError, Scheme};
 pub use secrets::{RunSecrets, Secret, SecretSource};
 
-use crate::capability::{Held, Lent, Output, Request, Trace};
+use crate::capability::{Held, Lent, Output, Permit, Request, Trace};
 use crate::failure::Failure;
 use crate::violation::{Denial, Violation};
 use rules::canonical_ip;
@@ -127,6 +127,19 @@ impl Egress {
         timeout: Duration,
     ) -> Result<Decision, Refusal> {
         let (url, rule) = self.check(raw).map_err(Refusal::Denied)?;
+        let addrs = self.resolve_checked(&url, resolver, timeout)?;
+        Ok(Decision { url, rule, addrs })
+    }
+
+    /// The rest of the decision for a URL the rules already allowed:
+    /// resolve once, refuse a special-purpose address no rule names, list
+    /// the addresses that may be dialled.
+    pub(crate) fn resolve_checked(
+        &self,
+        url: &Url,
+        resolver: &dyn Resolve,
+        timeout: Duration,
+    ) -> Result<Vec<SocketAddr>, Refusal> {
         let port = url.port_or_known_default().unwrap_or(0);
         let ips = match url.host() {
             Some(Host::Ipv4(v4)) => vec![IpAddr::V4(v4)],
@@ -148,7 +161,7 @@ impl Egress {
         };
         let mut addrs = Vec::with_capacity(ips.len());
         for ip in ips {
-            if let Err(why) = self.address_verdict(&url, ip) {
+            if let Err(why) = self.address_verdict(url, ip) {
                 return Err(Refusal::Denied(Denial::new(
                     Violation::EgressDenied,
                     format!("{} {why}", url.host_str().unwrap_or("")),
@@ -156,7 +169,7 @@ impl Egress {
             }
             addrs.push(SocketAddr::new(canonical_ip(ip), port));
         }
-        Ok(Decision { url, rule, addrs })
+        Ok(addrs)
     }
 
     /// Decide a fetch of `raw`: the parsed URL and the rule that allows it, or
@@ -301,12 +314,17 @@ impl Request for FetchRequest {
         &self.url
     }
 
-    fn check(&self, held: &Held<'_>) -> Result<String, Denial> {
+    fn check(&self, held: &Held<'_>) -> Result<Permit, Denial> {
         check_fetch(held.egress, self)
     }
 
-    fn perform(&self, held: &Held<'_>, lent: &Lent<'_>) -> (Result<Output, Failure>, Trace) {
-        fetch(held, self, lent)
+    fn perform(
+        &self,
+        permit: Permit,
+        held: &Held<'_>,
+        lent: &Lent<'_>,
+    ) -> (Result<Output, Failure>, Trace) {
+        fetch(held, self, permit, lent)
     }
 
     fn slow(&self) -> bool {

@@ -3,18 +3,19 @@
 
 use super::ToolRegistry;
 use crate::bound::{MAX_TOOL_INPUT_BYTES, MAX_TOOL_NAME_BYTES, quote};
+use crate::capability::permit::{Grant, Permit};
 use crate::violation::{Denial, Violation};
 use std::collections::BTreeSet;
 
 /// Whether tool `name` may be called with `input` when `allowed` is the
-/// grant's allow-list and `registry` holds the implementations. `Ok` names
-/// the rule.
+/// grant's allow-list and `registry` holds the implementations: the permit
+/// holds the implementation found and names the rule.
 pub(crate) fn check_call(
     allowed: &BTreeSet<String>,
     registry: &ToolRegistry,
     name: &str,
     input: &str,
-) -> Result<String, Denial> {
+) -> Result<Permit, Denial> {
     if name.len() > MAX_TOOL_NAME_BYTES {
         return Err(Denial::new(
             Violation::InvalidRequest,
@@ -39,7 +40,7 @@ pub(crate) fn check_call(
             format!("tool {} is not on the allow-list", quote(name)),
         ));
     }
-    if registry.get(name).is_none() {
+    let Some(tool) = registry.get(name) else {
         return Err(Denial::new(
             Violation::ToolDenied,
             format!(
@@ -47,11 +48,11 @@ pub(crate) fn check_call(
                 quote(name)
             ),
         ));
-    }
+    };
     // Built by hand: this runs on every allowed call, and format! costs
     // more than the two copies.
     let mut rule = String::with_capacity(5 + name.len());
     rule.push_str("tool ");
     rule.push_str(name);
-    Ok(rule)
+    Ok(Permit::new(rule, Grant::Tool(tool.clone())))
 }

@@ -1,31 +1,32 @@
 //! The tool capability's effect: one call of a registered tool, within the
 //! time and output the gate lends. A panicking tool is a failed call.
 
-use super::{ToolError, ToolLimits, ToolRegistry};
+use super::{ToolError, ToolLimits};
 use crate::CancelHandle;
 use crate::bound::{clip, quote};
 use crate::cancel::{Abandoned, unless_cancelled};
 use crate::capability::Output;
+use crate::capability::permit::{Grant, Permit};
 use crate::failure::{ErrorKind, Failure, OpError};
 use crate::quiet_panic::catch_quietly;
 use crate::violation::{Denial, Violation};
 
-/// Call tool `name` from `registry` with `input` within `limits`.
+/// Call the tool `permit` holds (named `name`) with `input` within `limits`.
 ///
 /// With a `cancel` switch the tool runs on a thread of its own, so a cancel
 /// ends the call within 5 ms even when the tool does not poll the switch
 /// (it is then left to finish in the background).
 pub(crate) fn call(
-    registry: &ToolRegistry,
+    permit: Permit,
     name: &str,
     input: &str,
     limits: ToolLimits,
     cancel: Option<&CancelHandle>,
 ) -> Result<Output, Failure> {
-    let Some(tool) = registry.get(name).cloned() else {
+    let Grant::Tool(tool) = permit.grant else {
         return Err(Failure::Denied(Denial::new(
-            Violation::ToolDenied,
-            format!("tool {} is not registered", quote(name)),
+            Violation::InvalidRequest,
+            format!("tool {}: a tool call needs a tool permit", quote(name)),
         )));
     };
     let timeout = limits.timeout;

@@ -20,7 +20,7 @@ pub(crate) use plan::{PLAN_OPS, aimed_at, from_plan};
 pub use request::ToolCall;
 
 use crate::CancelHandle;
-use crate::capability::{Held, Lent, Output, Request, Trace};
+use crate::capability::{Held, Lent, Output, Permit, Request, Trace};
 use crate::failure::Failure;
 use crate::violation::Denial;
 use std::collections::BTreeMap;
@@ -257,17 +257,22 @@ impl Request for ToolCall {
         &self.name
     }
 
-    fn check(&self, held: &Held<'_>) -> Result<String, Denial> {
+    fn check(&self, held: &Held<'_>) -> Result<Permit, Denial> {
         check::check_call(held.allowed_tools, held.tools, &self.name, &self.input)
     }
 
-    fn perform(&self, held: &Held<'_>, lent: &Lent<'_>) -> (Result<Output, Failure>, Trace) {
+    fn perform(
+        &self,
+        permit: Permit,
+        held: &Held<'_>,
+        lent: &Lent<'_>,
+    ) -> (Result<Output, Failure>, Trace) {
         let limits = ToolLimits {
             timeout: lent.wall_left,
             max_output_bytes: lent.output_left,
             cancel: held.cancel.cloned().unwrap_or_default(),
         };
-        let outcome = effect::call(held.tools, &self.name, &self.input, limits, held.cancel);
+        let outcome = effect::call(permit, &self.name, &self.input, limits, held.cancel);
         let trace = Trace {
             // A registered tool was called: whatever stops the wait, the
             // tool may have done its work (one abandoned at a cancel is

@@ -45,6 +45,8 @@ pub(super) struct Admitted {
     pub(super) via: String,
     pub(super) seq: u64,
     pub(super) write: bool,
+    /// What the check allowed: the mount and the path below it.
+    pub(super) permit: crate::capability::Permit,
 }
 
 impl HostState {
@@ -106,14 +108,15 @@ impl HostState {
         let op = make(full.clone());
         let write = matches!(&op, Op::Fs(r) if r.access() == crate::fs::Access::ReadWrite);
         match self.gate.admit_via(op, &via) {
-            Ok(seq) => {
+            Ok((seq, permit)) => {
                 // A recording keeps the path as it is before the effect.
-                self.gate.sight(&via, &full);
+                self.gate.sight(&permit);
                 Ok(Ok(Admitted {
                     full,
                     via,
                     seq,
                     write,
+                    permit,
                 }))
             }
             Err(d) if d.hard => Err(hard(d)),
@@ -140,19 +143,15 @@ impl HostState {
         );
         let escaped = calls
             .iter()
-            .find(|a| refused && self.gate.escapes(&a.via, &a.full));
+            .find(|a| refused && self.gate.escapes(&a.permit));
         if let Some(a) = escaped {
-            let violation = if a.write {
-                Violation::FsWriteDenied
+            let access = if a.write {
+                crate::fs::Access::ReadWrite
             } else {
-                Violation::FsReadDenied
+                crate::fs::Access::ReadOnly
             };
-            let message = format!(
-                "{} leads outside its mount through a symbolic link",
-                crate::bound::clip(&a.full)
-            );
             self.gate
-                .refuse_admitted(a.seq, Denial::new(violation, message));
+                .refuse_admitted(a.seq, crate::fs::escape(access, &a.full));
         }
         Ok((Err(r),))
     }
