@@ -7,6 +7,7 @@
 //! distributions.
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use sbx_wasm::Services;
 use sbx_wasm::tools::{ToolError, ToolLimits, ToolRegistry};
 use sbx_wasm::wasm::{RunOptions, WasmHost};
 use sbx_wasm::{Capabilities, Op, Sandbox};
@@ -41,7 +42,7 @@ fn gated(caps: &Capabilities, tool: &str, iters: u64) -> Duration {
     while left > 0 {
         let n = left.min(10_000);
         let mut sandbox = Sandbox::builder(caps.clone())
-            .tools(tools())
+            .services(Services::new().tools(tools()))
             .build()
             .unwrap();
         let start = Instant::now();
@@ -89,7 +90,7 @@ fn instantiate(c: &mut Criterion) {
     let agent = host.prepare(&host.load(&guests).unwrap()).unwrap();
     c.bench_function("prepared_run_full_grant", |b| {
         b.iter(|| {
-            let o = RunOptions::new(caps.clone()).tools(tools());
+            let o = RunOptions::new(caps.clone()).services(Services::new().tools(tools()));
             let run = host.run_prepared(&agent, o).unwrap();
             assert_eq!(run.report.exit_code, Some(0));
         })

@@ -11,6 +11,7 @@
 //!   interpreter binaries to compare with, `:`-separated (optional: the
 //!   Python rows are skipped without them).
 
+use sbx_wasm::Services;
 use sbx_wasm_bench::bare;
 
 #[path = "../../guest-examples/agents/src/cpu_work.rs"]
@@ -84,7 +85,7 @@ fn tools() -> ToolRegistry {
 fn opts(caps: &Capabilities, args: &[&str]) -> RunOptions {
     RunOptions::new(caps.clone())
         .args(args.iter().copied())
-        .tools(tools())
+        .services(Services::new().tools(tools()))
 }
 
 fn run_ours(host: &WasmHost, agent: &PreparedAgent, o: RunOptions) -> Res<()> {

@@ -8,6 +8,7 @@
 
 use super::{Res, Row, join_all};
 use sbx_wasm::Capabilities;
+use sbx_wasm::Services;
 use sbx_wasm::tools::{ToolError, ToolRegistry};
 use sbx_wasm::wasm::{PoolSizes, RunOptions, WasmHost};
 use std::path::Path;
@@ -30,7 +31,7 @@ fn benign(dir: &Path) -> Res<(Capabilities, RunOptions)> {
     });
     let opts = RunOptions::new(caps.clone())
         .args(["https://evil.example/"])
-        .tools(tools);
+        .services(Services::new().tools(tools));
     Ok((caps, opts))
 }
 

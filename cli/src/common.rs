@@ -4,8 +4,9 @@
 use anyhow::{Context, Result};
 use sbx_wasm::tools::ToolRegistry;
 use sbx_wasm::wasm::{ArtifactCache, WasmHost};
-use sbx_wasm::{Capabilities, MonotonicClock, ProtectedPaths, Sandbox, TickClock};
+use sbx_wasm::{Capabilities, Clock, MonotonicClock, ProtectedPaths, Sandbox, Services, TickClock};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Load a caps file, printing its warnings (`dangerous_allow_all`, ...),
@@ -115,16 +116,16 @@ pub(crate) fn sandbox(
     deterministic: bool,
     cancel: Option<sbx_wasm::CancelHandle>,
 ) -> Result<Sandbox> {
-    let tools = registry(&caps);
-    let mut b = Sandbox::builder(caps).tools(tools);
+    let clock: Arc<dyn Clock> = if deterministic {
+        Arc::new(TickClock::new(Duration::from_millis(1)))
+    } else {
+        Arc::new(MonotonicClock::new())
+    };
+    let services = Services::new().tools(registry(&caps)).clock(clock);
+    let mut b = Sandbox::builder(caps).services(services);
     if let Some(c) = cancel {
         b = b.cancel(c);
     }
-    let b = if deterministic {
-        b.clock(TickClock::new(Duration::from_millis(1)))
-    } else {
-        b.clock(MonotonicClock::new())
-    };
     Ok(b.build()?)
 }
 

@@ -26,9 +26,9 @@ fn main() {
             let rest: Vec<_> = args.collect();
             std::process::exit(compile::child_main(&rest));
         }
-        Some(a) if a == serve::worker::WORKER_ARG => {
+        Some(a) if a == serve::WORKER_ARG => {
             if let Some(runner) = args.next() {
-                std::process::exit(serve::worker::main(std::path::Path::new(&runner)));
+                std::process::exit(commands::run::worker::main(std::path::Path::new(&runner)));
             }
         }
         _ => {}

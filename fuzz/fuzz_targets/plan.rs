@@ -9,6 +9,7 @@
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
+use sbx_wasm::Services;
 use sbx_wasm::net::{FetchLimits, FetchRequest, FetchResponse, Net, NetError, StaticResolver};
 use sbx_wasm::tools::{ToolError, ToolRegistry};
 use sbx_wasm::{Capabilities, Op, Sandbox, TickClock, Violation};
@@ -181,10 +182,13 @@ fuzz_target!(|input: Input| {
         .with("allowed.test", ["93.184.216.34".parse().unwrap()])
         .with("private.test", ["10.0.0.5".parse().unwrap()]);
     let mut sb = Sandbox::builder(caps)
-        .net(CountingNet(fetches.clone()))
-        .resolver(resolver)
-        .tools(tools)
-        .clock(TickClock::new(Duration::from_millis(1)))
+        .services(
+            Services::new()
+                .net(Arc::new(CountingNet(fetches.clone())))
+                .resolver(Arc::new(resolver))
+                .tools(tools)
+                .clock(Arc::new(TickClock::new(Duration::from_millis(1)))),
+        )
         .build()
         .unwrap();
 

@@ -11,6 +11,7 @@
 use arbitrary::Arbitrary;
 use base64::Engine as _;
 use libfuzzer_sys::fuzz_target;
+use sbx_wasm::Services;
 use sbx_wasm::net::{FetchLimits, FetchRequest, FetchResponse, Net, NetError};
 use sbx_wasm::{Capabilities, Op, Sandbox};
 use std::net::SocketAddr;
@@ -147,7 +148,10 @@ fuzz_target!(|input: Input| {
         prefix: input.prefix.iter().take(3).copied().collect(),
         seen: seen.clone(),
     };
-    let mut sandbox = Sandbox::builder(caps()).net(net).build().unwrap();
+    let mut sandbox = Sandbox::builder(caps())
+        .services(Services::new().net(Arc::new(net)))
+        .build()
+        .unwrap();
     let placeholder = sandbox.secret_placeholders()[0].1.clone();
     let origin = if input.bound { BOUND } else { OTHER };
     let query: String =

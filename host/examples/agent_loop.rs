@@ -14,6 +14,7 @@
 //!     guest-examples/target/wasm32-wasip2/release/spin.wasm
 //! ```
 
+use sbx_wasm::Services;
 use sbx_wasm::events::{Event, EventSink};
 use sbx_wasm::tools::{ToolError, ToolRegistry};
 use sbx_wasm::wasm::{RunOptions, WasmHost};
@@ -61,7 +62,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         });
         let cancel = CancelHandle::new();
         let opts = RunOptions::new(caps.clone())
-            .tools(tools)
+            .services(Services::new().tools(tools))
             .events(EventSink::new(tx))
             .cancel(cancel.clone());
         // The loop's patience: 2 s, then the run is cancelled; it still

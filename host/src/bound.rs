@@ -88,6 +88,28 @@ pub fn clip(s: impl AsRef<str>) -> String {
     }
 }
 
+/// `s` in at most `max` characters for a one-line summary: control
+/// characters shown as `?`, and a longer `s` cut with an ellipsis.
+///
+/// ```
+/// use sbx_wasm::bound::shorten;
+///
+/// assert_eq!(shorten("a\tb", 8), "a?b");
+/// assert_eq!(shorten("abcdefgh", 4), "abc…");
+/// ```
+pub fn shorten(s: &str, max: usize) -> String {
+    let s: String = s
+        .chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect();
+    if s.chars().count() <= max {
+        s
+    } else {
+        let head: String = s.chars().take(max.saturating_sub(1)).collect();
+        format!("{head}…")
+    }
+}
+
 /// `s` safe to print to a terminal or to write into a comment: every
 /// control character (C0, DEL, C1: a CR that returns the cursor, an ESC
 /// that starts a terminal sequence, a newline that ends a TOML comment) and

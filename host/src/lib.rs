@@ -61,6 +61,7 @@ pub mod policy;
 mod quiet_panic;
 pub mod replay;
 pub mod report;
+mod services;
 pub mod violation;
 #[cfg(feature = "wasm")]
 pub mod wasm;
@@ -83,4 +84,5 @@ pub use error::{CapsError, Error};
 pub use gate::{Sandbox, SandboxBuilder};
 pub use op::{Op, OpError, Output, SandboxResult};
 pub use report::{AuditEvent, KernelWall, RunReport, Status};
+pub use services::Services;
 pub use violation::{Denial, Violation};

@@ -81,46 +81,11 @@ fn exec(
     })
 }
 
-fn preview(bytes: &[u8]) -> String {
-    let text = String::from_utf8_lossy(bytes);
-    let escaped: String = text.escape_debug().collect();
-    format!("\"{}\"", short(&escaped, 32))
-}
-
-fn describe_output(o: &Output) -> String {
-    match o {
-        Output::Data { content } => format!("{} bytes {}", content.0.len(), preview(&content.0)),
-        Output::Written { bytes } => format!("wrote {bytes} bytes"),
-        Output::Entries { entries } => format!("{} entries", entries.len()),
-        Output::Stat { stat } => format!("{}, {} bytes", stat.kind, stat.size),
-        Output::Removed => "removed".into(),
-        Output::Created => "created".into(),
-        Output::Response { status, body, .. } => {
-            format!("HTTP {status}, {} bytes {}", body.0.len(), preview(&body.0))
-        }
-        Output::ToolOutput { output } => format!("output {}", preview(output.as_bytes())),
-        _ => "done".into(),
-    }
-}
-
-fn short(s: &str, max: usize) -> String {
-    let s: String = s
-        .chars()
-        .map(|c| if c.is_control() { '?' } else { c })
-        .collect();
-    if s.chars().count() <= max {
-        s
-    } else {
-        let head: String = s.chars().take(max.saturating_sub(1)).collect();
-        format!("{head}…")
-    }
-}
-
 fn print_result(out: &mut impl Write, r: &SandboxResult) -> std::io::Result<()> {
     // Targets, messages and contents are the plan's choice: no control
     // byte of theirs reaches the terminal raw.
     use sbx_wasm::bound::printable;
-    let target = short(&printable(&r.target), 40);
+    let target = sbx_wasm::bound::shorten(&printable(&r.target), 40);
     let head = format!("{:>3}  {:<9}  {:<40}", r.seq, r.op, target);
     let rule = printable(r.rule.as_deref().unwrap_or(""));
     if let Some(d) = &r.denial {
@@ -138,7 +103,7 @@ fn print_result(out: &mut impl Write, r: &SandboxResult) -> std::io::Result<()> 
             printable(&e.message)
         )
     } else {
-        let what = r.output.as_ref().map(describe_output).unwrap_or_default();
+        let what = r.output.as_ref().map(Output::summary).unwrap_or_default();
         writeln!(out, "{head}  allowed  by {rule}; {}", printable(&what))
     }
 }

@@ -2,20 +2,46 @@
 //! on) and every tool the caps file grants with a command, each with its
 //! input schema.
 
-use super::door::Door;
 use rmcp::model::{Tool, ToolAnnotations};
+use sbx_wasm::Capabilities;
+use sbx_wasm::capability::OpKind;
+use sbx_wasm::tools::ToolDefinition;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
-/// The door's own tool names; a granted tool may not take one.
-pub(crate) const BUILT_IN: &[&str] = &[
-    "run_python",
-    "run_wasm",
-    "read_file",
-    "write_file",
-    "list_files",
-    "fetch",
+/// The door's tools that run one op of the library: each one's input
+/// schema is the op's plan arguments ([`OpKind::plan_schema`], derived
+/// from the type the plan parser reads) and its call becomes that plan
+/// object, so the door never restates a capability's arguments.
+pub(crate) const SINGLE_OPS: &[(&str, OpKind)] = &[
+    ("read_file", OpKind::FsRead),
+    ("write_file", OpKind::FsWrite),
+    ("list_files", OpKind::FsList),
+    ("fetch", OpKind::NetFetch),
 ];
+
+/// The door's tools that run a program.
+const PROGRAMS: &[&str] = &["run_python", "run_wasm"];
+
+/// The op a single-op tool named `tool` runs.
+pub(crate) fn single_op(tool: &str) -> Option<OpKind> {
+    SINGLE_OPS.iter().find(|(t, _)| *t == tool).map(|(_, k)| *k)
+}
+
+/// Whether `name` is one of the door's own tools (a granted tool may not
+/// take one).
+pub(crate) fn built_in(name: &str) -> bool {
+    PROGRAMS.contains(&name) || single_op(name).is_some()
+}
+
+/// What the listing depends on: the grant and what the door offers.
+pub(crate) struct Offer<'a> {
+    pub(crate) caps: &'a Capabilities,
+    pub(crate) scratch: bool,
+    pub(crate) python: bool,
+    pub(crate) components: bool,
+    pub(crate) granted_tools: &'a [ToolDefinition],
+}
 
 fn schema(v: Value) -> Arc<Map<String, Value>> {
     Arc::new(v.as_object().cloned().unwrap_or_default())
@@ -36,8 +62,8 @@ fn with_run_args(mut props: Value) -> Value {
     props
 }
 
-/// Everything listed, for `door`'s grant.
-pub(crate) fn tools(door: &Door) -> Vec<Tool> {
+/// Everything listed, for what the door offers.
+pub(crate) fn tools(door: &Offer<'_>) -> Vec<Tool> {
     let mut out = Vec::new();
     let mounts: Vec<String> = door
         .caps
@@ -45,11 +71,11 @@ pub(crate) fn tools(door: &Door) -> Vec<Tool> {
         .iter()
         .map(|m| format!("{} ({})", m.guest.as_str(), m.access.as_str()))
         .collect();
-    let seen = if mounts.is_empty() && door.scratch_root.is_none() {
+    let seen = if mounts.is_empty() && !door.scratch {
         "no folders".to_string()
     } else {
         let mut seen = mounts.join(", ");
-        if door.scratch_root.is_some() {
+        if door.scratch {
             if !seen.is_empty() {
                 seen += ", ";
             }
@@ -59,7 +85,7 @@ pub(crate) fn tools(door: &Door) -> Vec<Tool> {
     };
     let result = "Returns stdout, stderr, status (completed, exited, hard_limit, trapped, \
                   cancelled, busy, refused), exit code, violation, denials and usage.";
-    if door.python.is_some() {
+    if door.python {
         out.push(Tool::new(
             "run_python",
             format!(
@@ -77,7 +103,7 @@ pub(crate) fn tools(door: &Door) -> Vec<Tool> {
             })),
         ));
     }
-    if door.components.is_some() {
+    if door.components {
         out.push(Tool::new(
             "run_wasm",
             format!(
@@ -93,42 +119,20 @@ pub(crate) fn tools(door: &Door) -> Vec<Tool> {
             })),
         ));
     }
-    let path = json!({ "type": "string", "description": "A guest path, e.g. /work/a.txt." });
-    // The read-only ops take a path and nothing else.
-    let reading = |name: &'static str, what: &str| {
-        Tool::new(
-            name,
-            format!("{what} under a granted folder ({seen})."),
-            schema(json!({"type": "object", "properties": {"path": path}, "required": ["path"]})),
-        )
-        .annotate(ToolAnnotations::new().read_only(true))
-    };
-    out.push(reading("read_file", "Read a text file"));
-    out.push(Tool::new(
-        "write_file",
-        format!("Write a text file under a read-write folder ({seen})."),
-        schema(json!({
-            "type": "object",
-            "properties": { "path": path, "content": { "type": "string" } },
-            "required": ["path", "content"],
-        })),
-    ));
-    out.push(reading("list_files", "List a folder"));
-    out.push(Tool::new(
-        "fetch",
-        "Fetch a URL the grant's egress rules allow (HTTP or HTTPS).",
-        schema(json!({
-            "type": "object",
-            "properties": {
-                "url": { "type": "string" },
-                "method": { "type": "string", "description": "Default GET." },
-                "headers": { "type": "object", "additionalProperties": { "type": "string" } },
-                "body": { "type": "string" },
-            },
-            "required": ["url"],
-        })),
-    ));
-    for d in &door.granted_tools {
+    for (name, kind) in SINGLE_OPS {
+        let files = kind.capability() == "fs";
+        let description = match (files, kind.writes()) {
+            (true, true) => format!("{} under a read-write folder ({seen}).", kind.summary()),
+            (true, false) => format!("{} under a granted folder ({seen}).", kind.summary()),
+            (false, _) => format!("{}.", kind.summary()),
+        };
+        let tool = Tool::new(*name, description, schema(kind.plan_schema()));
+        out.push(match files && !kind.writes() {
+            true => tool.annotate(ToolAnnotations::new().read_only(true)),
+            false => tool,
+        });
+    }
+    for d in door.granted_tools {
         out.push(Tool::new(
             d.name.clone(),
             if d.description.is_empty() {

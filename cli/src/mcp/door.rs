@@ -126,7 +126,7 @@ impl Door {
         let granted_tools = registry(&caps).definitions(caps.tools());
         if let Some(clash) = granted_tools
             .iter()
-            .find(|d| super::catalog::BUILT_IN.contains(&d.name.as_str()))
+            .find(|d| super::catalog::built_in(&d.name))
         {
             bail!(
                 "the caps file grants a tool named {:?}, which is a tool of the MCP door itself; rename it",
@@ -167,6 +167,17 @@ impl Door {
             prepared: Mutex::new(HashMap::new()),
             caps,
         })
+    }
+
+    /// What the tool listing shows: the grant and what is offered.
+    pub(crate) fn offer(&self) -> super::catalog::Offer<'_> {
+        super::catalog::Offer {
+            caps: &self.caps,
+            scratch: self.scratch_root.is_some(),
+            python: self.python.is_some(),
+            components: self.components.is_some(),
+            granted_tools: &self.granted_tools,
+        }
     }
 
     /// A run slot, or `None` after waiting `queue_wait` or once shutdown

@@ -39,7 +39,7 @@ pub(crate) async fn serve_stdio(door: Arc<Door>) -> Result<()> {
         .context("the MCP client did not initialize")?;
     tokio::select! {
         r = service.waiting() => { r.context("the MCP session failed")?; }
-        () = super::http::shutdown_signal() => {}
+        () = super::shutdown_signal() => {}
     }
     door.shut_down().await;
     Ok(())
@@ -61,7 +61,9 @@ impl ServerHandler for Handler {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(catalog::tools(&self.door)))
+        Ok(ListToolsResult::with_all_items(catalog::tools(
+            &self.door.offer(),
+        )))
     }
 
     async fn call_tool(

@@ -84,7 +84,7 @@ pub(crate) async fn serve(door: Arc<Door>, o: HttpOptions) -> Result<()> {
     let token: Option<Arc<str>> = o.token.map(Arc::from);
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let connections = Arc::new(Semaphore::new(MAX_CONNECTIONS));
-    let stop = shutdown_signal();
+    let stop = super::shutdown_signal();
     tokio::pin!(stop);
     loop {
         let permit = tokio::select! {
@@ -157,19 +157,4 @@ fn plain(status: StatusCode, text: &'static str) -> Reply {
     let mut r = Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed());
     *r.status_mut() = status;
     r
-}
-
-/// The first SIGINT or SIGTERM.
-pub(crate) async fn shutdown_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut int), Ok(mut term)) = (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = int.recv() => {}
-        _ = term.recv() => {}
-    }
 }

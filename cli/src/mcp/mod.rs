@@ -182,3 +182,18 @@ fn init_log(file: Option<&std::path::Path>) -> Result<()> {
     }
     Ok(())
 }
+
+/// The first SIGINT or SIGTERM (either transport's end).
+pub(crate) async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = int.recv() => {}
+        _ = term.recv() => {}
+    }
+}

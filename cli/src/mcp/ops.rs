@@ -11,33 +11,17 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
-/// The plan form of a call of `tool` with `args`.
+/// The plan form of a call of `tool` with `args`: a single-op tool's
+/// arguments are its op's plan arguments; any other name is a tool call
+/// (granted or not: the gate decides).
 pub(crate) fn plan_form(tool: &str, args: &JsonObject) -> Value {
-    let arg = |k: &str| args.get(k).cloned().unwrap_or(Value::Null);
-    match tool {
-        "read_file" => json!({ "op": "fs_read", "path": arg("path") }),
-        "list_files" => json!({ "op": "fs_list", "path": arg("path") }),
-        "write_file" => json!({ "op": "fs_write", "path": arg("path"), "content": arg("content") }),
-        "fetch" => {
-            let mut op = json!({ "op": "net_fetch", "url": arg("url") });
-            for k in ["method", "body"] {
-                if let Some(v) = args.get(k) {
-                    op[k] = v.clone();
-                }
-            }
-            // MCP clients send headers as an object; plans take pairs.
-            match args.get("headers") {
-                Some(Value::Object(h)) => {
-                    op["headers"] = h.iter().map(|(k, v)| json!([k, v])).collect();
-                }
-                Some(other) => op["headers"] = other.clone(),
-                None => {}
-            }
-            op
+    match super::catalog::single_op(tool) {
+        Some(kind) => {
+            let mut op = args.clone();
+            op.insert("op".into(), Value::String(kind.name().into()));
+            Value::Object(op)
         }
-        granted => {
-            json!({ "op": "tool_call", "name": granted, "input": Value::Object(args.clone()) })
-        }
+        None => json!({ "op": "tool_call", "name": tool, "input": Value::Object(args.clone()) }),
     }
 }
 

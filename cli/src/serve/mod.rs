@@ -14,9 +14,12 @@
 //! and client each check that the other end runs as the same user.
 
 pub(crate) mod client;
-mod context;
-mod wire;
-pub(crate) mod worker;
+pub(crate) mod context;
+pub(crate) mod wire;
+
+/// The argument that starts a warm worker (the runner's path follows);
+/// the worker is `run`'s (`crate::commands::run::worker`).
+pub(crate) const WORKER_ARG: &str = "__python-worker";
 
 use anyhow::{Context, Result, bail};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -196,7 +199,7 @@ impl Worker {
             false => std::env::current_exe()?,
         };
         let mut child = Command::new(exe)
-            .arg(worker::WORKER_ARG)
+            .arg(WORKER_ARG)
             .arg(runner)
             .stdin(Stdio::from(OwnedFd::from(theirs)))
             .stdout(Stdio::null())

@@ -19,27 +19,38 @@
 //! capability (`Op::request`); the gate, the plan door and the audit go
 //! through that.
 //!
+//! Each check returns a [`Permit`], the proof its effect needs: only a
+//! check can make one, a capability's `perform` takes one by value, and it
+//! carries what the check found (the mount and the path below it, the
+//! parsed URL, the tool), so no effect runs without its check and none
+//! decides twice. It lives here, beside the registry, because every
+//! capability both makes and takes it.
+//!
 //! Budgets are not a capability but meters ([`crate::budget`]); the gate
 //! ([`crate::gate`]) charges them around every capability's check and
 //! effect.
 
 pub mod fs;
+mod kind;
 pub mod net;
 mod output;
-pub(crate) mod permit;
 pub mod tools;
 
+pub use kind::OpKind;
+
 pub use output::{Content, Output};
-pub use permit::Permit;
 
 use crate::failure::Failure;
 use crate::violation::{Denial, Violation};
 use fs::{FsOp, MountTable};
 use net::{FetchRequest, Net, Resolve};
 use serde_json::Value;
+use std::fmt;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
-use tools::{ToolCall, ToolRegistry};
+use tools::{Tool, ToolCall, ToolRegistry};
+use url::Url;
 
 /// One model-proposed operation.
 ///
@@ -75,8 +86,8 @@ pub enum Op {
 /// the [`Permit`], then [`perform`](Request::perform), which takes it: no
 /// effect without its check, and no effect decides again.
 pub(crate) trait Request {
-    /// The op's stable name, as in plans and audit logs.
-    fn kind(&self) -> &'static str;
+    /// The op's kind (its stable name is in plans and audit logs).
+    fn kind(&self) -> OpKind;
     /// What the op is aimed at (a path, a URL, a tool name).
     fn target(&self) -> &str;
     /// The permit naming what the grant lets it reach and the rule that
@@ -157,10 +168,12 @@ pub(crate) struct Lent<'a> {
 /// A capability's plan form: the op names it answers to, and the parse of
 /// one plan object carrying one of them into an [`Op`].
 struct PlanForm {
-    ops: &'static [&'static str],
-    parse: fn(&str, Value) -> Result<Op, String>,
+    ops: &'static [OpKind],
+    parse: fn(OpKind, Value) -> Result<Op, String>,
     /// The op of one of `ops` aimed at a target, with an empty payload.
-    aimed: fn(&str, String) -> Op,
+    aimed: fn(OpKind, String) -> Op,
+    /// The JSON schema of the plan arguments of one of `ops`.
+    schema: fn(OpKind) -> Value,
 }
 
 /// The plan forms, one per capability.
@@ -169,16 +182,19 @@ const PLAN_FORMS: [PlanForm; 3] = [
         ops: fs::PLAN_OPS,
         parse: fs::from_plan,
         aimed: fs::aimed_at,
+        schema: fs::plan_schema,
     },
     PlanForm {
         ops: net::PLAN_OPS,
         parse: net::from_plan,
         aimed: net::aimed_at,
+        schema: net::plan_schema,
     },
     PlanForm {
         ops: tools::PLAN_OPS,
         parse: tools::from_plan,
         aimed: tools::aimed_at,
+        schema: tools::plan_schema,
     },
 ];
 
@@ -186,15 +202,25 @@ const PLAN_FORMS: [PlanForm; 3] = [
 pub fn plan_ops() -> String {
     let names: Vec<&str> = PLAN_FORMS
         .iter()
-        .flat_map(|f| f.ops.iter().copied())
+        .flat_map(|f| f.ops.iter().map(|k| k.name()))
         .collect();
     names.join(", ")
 }
 
+/// The plan arguments of `kind`, from its capability's plan form.
+fn plan_schema(kind: OpKind) -> Value {
+    match PLAN_FORMS.iter().find(|f| f.ops.contains(&kind)) {
+        Some(form) => (form.schema)(kind),
+        None => Value::Null,
+    }
+}
+
 /// The op a plan object with op name `kind` asks for, or why it cannot be.
 pub(crate) fn op_from_plan(kind: &str, v: Value) -> Result<Op, String> {
-    match PLAN_FORMS.iter().find(|f| f.ops.contains(&kind)) {
-        Some(form) => (form.parse)(kind, v),
+    let form = OpKind::from_name(kind)
+        .and_then(|k| Some((k, PLAN_FORMS.iter().find(|f| f.ops.contains(&k))?)));
+    match form {
+        Some((kind, form)) => (form.parse)(kind, v),
         None => Err(format!(
             "unknown op {} (ops: {})",
             crate::bound::quote(kind),
@@ -224,8 +250,8 @@ pub fn op_aimed_at(verb: &str, target: &str) -> Result<Op, String> {
             || n.strip_prefix(verb).is_some_and(|p| p.starts_with('_'))
     };
     for form in &PLAN_FORMS {
-        if let Some(name) = form.ops.iter().find(|n| names(n)) {
-            return Ok((form.aimed)(name, target.to_string()));
+        if let Some(kind) = form.ops.iter().find(|k| names(k.name())) {
+            return Ok((form.aimed)(*kind, target.to_string()));
         }
     }
     Err(format!(
@@ -293,7 +319,12 @@ impl Op {
 
     /// The op's stable name, as in plans and audit logs.
     pub fn kind(&self) -> &'static str {
-        self.request().map_or("invalid", Request::kind)
+        self.op_kind().map_or("invalid", OpKind::name)
+    }
+
+    /// The op's kind, or `None` for [`Op::Invalid`].
+    pub fn op_kind(&self) -> Option<OpKind> {
+        self.request().map(Request::kind)
     }
 
     /// What the op is aimed at: a path, a URL or a tool name.
@@ -314,5 +345,82 @@ impl Op {
             }
             (None, _) => Err(Denial::new(Violation::InvalidRequest, "unknown op")),
         }
+    }
+}
+
+/// What a check allowed, and the rule that allowed it.
+///
+/// Made only by a capability's check ([`Sandbox::check`](crate::Sandbox::check)
+/// hands one out so a caller can see the rule); the gate hands it to the
+/// effect, which performs exactly what it names.
+pub struct Permit {
+    rule: String,
+    pub(crate) grant: Grant,
+}
+
+/// What an effect may reach, as its check found it.
+pub(crate) enum Grant {
+    /// A file op through the mount at `mount` (its index in the sandbox's
+    /// mount table), at `rel` below it.
+    Fs {
+        /// Index in the mount table.
+        mount: usize,
+        /// The path below the mount.
+        rel: String,
+        /// Whether the mount allows writing.
+        write: bool,
+    },
+    /// A fetch of the URL as the check parsed it (the first hop: each
+    /// redirect is decided again as a hop of its own).
+    Net(Url),
+    /// A call of the registered tool the check found.
+    Tool(Arc<dyn Tool>),
+    /// Nothing to reach: the answer comes from the grant itself (a folder
+    /// above the mounts), never from the host.
+    Nothing,
+}
+
+impl Permit {
+    /// A permit for `grant` under `rule`. Only the checks call this.
+    pub(crate) fn new(rule: String, grant: Grant) -> Self {
+        Permit { rule, grant }
+    }
+
+    /// The rule that allowed the op, as the audit records it.
+    pub fn rule(&self) -> &str {
+        &self.rule
+    }
+
+    /// Whether the permit lets a file op write (the mount it names is
+    /// writable); `false` for every other permit.
+    pub(crate) fn writes(&self) -> bool {
+        matches!(self.grant, Grant::Fs { write: true, .. })
+    }
+
+    /// The rule, moved out for the audit record (the effect needs only the
+    /// grant).
+    pub(crate) fn take_rule(&mut self) -> String {
+        std::mem::take(&mut self.rule)
+    }
+}
+
+impl fmt::Debug for Permit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let grant = match &self.grant {
+            Grant::Fs { rel, write, .. } => format!("fs {rel:?} write={write}"),
+            Grant::Net(url) => format!("net {url}"),
+            Grant::Tool(_) => "tool".to_string(),
+            Grant::Nothing => "nothing".to_string(),
+        };
+        f.debug_struct("Permit")
+            .field("rule", &self.rule)
+            .field("grant", &grant)
+            .finish()
+    }
+}
+
+impl fmt::Display for Permit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.rule)
     }
 }

@@ -117,4 +117,32 @@ impl Output {
             | Output::Admitted => 0,
         }
     }
+
+    /// What the output is, in one short line for a person (`12 bytes
+    /// "hello…"`, `HTTP 200, 5 bytes "…"`, `removed`): the CLI's summary
+    /// of each result. Previews are escaped and cut at 32 characters, so
+    /// no control byte reaches a terminal.
+    pub fn summary(&self) -> String {
+        match self {
+            Output::Data { content } => {
+                format!("{} bytes {}", content.0.len(), preview(&content.0))
+            }
+            Output::Written { bytes } => format!("wrote {bytes} bytes"),
+            Output::Entries { entries } => format!("{} entries", entries.len()),
+            Output::Stat { stat } => format!("{}, {} bytes", stat.kind, stat.size),
+            Output::Removed => "removed".into(),
+            Output::Created => "created".into(),
+            Output::Response { status, body, .. } => {
+                format!("HTTP {status}, {} bytes {}", body.0.len(), preview(&body.0))
+            }
+            Output::ToolOutput { output } => format!("output {}", preview(output.as_bytes())),
+            Output::Admitted => "admitted".into(),
+        }
+    }
+}
+
+/// `bytes` as a quoted, escaped preview of at most 32 characters.
+fn preview(bytes: &[u8]) -> String {
+    let escaped: String = String::from_utf8_lossy(bytes).escape_debug().collect();
+    format!("\"{}\"", crate::bound::shorten(&escaped, 32))
 }

@@ -38,6 +38,7 @@ mod search;
 pub use property::{Finding, Property};
 pub use search::{Search, SearchOutcome};
 
+use crate::Services;
 use crate::error::Error;
 use crate::replay::{AnswerResult, Recording, Replay, Script, TapeSpec};
 use crate::report::{AuditEvent, RunReport};
@@ -320,7 +321,10 @@ impl AgentFuzzer {
             .args(r.args.clone())
             .stdin(answers.stdin.clone())
             .deterministic(r.seed)
-            .tools(ToolRegistry::stand_ins(&caps, "not run while fuzzing"))
+            .services(Services::new().tools(ToolRegistry::stand_ins(
+                caps.tools(),
+                "not run while fuzzing",
+            )))
             .tape(TapeSpec::Script(script));
         let run = self
             .host

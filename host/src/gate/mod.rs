@@ -19,10 +19,11 @@ use crate::caps::Capabilities;
 use crate::error::Error;
 use crate::events::EventSink;
 use crate::fs::MountTable;
-use crate::net::{HttpNet, Net, Resolve, RunSecrets, SystemResolver};
+use crate::net::{Net, Resolve, RunSecrets};
 use crate::op::{Failure, Op, Output, SandboxResult};
 use crate::replay::Tape;
 use crate::report::{AuditEvent, DenialRecord, Limits, RunReport, Status};
+use crate::services::Services;
 use crate::tools::ToolRegistry;
 use crate::violation::{Denial, Violation};
 use std::sync::Arc;
@@ -32,20 +33,14 @@ use std::time::Duration;
 ///
 /// | setting | default |
 /// |---|---|
-/// | [`net`](SandboxBuilder::net) | [`HttpNet`] (ureq + rustls, no proxy, no redirects of its own) |
-/// | [`resolver`](SandboxBuilder::resolver) | [`SystemResolver`] (the system's name lookup) |
-/// | [`tools`](SandboxBuilder::tools) | an empty [`ToolRegistry`] (every tool call `tool_denied`) |
-/// | [`clock`](SandboxBuilder::clock) | a [`MonotonicClock`] started at [`build`](SandboxBuilder::build) |
+/// | [`services`](SandboxBuilder::services) | [`Services::default`]: [`HttpNet`](crate::net::HttpNet), the system resolver, a [`MonotonicClock`] started at [`build`](SandboxBuilder::build), no tools |
 /// | [`output_meter`](SandboxBuilder::output_meter) | a meter of its own with the caps' `max_output_bytes` |
 /// | [`write_meter`](SandboxBuilder::write_meter) | a meter of its own with the caps' `max_write_bytes` and `max_files` |
 /// | [`cancel`](SandboxBuilder::cancel) | none: the run cannot be cancelled from outside |
 /// | [`events`](SandboxBuilder::events) | none: decisions are only in the audit log |
 pub struct SandboxBuilder {
     caps: Capabilities,
-    net: Arc<dyn Net>,
-    resolver: Arc<dyn Resolve>,
-    tools: ToolRegistry,
-    clock: Arc<dyn Clock>,
+    services: Services,
     output: Option<Arc<OutputMeter>>,
     writes: Option<Arc<WriteMeter>>,
     cancel: Option<CancelHandle>,
@@ -102,47 +97,11 @@ impl SandboxBuilder {
         self
     }
 
-    /// Perform allowed fetches with `net`.
-    pub fn net(mut self, net: impl Net + 'static) -> Self {
-        self.net = Arc::new(net);
-        self
-    }
-
-    /// Resolve host names with `resolver` (each fetch resolves once, and the
-    /// connection goes to a checked address).
-    pub fn resolver(mut self, resolver: impl Resolve + 'static) -> Self {
-        self.resolver = Arc::new(resolver);
-        self
-    }
-
-    /// Run allowed tool calls from `tools` (a tool must be both allowed by
-    /// the caps and registered here).
-    pub fn tools(mut self, tools: ToolRegistry) -> Self {
-        self.tools = tools;
-        self
-    }
-
-    /// Read wall time from `clock`.
-    pub fn clock(mut self, clock: impl Clock + 'static) -> Self {
-        self.clock = Arc::new(clock);
-        self
-    }
-
-    /// Read wall time from a clock shared with other meters.
-    pub fn clock_shared(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.clock = clock;
-        self
-    }
-
-    /// Perform allowed fetches with a shared `net`.
-    pub fn net_shared(mut self, net: Arc<dyn Net>) -> Self {
-        self.net = net;
-        self
-    }
-
-    /// Resolve names with a shared `resolver`.
-    pub fn resolver_shared(mut self, resolver: Arc<dyn Resolve>) -> Self {
-        self.resolver = resolver;
+    /// Perform allowed effects with `services` (the network client, the
+    /// resolver, the clock and the tools; see [`Services`] for each
+    /// default).
+    pub fn services(mut self, services: Services) -> Self {
+        self.services = services;
         self
     }
 
@@ -153,7 +112,14 @@ impl SandboxBuilder {
             host: m.host,
             source,
         })?;
-        let start = self.clock.now();
+        let Services {
+            net,
+            resolver,
+            clock,
+            tools,
+        } = self.services;
+        let clock = clock.unwrap_or_else(|| Arc::new(MonotonicClock::new()));
+        let start = clock.now();
         let secrets = self
             .secrets
             .unwrap_or_else(|| RunSecrets::bind(self.caps.secrets(), None));
@@ -169,10 +135,10 @@ impl SandboxBuilder {
             writes,
             caps: self.caps,
             mounts,
-            net: self.net,
-            resolver: self.resolver,
-            tools: self.tools,
-            clock: self.clock,
+            net,
+            resolver,
+            tools,
+            clock,
             cancel: self.cancel,
             events: self.events,
             start,
@@ -248,10 +214,7 @@ impl Sandbox {
     pub fn builder(caps: Capabilities) -> SandboxBuilder {
         SandboxBuilder {
             caps,
-            net: Arc::new(HttpNet::new()),
-            resolver: Arc::new(SystemResolver),
-            tools: ToolRegistry::new(),
-            clock: Arc::new(MonotonicClock::new()),
+            services: Services::default(),
             output: None,
             writes: None,
             cancel: None,

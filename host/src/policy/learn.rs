@@ -1,6 +1,7 @@
 //! Draft the smallest grant that allows every op a recorded run had
 //! allowed.
 
+use crate::capability::OpKind;
 use crate::caps::{Capabilities, CapabilitiesBuilder};
 use crate::error::CapsError;
 use crate::report::{AuditEvent, RunReport};
@@ -55,6 +56,43 @@ fn parent(path: &str) -> &str {
     }
 }
 
+/// What one allowed op needs of a grant. Decided by one exhaustive
+/// `match` on its kind, so an op kind added later cannot be skipped here
+/// without a compile error.
+enum Need<'a> {
+    /// A folder read (or listed) or written through the mount its rule
+    /// names: (write?, mount guest path, mount host path), the folder.
+    Folder((bool, String, PathBuf), &'a str),
+    /// A fetch of this URL.
+    Origin(&'a str),
+    /// A call of this tool.
+    Tool(&'a str),
+}
+
+fn need(e: &AuditEvent) -> Option<Need<'_>> {
+    let kind = OpKind::from_name(&e.op)?;
+    let mount = || {
+        let (_, guest, host) = mount_of(e.rule.as_deref()?)?;
+        Some((guest, host))
+    };
+    Some(match kind {
+        OpKind::FsList => {
+            let (g, h) = mount()?;
+            Need::Folder((false, g, h), e.target.as_str())
+        }
+        OpKind::FsRead | OpKind::FsStat => {
+            let (g, h) = mount()?;
+            Need::Folder((false, g, h), parent(&e.target))
+        }
+        OpKind::FsWrite | OpKind::FsRemove | OpKind::FsMkdir => {
+            let (g, h) = mount()?;
+            Need::Folder((true, g, h), parent(&e.target))
+        }
+        OpKind::NetFetch => Need::Origin(&e.target),
+        OpKind::ToolCall => Need::Tool(&e.target),
+    })
+}
+
 /// The folders a grant must cover for `audit`'s allowed file ops: per
 /// (write?, mount guest path, mount host path), the folders touched.
 type Touched = BTreeMap<(bool, String, PathBuf), Vec<String>>;
@@ -62,15 +100,8 @@ type Touched = BTreeMap<(bool, String, PathBuf), Vec<String>>;
 fn touched(audit: &[AuditEvent]) -> Touched {
     let mut t: Touched = BTreeMap::new();
     for e in audit.iter().filter(|e| passed(e)) {
-        let Some(rule) = &e.rule else { continue };
-        let Some((_, guest, host)) = mount_of(rule) else {
+        let Some(Need::Folder((write, guest, host), folder)) = need(e) else {
             continue;
-        };
-        let (write, folder) = match &*e.op {
-            "fs_list" => (false, e.target.as_str()),
-            "fs_read" | "fs_stat" => (false, parent(&e.target)),
-            "fs_write" | "fs_remove" | "fs_mkdir" => (true, parent(&e.target)),
-            _ => continue,
         };
         // The folder, never above the mount it went through.
         let folder = if folder.starts_with(&guest) {
@@ -119,8 +150,10 @@ pub fn learn(audit: &[AuditEvent], report: Option<&RunReport>) -> Result<Learned
     }
     let allowed = || audit.iter().filter(|e| passed(e));
     let origins: BTreeSet<String> = allowed()
-        .filter(|e| e.op == "net_fetch")
-        .filter_map(|e| url::Url::parse(&e.target).ok())
+        .filter_map(|e| match need(e) {
+            Some(Need::Origin(url)) => url::Url::parse(url).ok(),
+            _ => None,
+        })
         .filter_map(|u| {
             let port = u.port_or_known_default()?;
             let host = match u.host()? {
@@ -134,8 +167,10 @@ pub fn learn(audit: &[AuditEvent], report: Option<&RunReport>) -> Result<Learned
         b = b.allow_egress(o);
     }
     let tools: BTreeSet<&str> = allowed()
-        .filter(|e| e.op == "tool_call")
-        .map(|e| e.target.as_str())
+        .filter_map(|e| match need(e) {
+            Some(Need::Tool(name)) => Some(name),
+            _ => None,
+        })
         .collect();
     for t in &tools {
         b = b.allow_tool(*t);

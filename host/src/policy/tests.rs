@@ -1,4 +1,5 @@
 use super::*;
+use crate::Services;
 use crate::tools::ToolRegistry;
 use crate::{Capabilities, Op, Sandbox, Violation};
 
@@ -20,7 +21,10 @@ fn recorded() -> (tempfile::TempDir, Vec<crate::AuditEvent>, Capabilities) {
         .unwrap();
     let mut tools = ToolRegistry::new();
     tools.register("count", |s: &str| Ok(s.len().to_string()));
-    let mut sb = Sandbox::builder(caps.clone()).tools(tools).build().unwrap();
+    let mut sb = Sandbox::builder(caps.clone())
+        .services(Services::new().tools(tools))
+        .build()
+        .unwrap();
     for op in [
         Op::read("/work/sub/a.txt"),
         Op::read("/work/sub/b.txt"),

@@ -1,5 +1,6 @@
 //! What another grant would have decided for every op of a recorded run.
 
+use crate::Services;
 use crate::capability::op_aimed_at;
 use crate::caps::Capabilities;
 use crate::error::Error;
@@ -68,8 +69,10 @@ pub struct WhatIf {
 pub fn what_if(audit: &[AuditEvent], caps: Capabilities) -> Result<WhatIf, Error> {
     // The check asks whether a tool is allowed and registered: register
     // every allowed name with a stand-in (checked only, never called).
-    let tools = crate::tools::ToolRegistry::stand_ins(&caps, "not run by what-if");
-    let sandbox = Sandbox::builder(caps).tools(tools).build()?;
+    let tools = crate::tools::ToolRegistry::stand_ins(caps.tools(), "not run by what-if");
+    let sandbox = Sandbox::builder(caps)
+        .services(Services::new().tools(tools))
+        .build()?;
     let mut out = WhatIf::default();
     for e in audit {
         let skip = |reason: &str| Skipped {

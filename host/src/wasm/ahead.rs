@@ -4,10 +4,11 @@
 
 use super::HostState;
 use super::limits::MemoryLimiter;
-use super::warm::{Cost, Warm, idle_state};
+use crate::budget::Budget;
 use std::time::Duration;
+use wasmtime::component::ResourceTable;
 use wasmtime::{Engine, Store};
-use wasmtime_wasi::p2::bindings::CommandPre;
+use wasmtime_wasi::p2::bindings::{Command, CommandPre};
 
 /// What instantiating ahead of a run may spend: the default budget's fuel,
 /// wall time and memory, since no run's budget is known yet. A start
@@ -17,6 +18,54 @@ use wasmtime_wasi::p2::bindings::CommandPre;
 const AHEAD_FUEL: u64 = crate::budget::DEFAULT_MAX_FUEL;
 const AHEAD_WALL: Duration = crate::budget::DEFAULT_MAX_WALL;
 const AHEAD_MEMORY: u64 = crate::budget::DEFAULT_MAX_MEMORY_BYTES;
+
+/// An instance made ahead of its run, and what making it cost.
+pub(super) struct Warm {
+    pub(super) store: Store<HostState>,
+    pub(super) command: Command,
+    pub(super) cost: Cost,
+}
+
+/// What instantiating cost, charged to the run that takes the instance.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Cost {
+    /// Fuel burnt by instantiation (start functions), if fuel is metered.
+    pub(super) fuel_spent: u64,
+    /// The largest memory instantiation made, in bytes.
+    pub(super) memory_peak: usize,
+}
+
+impl Cost {
+    /// Whether a run under `budget` can pay it (otherwise the run
+    /// instantiates on its own and meets the limit there, as it would
+    /// without a warm instance).
+    pub(super) fn fits(&self, budget: &Budget) -> bool {
+        u64::try_from(self.memory_peak).unwrap_or(u64::MAX) <= budget.max_memory_bytes
+            && (!budget.meter_fuel || self.fuel_spent <= budget.max_fuel)
+    }
+
+    /// The run's memory meter, starting from what instantiation made.
+    pub(super) fn limiter(&self, budget: &Budget) -> MemoryLimiter {
+        let mut limiter = MemoryLimiter::new(budget.max_memory_bytes);
+        limiter.peak_bytes = self.memory_peak;
+        limiter.used_bytes = self.memory_peak;
+        limiter
+    }
+}
+
+/// The idle state a warm instance waits in: an empty grant, an empty WASI
+/// context, no limits but the pool's own.
+pub(super) fn idle_state() -> Option<HostState> {
+    let caps = crate::Capabilities::builder().build().ok()?;
+    Some(HostState {
+        wasi: wasmtime_wasi::WasiCtx::builder().build(),
+        table: ResourceTable::new(),
+        gate: crate::gate::Sandbox::builder(caps).build().ok()?,
+        limiter: MemoryLimiter::new(u64::MAX),
+        fs_paths: std::collections::HashMap::new(),
+        deterministic: false,
+    })
+}
 
 pub(super) async fn make(
     engine: &Engine,

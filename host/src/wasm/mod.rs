@@ -110,7 +110,7 @@ impl WasiView for HostState {
 /// # Examples
 ///
 /// ```no_run
-/// use sbx_wasm::Capabilities;
+/// use sbx_wasm::{Capabilities, Services};
 /// use sbx_wasm::tools::{ToolError, ToolRegistry};
 /// use sbx_wasm::wasm::{RunOptions, WasmHost};
 ///
@@ -122,7 +122,7 @@ impl WasiView for HostState {
 /// tools.register("upper", |s: &str| Ok::<_, ToolError>(s.to_uppercase()));
 /// let opts = RunOptions::new(caps)
 ///     .args(["--task", "summarize"])
-///     .tools(tools);
+///     .services(Services::default().tools(tools));
 /// let run = host.run(&component, opts)?;
 /// println!("{:?} {:?}", run.report.status, run.report.violation);
 /// println!("{}", String::from_utf8_lossy(&run.stdout));

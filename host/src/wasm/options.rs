@@ -3,11 +3,10 @@
 
 use super::output::Sink;
 use crate::CancelHandle;
-use crate::budget::Clock;
 use crate::caps::Capabilities;
 use crate::events::EventSink;
-use crate::net::{Net, Resolve};
 use crate::report::{AuditEvent, RunReport};
+use crate::services::Services;
 use crate::tools::ToolRegistry;
 use std::sync::Arc;
 
@@ -21,10 +20,7 @@ use std::sync::Arc;
 /// | [`args`](RunOptions::args) | none |
 /// | [`stdin`](RunOptions::stdin) | empty; [`inherit_stdin`](RunOptions::inherit_stdin) off |
 /// | [`stdout`](RunOptions::stdout), [`stderr`](RunOptions::stderr) | captured: returned in [`WasmRun::stdout`] and [`WasmRun::stderr`] (bounded by `max_output_bytes`) |
-/// | [`tools`](RunOptions::tools) | an empty [`ToolRegistry`] (every call `tool_denied`) |
-/// | [`net`](RunOptions::net) | [`HttpNet`](crate::net::HttpNet) |
-/// | [`resolver`](RunOptions::resolver) | [`SystemResolver`](crate::net::SystemResolver) |
-/// | [`clock`](RunOptions::clock) | a [`MonotonicClock`](crate::MonotonicClock) (a 1 ms [`TickClock`](crate::TickClock) when deterministic) |
+/// | [`services`](RunOptions::services) | [`Services::default`]: [`HttpNet`](crate::net::HttpNet), the system resolver, a [`MonotonicClock`](crate::MonotonicClock) (a 1 ms [`TickClock`](crate::TickClock) when deterministic), no tools |
 /// | [`deterministic`](RunOptions::deterministic) | off: real clocks and randomness |
 /// | [`cancel`](RunOptions::cancel) | none |
 /// | [`events`](RunOptions::events) | none |
@@ -56,10 +52,7 @@ pub struct RunOptions {
     pub(super) inherit_stdin: bool,
     pub(super) stdout: Option<Sink>,
     pub(super) stderr: Option<Sink>,
-    pub(super) tools: ToolRegistry,
-    pub(super) net: Option<Arc<dyn Net>>,
-    pub(super) resolver: Option<Arc<dyn Resolve>>,
-    pub(super) clock: Option<Arc<dyn Clock>>,
+    pub(super) services: Services,
     pub(super) deterministic: Option<u64>,
     pub(super) cancel: Option<CancelHandle>,
     pub(super) events: Option<EventSink>,
@@ -80,10 +73,7 @@ impl RunOptions {
             inherit_stdin: false,
             stdout: None,
             stderr: None,
-            tools: ToolRegistry::new(),
-            net: None,
-            resolver: None,
-            clock: None,
+            services: Services::default(),
             deterministic: None,
             cancel: None,
             events: None,
@@ -117,7 +107,10 @@ impl RunOptions {
             .args(rec.args.clone())
             .stdin(rec.stdin.0.clone())
             .deterministic(rec.seed)
-            .tools(ToolRegistry::stand_ins(&caps, "not run by a replay"))
+            .services(
+                Services::default()
+                    .tools(ToolRegistry::stand_ins(caps.tools(), "not run by a replay")),
+            )
             .tape(crate::replay::TapeSpec::Replay(replay.shared()))
     }
 
@@ -186,35 +179,21 @@ impl RunOptions {
         self
     }
 
-    /// Tools the guest may call (a tool must be allowed by the caps and
-    /// registered here).
-    pub fn tools(mut self, tools: ToolRegistry) -> Self {
-        self.tools = tools;
+    /// Perform allowed effects with `services` (the network client, the
+    /// resolver, the clock and the tools; see [`Services`] for each
+    /// default). The clock is the gate's wall meter, the epoch deadline
+    /// (read at every epoch tick, every 10 ms, while guest code runs) and
+    /// the report's `wall_ms`; whatever it says, a real-time timeout at
+    /// `max_wall_ms` around the whole call is the backstop, so a clock
+    /// slower than real time never lets a guest outlive it.
+    pub fn services(mut self, services: Services) -> Self {
+        self.services = services;
         self
     }
 
-    /// Perform allowed fetches with `net`.
-    pub fn net(mut self, net: Arc<dyn Net>) -> Self {
-        self.net = Some(net);
-        self
-    }
-
-    /// Resolve host names with `resolver`.
-    pub fn resolver(mut self, resolver: Arc<dyn Resolve>) -> Self {
-        self.resolver = Some(resolver);
-        self
-    }
-
-    /// The run's clock: the gate's wall meter, the epoch deadline (read at
-    /// every epoch tick, every 10 ms, while guest code runs) and the
-    /// report's `wall_ms`. Whatever the clock says, a real-time timeout at
-    /// `max_wall_ms` around the whole call is the backstop: a clock slower
-    /// than real time never lets a guest outlive it. A
-    /// [`ManualClock`](crate::ManualClock) lets a test or an embedder drive
-    /// time.
-    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.clock = Some(clock);
-        self
+    /// The backends this run will use.
+    pub fn services_ref(&self) -> &Services {
+        &self.services
     }
 
     /// Virtual clocks and randomness seeded with `seed`: the same

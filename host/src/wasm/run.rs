@@ -1,14 +1,14 @@
 //! A run: the store (gate, WASI context, limits, output meters, deadline),
 //! the call, and how it ended, as a report.
 
+use super::ahead::Warm;
 use super::limits::MemoryLimiter;
 use super::options::{RunOptions, WasmRun};
 use super::outcome::{End, classify, finish};
 use super::output::Sink;
-use super::warm::Warm;
 use super::{FUEL_SLICE, HardLimit, HostState, LoadError, PreparedAgent, WasmHost, setup};
 use crate::CancelHandle;
-use crate::budget::{Clock, MonotonicClock, OutputMeter, TickClock};
+use crate::budget::{OutputMeter, TickClock};
 use crate::gate::Sandbox;
 use crate::violation::Violation;
 use std::sync::{Arc, Mutex};
@@ -173,32 +173,20 @@ impl WasmHost {
         let (wasi, closed) = self.wasi_context(&opts, &meter, &secrets)?;
         let RunOptions {
             caps,
-            tools,
-            net,
-            resolver,
-            clock,
+            mut services,
             confine,
             cancel,
             events,
             tape,
             ..
         } = opts;
-        let clock: Arc<dyn Clock> = match (clock, deterministic) {
-            (Some(c), _) => c,
-            (None, true) => Arc::new(TickClock::new(Duration::from_millis(1))),
-            (None, false) => Arc::new(MonotonicClock::new()),
-        };
+        if services.clock.is_none() && deterministic {
+            services.clock = Some(Arc::new(TickClock::new(Duration::from_millis(1))));
+        }
         let mut gate = Sandbox::builder(caps)
             .secrets(secrets)
-            .tools(tools)
-            .output_meter(meter.clone())
-            .clock_shared(clock);
-        if let Some(net) = net {
-            gate = gate.net_shared(net);
-        }
-        if let Some(r) = resolver {
-            gate = gate.resolver_shared(r);
-        }
+            .services(services)
+            .output_meter(meter.clone());
         if let Some(c) = &cancel {
             gate = gate.cancel(c.clone());
         }

@@ -14,51 +14,15 @@
 //! swaps the idle state back and hands the store over to be dropped. Each
 //! instance serves exactly one run: nothing of one run reaches the next.
 
-use super::ahead::make;
-use super::limits::MemoryLimiter;
+use super::ahead::{Cost, Warm, make};
 use super::{HostState, PreparedAgent};
 use crate::budget::Budget;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
-use wasmtime::component::ResourceTable;
 use wasmtime::{Engine, Store};
-use wasmtime_wasi::p2::bindings::{Command, CommandPre};
-
-/// An instance made ahead of its run, and what making it cost.
-pub(super) struct Warm {
-    pub(super) store: Store<HostState>,
-    pub(super) command: Command,
-    pub(super) cost: Cost,
-}
-
-/// What instantiating cost, charged to the run that takes the instance.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Cost {
-    /// Fuel burnt by instantiation (start functions), if fuel is metered.
-    pub(super) fuel_spent: u64,
-    /// The largest memory instantiation made, in bytes.
-    pub(super) memory_peak: usize,
-}
-
-impl Cost {
-    /// Whether a run under `budget` can pay it (otherwise the run
-    /// instantiates on its own and meets the limit there, as it would
-    /// without a warm instance).
-    fn fits(&self, budget: &Budget) -> bool {
-        u64::try_from(self.memory_peak).unwrap_or(u64::MAX) <= budget.max_memory_bytes
-            && (!budget.meter_fuel || self.fuel_spent <= budget.max_fuel)
-    }
-
-    /// The run's memory meter, starting from what instantiation made.
-    pub(super) fn limiter(&self, budget: &Budget) -> MemoryLimiter {
-        let mut limiter = MemoryLimiter::new(budget.max_memory_bytes);
-        limiter.peak_bytes = self.memory_peak;
-        limiter.used_bytes = self.memory_peak;
-        limiter
-    }
-}
+use wasmtime_wasi::p2::bindings::CommandPre;
 
 /// What the warming thread is asked to do.
 enum Job {
@@ -301,20 +265,6 @@ impl WarmPool {
         }
         self.changed.notify_all();
     }
-}
-
-/// The idle state a warm instance waits in: an empty grant, an empty WASI
-/// context, no limits but the pool's own.
-pub(super) fn idle_state() -> Option<HostState> {
-    let caps = crate::Capabilities::builder().build().ok()?;
-    Some(HostState {
-        wasi: wasmtime_wasi::WasiCtx::builder().build(),
-        table: ResourceTable::new(),
-        gate: crate::gate::Sandbox::builder(caps).build().ok()?,
-        limiter: MemoryLimiter::new(u64::MAX),
-        fs_paths: std::collections::HashMap::new(),
-        deterministic: false,
-    })
 }
 
 fn warm_loop(

@@ -32,6 +32,7 @@
 
 use rig_core::tool::{Tool, ToolContext, ToolExecutionError};
 use sbx_wasm::Capabilities;
+use sbx_wasm::Services;
 use sbx_wasm::tools::ToolRegistry;
 use sbx_wasm::wasm::{LoadError, PythonRunner, RunOptions, WasmHost, WasmRun};
 use schemars::JsonSchema;
@@ -178,7 +179,7 @@ impl Tool for RunPython {
         args: PythonArgs,
     ) -> Result<RunOutcome, SandboxToolError> {
         let opts = RunOptions::new(self.caps.clone())
-            .tools(self.tools.clone())
+            .services(Services::new().tools(self.tools.clone()))
             .args(args.args);
         let run = self
             .python
@@ -270,7 +271,7 @@ impl Tool for RunWasm {
         let agent = self.host.prepare(&self.host.load(&path)?)?;
         let opts = RunOptions::new(self.caps.clone())
             .program_name(args.component)
-            .tools(self.tools.clone())
+            .services(Services::new().tools(self.tools.clone()))
             .args(args.args);
         Ok(self.host.run_prepared_async(&agent, opts).await?.into())
     }

@@ -3,6 +3,7 @@
 //! resolver fed with fixed answers (the decision code is the real one); the
 //! connect-to-the-checked-address path is exercised for real on loopback.
 
+use sbx_wasm::Services;
 use sbx_wasm::net::FetchRequest;
 use sbx_wasm::net::{Resolve, StaticResolver};
 use sbx_wasm::op::{ErrorKind, Output};
@@ -19,7 +20,10 @@ fn ip(s: &str) -> IpAddr {
 }
 
 fn sandbox(caps: Capabilities, resolver: impl Resolve + 'static) -> Sandbox {
-    Sandbox::builder(caps).resolver(resolver).build().unwrap()
+    Sandbox::builder(caps)
+        .services(Services::new().resolver(Arc::new(resolver)))
+        .build()
+        .unwrap()
 }
 
 fn denied(r: &SandboxResult) -> String {

@@ -3,6 +3,7 @@
 //! of denied ops, misbehaving tools and servers. Each denial sits beside the
 //! allowed neighbour that proves the denial is not just "everything fails".
 
+use sbx_wasm::Services;
 use sbx_wasm::op::{ErrorKind, Output};
 use sbx_wasm::tools::{CommandTool, ToolError, ToolRegistry};
 use sbx_wasm::{
@@ -10,6 +11,7 @@ use sbx_wasm::{
 };
 use sbx_wasm_tests::{CANARY, DATA, LoopbackServer, World};
 use std::os::unix::fs::symlink;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 fn assert_denied(r: &SandboxResult, v: Violation) {
@@ -262,7 +264,10 @@ fn misbehaving_tools_give_structured_errors() {
     tools.register("summarize", |s: &str| {
         Ok::<_, ToolError>(s.len().to_string())
     });
-    let mut sb = Sandbox::builder(caps).tools(tools).build().unwrap();
+    let mut sb = Sandbox::builder(caps)
+        .services(Services::new().tools(tools))
+        .build()
+        .unwrap();
     for name in ["boom", "fails"] {
         let r = sb.run(Op::tool(name, "x"));
         assert!(!r.ok && r.denial.is_none(), "{r:?}");
@@ -292,8 +297,11 @@ fn command_tool_runs_and_is_killed_at_the_wall_budget() {
     tools.register("count", tool(&["wc", "-w"]));
     tools.register("hang", tool(&["sleep", "30"]));
     let mut sb = Sandbox::builder(caps)
-        .tools(tools)
-        .clock(MonotonicClock::new())
+        .services(
+            Services::new()
+                .tools(tools)
+                .clock(Arc::new(MonotonicClock::new())),
+        )
         .build()
         .unwrap();
     let r = sb.run(Op::tool("count", "one two three"));
@@ -376,7 +384,7 @@ fn tool_output_and_listings_count_against_the_output_budget() {
     let mut tools = ToolRegistry::new();
     tools.register("flood", |_: &str| Ok::<_, ToolError>("y".repeat(80)));
     let mut sb = Sandbox::builder(caps.clone())
-        .tools(tools.clone())
+        .services(Services::new().tools(tools.clone()))
         .build()
         .unwrap();
     assert!(sb.run(Op::tool("flood", "")).ok, "80 of 100 bytes fit");
@@ -384,7 +392,10 @@ fn tool_output_and_listings_count_against_the_output_budget() {
     assert_eq!(r.violation(), Some(Violation::MaxOutputBytes), "{r:?}");
     assert!(r.hard() && r.output.is_none());
     // 20 names of 11 bytes plus separators overflow 100 bytes.
-    let mut sb = Sandbox::builder(caps).tools(tools).build().unwrap();
+    let mut sb = Sandbox::builder(caps)
+        .services(Services::new().tools(tools))
+        .build()
+        .unwrap();
     let r = sb.run(Op::list("/work"));
     assert_eq!(r.violation(), Some(Violation::MaxOutputBytes), "{r:?}");
     assert_eq!(sb.usage().output_bytes, 0);

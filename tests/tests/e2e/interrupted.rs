@@ -4,6 +4,7 @@
 //! began, which stays `denied`. A counting server and a flag the tool sets
 //! show which effects happened.
 
+use sbx_wasm::Services;
 use sbx_wasm::tools::ToolRegistry;
 use sbx_wasm::{CancelHandle, Capabilities, Op, Sandbox};
 use sbx_wasm_tests::LoopbackServer;
@@ -32,7 +33,7 @@ fn a_tool_cancelled_mid_call_is_interrupted_and_one_refused_before_is_denied() {
     let caps = Capabilities::builder().allow_tool("slow").build().unwrap();
     let cancel = CancelHandle::new();
     let mut sandbox = Sandbox::builder(caps)
-        .tools(tools)
+        .services(Services::new().tools(tools))
         .cancel(cancel.clone())
         .build()
         .unwrap();

@@ -3,7 +3,7 @@
 
 use super::{Access, FsOp, GuestPath, MountTable, OpenMount, check_path};
 use crate::bound::clip;
-use crate::capability::permit::{Grant, Permit};
+use crate::capability::{Grant, Permit};
 use crate::violation::Denial;
 
 impl MountTable {

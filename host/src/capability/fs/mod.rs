@@ -20,20 +20,20 @@ pub(crate) use check::escape;
 pub use mount::{Access, Entry, Mount, Stat};
 pub(crate) use mount::{FsError, MountTable, OpenMount};
 pub use path::{GuestPath, MAX_PATH_BYTES, canonical, check_path, has_traversal};
-pub(crate) use plan::{PLAN_OPS, aimed_at, from_plan};
+pub(crate) use plan::{PLAN_OPS, aimed_at, from_plan, plan_schema};
 pub use request::FsOp;
 pub(crate) use snapshot::Found;
 
 use crate::capability::Output;
+use crate::capability::Permit;
 use crate::capability::Trace;
-use crate::capability::permit::Permit;
 use crate::capability::{Held, Lent, Request};
 use crate::failure::Failure;
 use crate::violation::Denial;
 
 impl Request for FsOp {
-    fn kind(&self) -> &'static str {
-        FsOp::kind(self)
+    fn kind(&self) -> crate::capability::OpKind {
+        self.op_kind()
     }
 
     fn target(&self) -> &str {

@@ -3,43 +3,67 @@
 
 use super::FsOp;
 use crate::capability::Op;
+use crate::capability::kind::{OpKind, variant_schema};
 use base64::Engine as _;
 use serde::Deserialize;
 use serde_json::Value;
 
-/// Op names of the file capability in plans.
-pub(crate) const PLAN_OPS: &[&str] = &[
-    "fs_read",
-    "fs_write",
-    "fs_list",
-    "fs_stat",
-    "fs_remove",
-    "fs_mkdir",
+/// Op kinds of the file capability in plans.
+pub(crate) const PLAN_OPS: &[OpKind] = &[
+    OpKind::FsRead,
+    OpKind::FsWrite,
+    OpKind::FsList,
+    OpKind::FsStat,
+    OpKind::FsRemove,
+    OpKind::FsMkdir,
 ];
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(tag = "op", deny_unknown_fields)]
 enum PlanOp {
     #[serde(rename = "fs_read")]
-    Read { path: String },
+    Read {
+        /// A guest path, e.g. /work/a.txt.
+        path: String,
+    },
     #[serde(rename = "fs_write")]
     Write {
+        /// A guest path under a read-write folder, e.g. /work/out/r.txt.
         path: String,
+        /// The text to write (or give `content_base64`).
         content: Option<String>,
+        /// The bytes to write, base64 (or give `content`).
         content_base64: Option<String>,
     },
     #[serde(rename = "fs_list")]
-    List { path: String },
+    List {
+        /// A guest folder, e.g. /work.
+        path: String,
+    },
     #[serde(rename = "fs_stat")]
-    Stat { path: String },
+    Stat {
+        /// A guest path, e.g. /work/a.txt.
+        path: String,
+    },
     #[serde(rename = "fs_remove")]
-    Remove { path: String },
+    Remove {
+        /// A guest path under a read-write folder.
+        path: String,
+    },
     #[serde(rename = "fs_mkdir")]
-    Mkdir { path: String },
+    Mkdir {
+        /// A guest path under a read-write folder.
+        path: String,
+    },
+}
+
+/// The arguments of the file op `kind` in a plan, as a JSON schema.
+pub(crate) fn plan_schema(kind: OpKind) -> Value {
+    variant_schema(schemars::schema_for!(PlanOp), kind)
 }
 
 /// The file op a plan object asks for.
-pub(crate) fn from_plan(_kind: &str, v: Value) -> Result<Op, String> {
+pub(crate) fn from_plan(_kind: OpKind, v: Value) -> Result<Op, String> {
     let p: PlanOp = serde_json::from_value(v).map_err(|e| e.to_string())?;
     Ok(Op::Fs(match p {
         PlanOp::Read { path } => FsOp::Read { path },
@@ -68,16 +92,16 @@ pub(crate) fn from_plan(_kind: &str, v: Value) -> Result<Op, String> {
 }
 
 /// The file op `kind` on `path`, writing nothing.
-pub(crate) fn aimed_at(kind: &str, path: String) -> Op {
+pub(crate) fn aimed_at(kind: OpKind, path: String) -> Op {
     Op::Fs(match kind {
-        "fs_write" => FsOp::Write {
+        OpKind::FsWrite => FsOp::Write {
             path,
             content: Vec::new(),
         },
-        "fs_list" => FsOp::List { path },
-        "fs_stat" => FsOp::Stat { path },
-        "fs_remove" => FsOp::Remove { path },
-        "fs_mkdir" => FsOp::Mkdir { path },
+        OpKind::FsList => FsOp::List { path },
+        OpKind::FsStat => FsOp::Stat { path },
+        OpKind::FsRemove => FsOp::Remove { path },
+        OpKind::FsMkdir => FsOp::Mkdir { path },
         _ => FsOp::Read { path },
     })
 }

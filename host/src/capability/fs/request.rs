@@ -1,6 +1,7 @@
 //! What the file capability is asked to do: one request per file op.
 
 use super::Access;
+use crate::capability::OpKind;
 
 /// One file operation, by guest path.
 #[non_exhaustive]
@@ -63,13 +64,18 @@ impl FsOp {
 
     /// The op's stable name, as in plans and audit logs.
     pub fn kind(&self) -> &'static str {
+        self.op_kind().name()
+    }
+
+    /// The op's kind.
+    pub fn op_kind(&self) -> OpKind {
         match self {
-            FsOp::Read { .. } => "fs_read",
-            FsOp::Write { .. } => "fs_write",
-            FsOp::List { .. } => "fs_list",
-            FsOp::Stat { .. } => "fs_stat",
-            FsOp::Remove { .. } => "fs_remove",
-            FsOp::Mkdir { .. } => "fs_mkdir",
+            FsOp::Read { .. } => OpKind::FsRead,
+            FsOp::Write { .. } => OpKind::FsWrite,
+            FsOp::List { .. } => OpKind::FsList,
+            FsOp::Stat { .. } => OpKind::FsStat,
+            FsOp::Remove { .. } => OpKind::FsRemove,
+            FsOp::Mkdir { .. } => OpKind::FsMkdir,
         }
     }
 }

@@ -4,7 +4,7 @@
 //! ([`super::Egress::decide`]), which a pure check cannot do.
 
 use super::{Egress, FetchRequest, check_request};
-use crate::capability::permit::{Grant, Permit};
+use crate::capability::{Grant, Permit};
 use crate::violation::Denial;
 
 /// Whether `req` may go out under `egress`: the permit holds the URL as

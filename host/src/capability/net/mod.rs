@@ -20,7 +20,7 @@ pub(crate) use check::check_fetch;
 pub(crate) use effect::fetch;
 pub(crate) use fetch::{FetchFailure, gated_fetch};
 pub use http::HttpNet;
-pub(crate) use plan::{PLAN_OPS, aimed_at, from_plan};
+pub(crate) use plan::{PLAN_OPS, aimed_at, from_plan, plan_schema};
 pub use request::{
     CROSS_ORIGIN_SAFE_HEADERS, MAX_HEADER_BYTES, MAX_REQUEST_BODY_BYTES, MAX_REQUEST_HEADERS,
     MAX_RESPONSE_HEADER_BYTES, check_request, cross_origin_safe, forbidden_header,
@@ -306,8 +306,8 @@ pub trait Net: Send + Sync {
 }
 
 impl Request for FetchRequest {
-    fn kind(&self) -> &'static str {
-        "net_fetch"
+    fn kind(&self) -> crate::capability::OpKind {
+        crate::capability::OpKind::NetFetch
     }
 
     fn target(&self) -> &str {

@@ -3,26 +3,62 @@
 
 use super::FetchRequest;
 use crate::capability::Op;
+use crate::capability::kind::{OpKind, variant_schema};
 use serde::Deserialize;
 use serde_json::Value;
+use std::collections::BTreeMap;
 
-/// Op names of the network capability in plans.
-pub(crate) const PLAN_OPS: &[&str] = &["net_fetch"];
+/// Op kinds of the network capability in plans.
+pub(crate) const PLAN_OPS: &[OpKind] = &[OpKind::NetFetch];
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
 enum PlanOp {
     NetFetch {
+        /// An http or https URL.
         url: String,
+        /// The HTTP method (default GET).
         method: Option<String>,
+        /// Request headers: `[[name, value], ...]`, or an object of names
+        /// to values.
         #[serde(default)]
-        headers: Vec<(String, String)>,
+        headers: Headers,
+        /// The request body, as text.
         body: Option<String>,
     },
 }
 
+/// Headers as pairs (the order kept) or as an object (as MCP clients send
+/// them).
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+enum Headers {
+    Pairs(Vec<(String, String)>),
+    Object(BTreeMap<String, String>),
+}
+
+impl Default for Headers {
+    fn default() -> Self {
+        Headers::Pairs(Vec::new())
+    }
+}
+
+impl Headers {
+    fn pairs(self) -> Vec<(String, String)> {
+        match self {
+            Headers::Pairs(p) => p,
+            Headers::Object(o) => o.into_iter().collect(),
+        }
+    }
+}
+
+/// The arguments of a fetch in a plan, as a JSON schema.
+pub(crate) fn plan_schema(kind: OpKind) -> Value {
+    variant_schema(schemars::schema_for!(PlanOp), kind)
+}
+
 /// The fetch a plan object asks for.
-pub(crate) fn from_plan(_kind: &str, v: Value) -> Result<Op, String> {
+pub(crate) fn from_plan(_kind: OpKind, v: Value) -> Result<Op, String> {
     let PlanOp::NetFetch {
         url,
         method,
@@ -39,12 +75,12 @@ pub(crate) fn from_plan(_kind: &str, v: Value) -> Result<Op, String> {
     Ok(Op::Net(FetchRequest {
         method,
         url,
-        headers,
+        headers: headers.pairs(),
         body: body.unwrap_or_default().into_bytes(),
     }))
 }
 
 /// `GET url`.
-pub(crate) fn aimed_at(_kind: &str, url: String) -> Op {
+pub(crate) fn aimed_at(_kind: OpKind, url: String) -> Op {
     Op::fetch(url)
 }

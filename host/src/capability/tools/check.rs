@@ -3,7 +3,7 @@
 
 use super::ToolRegistry;
 use crate::bound::{MAX_TOOL_INPUT_BYTES, MAX_TOOL_NAME_BYTES, quote};
-use crate::capability::permit::{Grant, Permit};
+use crate::capability::{Grant, Permit};
 use crate::violation::{Denial, Violation};
 use std::collections::BTreeSet;
 

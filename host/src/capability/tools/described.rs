@@ -201,6 +201,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Services;
     use crate::{Capabilities, Op, Sandbox};
 
     #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -268,7 +269,10 @@ mod tests {
             .allow_tool("search")
             .build()
             .unwrap();
-        let mut sandbox = Sandbox::builder(caps).tools(registry()).build().unwrap();
+        let mut sandbox = Sandbox::builder(caps)
+            .services(Services::new().tools(registry()))
+            .build()
+            .unwrap();
         let ok = sandbox.run(Op::tool("search", r#"{"query": "wasm", "limit": 3}"#));
         assert!(ok.ok, "{ok:?}");
         let bad = sandbox.run(Op::tool("search", r#"{"limit": "many"}"#));
@@ -285,7 +289,10 @@ mod tests {
         let caps = Capabilities::builder().allow_tool("boom").build().unwrap();
         let mut tools = ToolRegistry::new();
         tools.register_fn("boom", |_| panic!("the tool broke on purpose"));
-        let mut sandbox = Sandbox::builder(caps).tools(tools).build().unwrap();
+        let mut sandbox = Sandbox::builder(caps)
+            .services(Services::new().tools(tools))
+            .build()
+            .unwrap();
         let r = sandbox.run(Op::tool("boom", ""));
         let e = r.error.unwrap();
         assert!(

@@ -6,7 +6,7 @@ use crate::CancelHandle;
 use crate::bound::{clip, quote};
 use crate::cancel::{Abandoned, unless_cancelled};
 use crate::capability::Output;
-use crate::capability::permit::{Grant, Permit};
+use crate::capability::{Grant, Permit};
 use crate::failure::{ErrorKind, Failure, OpError};
 use crate::quiet_panic::catch_quietly;
 use crate::violation::{Denial, Violation};

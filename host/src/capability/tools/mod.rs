@@ -16,7 +16,7 @@ mod plan;
 mod request;
 
 pub use described::{ToolDefinition, ToolFormat};
-pub(crate) use plan::{PLAN_OPS, aimed_at, from_plan};
+pub(crate) use plan::{PLAN_OPS, aimed_at, from_plan, plan_schema};
 pub use request::ToolCall;
 
 use crate::CancelHandle;
@@ -215,13 +215,16 @@ impl ToolRegistry {
         self
     }
 
-    /// A stand-in for every tool `caps` allows, failing with `why` if ever
-    /// called: for a gate that only decides (what-if) or answers from a
-    /// recording (replay), since the check asks that an allowed tool be
-    /// registered.
-    pub(crate) fn stand_ins(caps: &crate::Capabilities, why: &'static str) -> Self {
+    /// A stand-in for each tool of `allowed` (a grant's allow-list),
+    /// failing with `why` if ever called: for a gate that only decides
+    /// (what-if) or answers from a recording (replay), since the check asks
+    /// that an allowed tool be registered.
+    pub(crate) fn stand_ins<'a>(
+        allowed: impl IntoIterator<Item = &'a String>,
+        why: &'static str,
+    ) -> Self {
         let mut tools = Self::new();
-        for name in caps.tools() {
+        for name in allowed {
             tools.register(name.clone(), move |_: &str| {
                 Err(ToolError::Failed(why.into()))
             });
@@ -249,8 +252,8 @@ pub fn valid_tool_name(name: &str) -> bool {
 }
 
 impl Request for ToolCall {
-    fn kind(&self) -> &'static str {
-        "tool_call"
+    fn kind(&self) -> crate::capability::OpKind {
+        crate::capability::OpKind::ToolCall
     }
 
     fn target(&self) -> &str {

@@ -4,24 +4,33 @@
 
 use super::ToolCall;
 use crate::capability::Op;
+use crate::capability::kind::{OpKind, variant_schema};
 use serde::Deserialize;
 use serde_json::Value;
 
-/// Op names of the tool capability in plans.
-pub(crate) const PLAN_OPS: &[&str] = &["tool_call"];
+/// Op kinds of the tool capability in plans.
+pub(crate) const PLAN_OPS: &[OpKind] = &[OpKind::ToolCall];
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
 enum PlanOp {
     ToolCall {
+        /// The granted tool's name.
         name: String,
+        /// The tool's input: a string, or any JSON value (passed on as its
+        /// JSON text).
         #[serde(default)]
         input: Value,
     },
 }
 
+/// The arguments of a tool call in a plan, as a JSON schema.
+pub(crate) fn plan_schema(kind: OpKind) -> Value {
+    variant_schema(schemars::schema_for!(PlanOp), kind)
+}
+
 /// The tool call a plan object asks for.
-pub(crate) fn from_plan(_kind: &str, v: Value) -> Result<Op, String> {
+pub(crate) fn from_plan(_kind: OpKind, v: Value) -> Result<Op, String> {
     let PlanOp::ToolCall { name, input } = serde_json::from_value(v).map_err(|e| e.to_string())?;
     Ok(Op::Tool(ToolCall {
         name,
@@ -34,6 +43,6 @@ pub(crate) fn from_plan(_kind: &str, v: Value) -> Result<Op, String> {
 }
 
 /// A call of tool `name` with no input.
-pub(crate) fn aimed_at(_kind: &str, name: String) -> Op {
+pub(crate) fn aimed_at(_kind: OpKind, name: String) -> Op {
     Op::tool(name, "")
 }

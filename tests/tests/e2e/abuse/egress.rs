@@ -2,7 +2,9 @@
 //! hops, request bounds first, a halted fetch keeping its rule.
 
 use super::*;
+use sbx_wasm::Services;
 use sbx_wasm::net::FetchRequest;
+use std::sync::Arc;
 
 #[test]
 fn response_headers_count_against_max_output_bytes() {
@@ -49,7 +51,10 @@ fn granted_names_answering_special_addresses_are_never_dialled() {
         .allow_egress(s.origin())
         .build()
         .unwrap();
-    let mut sb = Sandbox::builder(caps).resolver(resolver).build().unwrap();
+    let mut sb = Sandbox::builder(caps)
+        .services(Services::new().resolver(Arc::new(resolver)))
+        .build()
+        .unwrap();
     for host in ["translated.test", "bench6.test", "doc6.test"] {
         let r = sb.run(Op::fetch(format!("http://{host}/")));
         denied(&r, Violation::EgressDenied);

@@ -2,6 +2,8 @@
 //! mount roots, virtual file times.
 
 use super::*;
+use sbx_wasm::Services;
+use std::sync::Arc;
 
 #[test]
 fn plan_writes_and_folders_are_charged_to_the_write_quota() {
@@ -13,7 +15,7 @@ fn plan_writes_and_folders_are_charged_to_the_write_quota() {
         .build()
         .unwrap();
     let mut sb = Sandbox::builder(caps)
-        .clock(TickClock::new(Duration::from_millis(1)))
+        .services(Services::new().clock(Arc::new(TickClock::new(Duration::from_millis(1)))))
         .build()
         .unwrap();
     assert!(sb.run(Op::write("/work/out/a.txt", vec![b'a'; 60])).ok);

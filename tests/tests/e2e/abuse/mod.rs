@@ -13,6 +13,7 @@ mod files;
 mod memory;
 mod stdio;
 
+use sbx_wasm::Services;
 use sbx_wasm::bound::{MAX_RECORD_TARGET_BYTES, MAX_URL_BYTES};
 use sbx_wasm::net::StaticResolver;
 use sbx_wasm::tools::{ToolError, ToolRegistry};
@@ -39,7 +40,10 @@ fn with_tools(w: &World, caps: Capabilities) -> Sandbox {
     tools.register("summarize", |s: &str| {
         Ok::<_, ToolError>(format!("{} bytes", s.len()))
     });
-    Sandbox::builder(caps).tools(tools).build().unwrap()
+    Sandbox::builder(caps)
+        .services(Services::new().tools(tools))
+        .build()
+        .unwrap()
 }
 
 // --- wasm guests through the CLI ----------------------------------------

@@ -1,6 +1,8 @@
 //! Behaviours 14-26: budgets, audit, determinism, the hostile sequence.
 
 use super::*;
+use sbx_wasm::Services;
+use std::sync::Arc;
 
 // 14
 #[test]
@@ -42,7 +44,7 @@ fn allowed_tool_runs() {
     let calls = Arc::new(AtomicUsize::new(0));
     let caps = w.caps_builder().build().unwrap();
     let mut sb = Sandbox::builder(caps)
-        .tools(summarize_tools(calls.clone()))
+        .services(Services::new().tools(summarize_tools(calls.clone())))
         .build()
         .unwrap();
     let r = sb.run(Op::tool("summarize", "four"));
@@ -58,7 +60,7 @@ fn unlisted_tool_is_tool_denied_and_never_runs() {
     let calls = Arc::new(AtomicUsize::new(0));
     let caps = w.caps_builder().build().unwrap();
     let mut sb = Sandbox::builder(caps)
-        .tools(summarize_tools(calls.clone()))
+        .services(Services::new().tools(summarize_tools(calls.clone())))
         .build()
         .unwrap();
     // `shell` is registered but not granted; `deploy` is neither.
@@ -129,7 +131,7 @@ fn max_wall_is_a_hard_halt() {
         .unwrap();
     // Each clock reading advances 10 ms: the ops run at 10, 20, 30 ms.
     let mut sb = Sandbox::builder(caps)
-        .clock(TickClock::new(Duration::from_millis(10)))
+        .services(Services::new().clock(Arc::new(TickClock::new(Duration::from_millis(10)))))
         .build()
         .unwrap();
     assert!(sb.run(Op::read("/work/data.txt")).ok);
@@ -255,7 +257,7 @@ fn hostile_sequence_is_contained() {
         .unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
     let sb = Sandbox::builder(caps)
-        .tools(summarize_tools(calls.clone()))
+        .services(Services::new().tools(summarize_tools(calls.clone())))
         .build()
         .unwrap();
     let mut agent = SandboxedAgent::new(sb);

@@ -5,6 +5,7 @@
 mod budgets;
 mod capabilities;
 
+use sbx_wasm::Services;
 use sbx_wasm::fs::{canonical, has_traversal};
 use sbx_wasm::op::Output;
 use sbx_wasm::tools::{ToolError, ToolRegistry};
@@ -34,8 +35,11 @@ fn summarize_tools(calls: Arc<AtomicUsize>) -> ToolRegistry {
 fn sandbox(world: &World, caps: Capabilities) -> Sandbox {
     let _ = world;
     Sandbox::builder(caps)
-        .tools(summarize_tools(Arc::new(AtomicUsize::new(0))))
-        .clock(TickClock::new(Duration::from_millis(1)))
+        .services(
+            Services::new()
+                .tools(summarize_tools(Arc::new(AtomicUsize::new(0))))
+                .clock(Arc::new(TickClock::new(Duration::from_millis(1)))),
+        )
         .build()
         .unwrap()
 }

@@ -6,8 +6,10 @@
 
 use super::*;
 use sbx_wasm::CancelHandle;
+use sbx_wasm::Services;
 use sbx_wasm::events::{Event, EventSink};
 use sbx_wasm::tools::{ToolError, ToolRegistry};
+use std::sync::Arc;
 
 /// Cancel `cancel` after `ms` milliseconds, from another thread.
 fn cancel_after(cancel: &CancelHandle, ms: u64) -> std::thread::JoinHandle<()> {
@@ -55,7 +57,7 @@ fn output_is_captured_by_default_and_streamed_on_request() {
     let run = host()
         .run(
             &component,
-            RunOptions::new(caps.clone()).tools(command_tools(&caps)),
+            RunOptions::new(caps.clone()).services(Services::new().tools(command_tools(&caps))),
         )
         .unwrap();
     assert_eq!(run.report.exit_code, Some(0), "{:?}", run.trap);
@@ -69,7 +71,7 @@ fn output_is_captured_by_default_and_streamed_on_request() {
     let caps = t.caps().build().unwrap();
     let (out, buf) = sink();
     let opts = RunOptions::new(caps.clone())
-        .tools(command_tools(&caps))
+        .services(Services::new().tools(command_tools(&caps)))
         .stdout(out);
     let run = host().run(&component, opts).unwrap();
     assert!(run.stdout.is_empty());
@@ -118,7 +120,7 @@ fn a_handle_never_cancelled_changes_nothing() {
     let t = Tree::new();
     let caps = t.caps().build().unwrap();
     let opts = RunOptions::new(caps.clone())
-        .tools(command_tools(&caps))
+        .services(Services::new().tools(command_tools(&caps)))
         .cancel(CancelHandle::new());
     let run = host().run(&component, opts).unwrap();
     assert_eq!(run.report.status, Status::Completed, "{:?}", run.trap);
@@ -151,7 +153,9 @@ fn cancel_ends_a_guest_waiting_in_a_slow_tool_and_nothing_after_it_happens() {
         let cancel = CancelHandle::new();
         let start = Instant::now();
         let canceller = cancel_after(&cancel, 300);
-        let opts = RunOptions::new(caps).tools(tools).cancel(cancel);
+        let opts = RunOptions::new(caps)
+            .services(Services::new().tools(tools))
+            .cancel(cancel);
         let run = host().run(&component, opts).unwrap();
         assert_cancelled(&run, start.elapsed());
         canceller.join().unwrap();
@@ -181,7 +185,7 @@ fn cancel_ends_a_guest_waiting_on_a_stalled_fetch() {
     let url = format!("{}/stall", server.origin());
     let opts = RunOptions::new(caps.clone())
         .args([url])
-        .tools(command_tools(&caps))
+        .services(Services::new().tools(command_tools(&caps)))
         .cancel(cancel);
     let run = host().run(&component, opts).unwrap();
     assert_cancelled(&run, start.elapsed());
@@ -201,7 +205,7 @@ fn events_arrive_in_order_and_a_full_channel_never_blocks_the_guest() {
     let caps = t.caps().build().unwrap();
     let (tx, rx) = std::sync::mpsc::sync_channel(1024);
     let opts = RunOptions::new(caps.clone())
-        .tools(command_tools(&caps))
+        .services(Services::new().tools(command_tools(&caps)))
         .events(EventSink::new(tx));
     let run = host().run(&component, opts).unwrap();
     assert_eq!(run.report.exit_code, Some(0), "{:?}", run.trap);
@@ -237,7 +241,7 @@ fn events_arrive_in_order_and_a_full_channel_never_blocks_the_guest() {
     let caps = t.caps().build().unwrap();
     let (tx, _rx) = std::sync::mpsc::sync_channel(1);
     let opts = RunOptions::new(caps.clone())
-        .tools(command_tools(&caps))
+        .services(Services::new().tools(command_tools(&caps)))
         .events(EventSink::new(tx));
     let run = host().run(&component, opts).unwrap();
     assert_eq!(run.report.exit_code, Some(0));
@@ -264,7 +268,7 @@ fn the_blocking_api_works_inside_an_async_runtime() {
     let run = rt.block_on(async {
         host().run(
             &component,
-            RunOptions::new(caps.clone()).tools(command_tools(&caps)),
+            RunOptions::new(caps.clone()).services(Services::new().tools(command_tools(&caps))),
         )
     });
     assert_eq!(run.unwrap().report.exit_code, Some(0));
@@ -352,7 +356,7 @@ fn an_async_tool_runs_on_the_callers_runtime_and_a_cancel_aborts_it() {
         tokio::time::sleep(Duration::from_millis(20)).await;
         Ok(input.split_whitespace().count().to_string())
     });
-    let opts = RunOptions::new(patient(&t).build().unwrap()).tools(tools);
+    let opts = RunOptions::new(patient(&t).build().unwrap()).services(Services::new().tools(tools));
     let run = rt
         .block_on(host().run_prepared_async(&agent, opts))
         .unwrap();
@@ -373,7 +377,7 @@ fn an_async_tool_runs_on_the_callers_runtime_and_a_cancel_aborts_it() {
     });
     let cancel = CancelHandle::new();
     let opts = RunOptions::new(patient(&t).build().unwrap())
-        .tools(tools)
+        .services(Services::new().tools(tools))
         .cancel(cancel.clone());
     let start = Instant::now();
     let run = rt.block_on(async {
@@ -438,7 +442,7 @@ fn an_async_run_in_place_runs_on_the_callers_runtime() {
         .build()
         .unwrap();
     let opts = RunOptions::new(caps.clone())
-        .tools(command_tools(&caps))
+        .services(Services::new().tools(command_tools(&caps)))
         .in_place(true);
     let run = rt.block_on(host().run_async(&component, opts)).unwrap();
     assert_eq!(run.report.exit_code, Some(0), "{:?}", run.trap);

@@ -8,6 +8,7 @@ mod embed;
 mod guests;
 mod prepared;
 
+use sbx_wasm::Services;
 use sbx_wasm::report::Status;
 use sbx_wasm::wasm::{RunOptions, Sink, WasmHost, WasmRun};
 use sbx_wasm::{Capabilities, CapabilitiesBuilder, Violation};
@@ -101,7 +102,7 @@ fn run_guest(
         .program_name(name)
         .args(args.iter().copied())
         .stdin(stdin)
-        .tools(command_tools(&caps));
+        .services(Services::new().tools(command_tools(&caps)));
     if deterministic {
         opts = opts.deterministic(0);
     }

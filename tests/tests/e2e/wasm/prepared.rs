@@ -1,6 +1,8 @@
 //! Prepared and pooled runs, and the run's clock deciding the wall.
 
 use super::*;
+use sbx_wasm::Services;
+use std::sync::Arc;
 
 /// One prepared agent, many runs: each run gets its own store, grant and
 /// budgets; nothing leaks from one run into the next.
@@ -9,7 +11,8 @@ fn prepared_runs_on(h: &WasmHost) {
     for _ in 0..3 {
         let t = Tree::new();
         let caps = t.caps().build().unwrap();
-        let opts = RunOptions::new(caps.clone()).tools(command_tools(&caps));
+        let opts =
+            RunOptions::new(caps.clone()).services(Services::new().tools(command_tools(&caps)));
         let run = h.run_prepared(&agent, opts).unwrap();
         assert_eq!(run.report.exit_code, Some(0), "{:?}", run.trap);
         assert_eq!(
@@ -25,7 +28,7 @@ fn prepared_runs_on(h: &WasmHost) {
         .tool_command("word_count", vec!["wc".into(), "-w".into()])
         .build()
         .unwrap();
-    let opts = RunOptions::new(caps.clone()).tools(command_tools(&caps));
+    let opts = RunOptions::new(caps.clone()).services(Services::new().tools(command_tools(&caps)));
     let run = h.run_prepared(&agent, opts).unwrap();
     assert!(
         run.report
@@ -164,5 +167,5 @@ fn spinning(t: &Tree, wall: Duration, clock: Arc<sbx_wasm::ManualClock>) -> RunO
         .max_fuel(1_000_000_000_000_000)
         .build()
         .unwrap();
-    RunOptions::new(caps).clock(clock)
+    RunOptions::new(caps).services(Services::new().clock(clock))
 }

@@ -1,14 +1,16 @@
 //! `sbx-wasm run`: load the caps and the component, run it, write the report
 //! and audit log (also after a halt or a trap), print a one-line summary.
 
+pub(crate) mod worker;
+
 use crate::common::{engine_for, load_caps, open_cache, registry};
 use crate::output::{OutputFiles, write_records};
 use crate::{progress, python, tool_helper};
 use anyhow::{Context, Result};
-use sbx_wasm::Capabilities;
 use sbx_wasm::confine::Policy;
 use sbx_wasm::report::{KernelWall, Status};
 use sbx_wasm::wasm::{CacheOutcome, PreparedAgent, RunOptions, WasmHost, WasmRun};
+use sbx_wasm::{Capabilities, Services};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -247,7 +249,7 @@ fn run_inner(a: &RunArgs, mut ready: Option<&mut Ready>) -> Result<i32> {
     let mut helper = None;
     if a.no_kernel_confinement {
         opened = a.files.open(a.record.as_ref())?;
-        opts = opts.tools(registry(&caps));
+        opts = opts.services(Services::new().tools(registry(&caps)));
     } else {
         // A confined process can neither start programs nor create files
         // outside its mounts: command tools run in a helper started now,
@@ -259,7 +261,7 @@ fn run_inner(a: &RunArgs, mut ready: Option<&mut Ready>) -> Result<i32> {
         .context("cannot start the tool helper")?;
         helper = h;
         opts = opts
-            .tools(tools)
+            .services(Services::new().tools(tools))
             .confine(Policy::for_caps(&caps), a.require_kernel_confinement);
     }
     // Read before the run: a confined process may not read them after.

@@ -1,4 +1,5 @@
-//! A warm worker: a process that exists for one Python run. Started by the
+//! A warm worker: a process that exists for one Python run, kept by
+//! `python serve` (`crate::serve`). Started by the
 //! server before any run is known, it loads the runner, instantiates it
 //! (with nothing granted) and says it is ready; then it takes one request,
 //! checks it can run it exactly as the client's own process would, puts
@@ -11,16 +12,13 @@
 //! is the server's (trusted) component and no input of the run exists yet.
 //! The script, the caps and the arguments arrive afterwards.
 
-use super::wire::{self, Reply, Request, WorkerReady};
-use crate::commands::run::{Ready, RunArgs};
+use super::{Ready, RunArgs};
+use crate::serve::wire::{self, Reply, Request, WorkerReady};
 use sbx_wasm::Capabilities;
 use sbx_wasm::net::SecretSource;
 use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-
-/// The argument that starts a worker (the runner's path follows).
-pub(crate) const WORKER_ARG: &str = "__python-worker";
 
 /// The variables a run reads from its environment besides the secrets
 /// the caps take from it: the tools' `PATH`, and where private folders go.
@@ -123,7 +121,10 @@ fn admit(
     }
     // Its effects must be the client's own: same user, umask, limits,
     // namespaces, cgroup and confinement.
-    if let Some(why) = request.context.differs(&super::context::Context::here()) {
+    if let Some(why) = request
+        .context
+        .differs(&crate::serve::context::Context::here())
+    {
         return Err(why);
     }
     // Byte-identical output for identical input is promised from the

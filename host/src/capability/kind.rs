@@ -1,0 +1,162 @@
+//! [`OpKind`]: every op a grant can be asked for, as one closed set, with
+//! what each consumer needs to know about it (its plan name, its
+//! capability, whether it writes, a one-line summary, its plan arguments'
+//! JSON schema). The plan parser, the audit, `policy learn`/`diff`, the
+//! MCP door's single-op tools and the CLI read it here, so a new op is
+//! added once and a consumer that forgets it fails to compile (every
+//! `match` on it is exhaustive inside the crate).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::fmt;
+
+/// The kind of an [`Op`](crate::Op), as plans, audit logs and reports name
+/// it (`snake_case`: `fs_read`, `net_fetch`, ...).
+///
+/// # Examples
+///
+/// ```
+/// use sbx_wasm::capability::OpKind;
+///
+/// let kind = OpKind::from_name("fs_write").unwrap();
+/// assert_eq!(kind, OpKind::FsWrite);
+/// assert_eq!(kind.capability(), "fs");
+/// assert!(kind.writes());
+/// assert_eq!(sbx_wasm::Op::write("/w/a", "x").op_kind(), Some(kind));
+/// // The arguments a plan gives it, as a JSON schema.
+/// assert_eq!(kind.plan_schema()["required"], serde_json::json!(["path"]));
+/// ```
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpKind {
+    /// Read a file (`fs_read`).
+    FsRead,
+    /// Write a file (`fs_write`).
+    FsWrite,
+    /// List a folder (`fs_list`).
+    FsList,
+    /// Stat a path (`fs_stat`).
+    FsStat,
+    /// Remove a file or an empty folder (`fs_remove`).
+    FsRemove,
+    /// Make a folder (`fs_mkdir`).
+    FsMkdir,
+    /// An HTTP request (`net_fetch`).
+    NetFetch,
+    /// A tool call (`tool_call`).
+    ToolCall,
+}
+
+impl OpKind {
+    /// Every kind, in the order plans list them.
+    pub const ALL: &'static [OpKind] = &[
+        OpKind::FsRead,
+        OpKind::FsWrite,
+        OpKind::FsList,
+        OpKind::FsStat,
+        OpKind::FsRemove,
+        OpKind::FsMkdir,
+        OpKind::NetFetch,
+        OpKind::ToolCall,
+    ];
+
+    /// The name in plans and audit logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            OpKind::FsRead => "fs_read",
+            OpKind::FsWrite => "fs_write",
+            OpKind::FsList => "fs_list",
+            OpKind::FsStat => "fs_stat",
+            OpKind::FsRemove => "fs_remove",
+            OpKind::FsMkdir => "fs_mkdir",
+            OpKind::NetFetch => "net_fetch",
+            OpKind::ToolCall => "tool_call",
+        }
+    }
+
+    /// The kind named `name` (a plan or audit name), if any.
+    pub fn from_name(name: &str) -> Option<OpKind> {
+        Self::ALL.iter().copied().find(|k| k.name() == name)
+    }
+
+    /// The capability that decides it: `fs`, `net` or `tools` (the grant's
+    /// section, and the folder under `capability/`).
+    pub fn capability(self) -> &'static str {
+        match self {
+            OpKind::FsRead
+            | OpKind::FsWrite
+            | OpKind::FsList
+            | OpKind::FsStat
+            | OpKind::FsRemove
+            | OpKind::FsMkdir => "fs",
+            OpKind::NetFetch => "net",
+            OpKind::ToolCall => "tools",
+        }
+    }
+
+    /// Whether it changes what a mount holds (it needs a write mount).
+    pub fn writes(self) -> bool {
+        match self {
+            OpKind::FsWrite | OpKind::FsRemove | OpKind::FsMkdir => true,
+            OpKind::FsRead
+            | OpKind::FsList
+            | OpKind::FsStat
+            | OpKind::NetFetch
+            | OpKind::ToolCall => false,
+        }
+    }
+
+    /// What it does, in a few words (for a tool listing or a summary).
+    pub fn summary(self) -> &'static str {
+        match self {
+            OpKind::FsRead => "Read a file",
+            OpKind::FsWrite => "Write a file",
+            OpKind::FsList => "List a folder",
+            OpKind::FsStat => "Describe a path (kind, size)",
+            OpKind::FsRemove => "Remove a file or an empty folder",
+            OpKind::FsMkdir => "Make a folder",
+            OpKind::NetFetch => "Fetch an HTTP or HTTPS URL the grant's egress rules allow",
+            OpKind::ToolCall => "Call a granted tool",
+        }
+    }
+
+    /// The JSON schema of its arguments in a plan object (every field but
+    /// `op`), derived from the type the plan parser reads, so the two
+    /// cannot disagree.
+    pub fn plan_schema(self) -> Value {
+        super::plan_schema(self)
+    }
+}
+
+impl fmt::Display for OpKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The schema of one variant, `kind`, of a plan enum tagged by `op` (as
+/// schemars derives it: a `oneOf` of objects whose `op` is a constant),
+/// with the tag taken out.
+pub(crate) fn variant_schema(whole: schemars::Schema, kind: OpKind) -> Value {
+    let whole = whole.to_value();
+    let variants = whole.get("oneOf").and_then(Value::as_array);
+    let tagged = |v: &&Value| {
+        let op = &v["properties"]["op"];
+        op["const"] == kind.name() || op["enum"] == serde_json::json!([kind.name()])
+    };
+    let mut found = match variants.and_then(|vs| vs.iter().find(tagged)) {
+        Some(v) => v.clone(),
+        None => whole.clone(),
+    };
+    if let Some(p) = found.get_mut("properties").and_then(Value::as_object_mut) {
+        p.remove("op");
+    }
+    if let Some(r) = found.get_mut("required").and_then(Value::as_array_mut) {
+        r.retain(|v| v != "op");
+    }
+    if let (Some(defs), Some(obj)) = (whole.get("$defs"), found.as_object_mut()) {
+        obj.insert("$defs".into(), defs.clone());
+    }
+    found
+}

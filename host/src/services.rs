@@ -1,0 +1,119 @@
+//! The backends a run performs its allowed effects with, in one value.
+//!
+//! The grant ([`Capabilities`](crate::Capabilities)) says *what* a run may
+//! do; [`Services`] says *with what* it is done: which network client
+//! sends an allowed fetch, which resolver looks up its host, which clock
+//! the wall budget reads, which tools answer an allowed call. The gate
+//! ([`SandboxBuilder::services`](crate::SandboxBuilder::services)) and a
+//! component run ([`RunOptions::services`](crate::wasm::RunOptions::services))
+//! take the same value whole, so neither copies the other field by field
+//! and a new backend is one field here.
+
+use crate::budget::Clock;
+use crate::net::{HttpNet, Net, Resolve, SystemResolver};
+use crate::tools::ToolRegistry;
+use std::fmt;
+use std::sync::Arc;
+
+/// The backends of a run. Cheap to clone (each backend is shared), so one
+/// value can serve many runs. Every default:
+///
+/// | backend | default |
+/// |---|---|
+/// | [`net`](Services::net) | [`HttpNet`] (ureq + rustls, no proxy, no redirects of its own: the gate follows each hop) |
+/// | [`resolver`](Services::resolver) | [`SystemResolver`] (the system's name lookup) |
+/// | [`clock`](Services::clock) | none given: a [`MonotonicClock`](crate::MonotonicClock) started when the sandbox is built (a 1 ms [`TickClock`](crate::TickClock) for a deterministic component run) |
+/// | [`tools`](Services::tools) | an empty [`ToolRegistry`] (every tool call `tool_denied`) |
+///
+/// A backend only performs what the gate has already allowed: replacing
+/// one changes how an allowed effect is carried out, never what is
+/// allowed.
+///
+/// # Examples
+///
+/// ```
+/// use sbx_wasm::{Capabilities, ManualClock, Op, Sandbox, Services, Violation};
+/// use std::sync::Arc;
+/// use std::time::Duration;
+///
+/// let clock = Arc::new(ManualClock::new());
+/// let caps = Capabilities::builder().max_wall(Duration::from_secs(1)).build()?;
+/// let mut sandbox = Sandbox::builder(caps)
+///     .services(Services::default().clock(clock.clone()))
+///     .build()?;
+/// clock.advance(Duration::from_secs(2));
+/// let late = sandbox.run(Op::read("/work/a.txt"));
+/// assert_eq!(late.violation(), Some(Violation::MaxWall));
+/// assert!(late.hard());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct Services {
+    pub(crate) net: Arc<dyn Net>,
+    pub(crate) resolver: Arc<dyn Resolve>,
+    pub(crate) clock: Option<Arc<dyn Clock>>,
+    pub(crate) tools: ToolRegistry,
+}
+
+impl Default for Services {
+    fn default() -> Self {
+        Services {
+            net: Arc::new(HttpNet::new()),
+            resolver: Arc::new(SystemResolver),
+            clock: None,
+            tools: ToolRegistry::new(),
+        }
+    }
+}
+
+impl Services {
+    /// The defaults in the table above.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Perform allowed fetches with `net` (each hop already checked and
+    /// resolved by the gate; see [`Net`]).
+    pub fn net(mut self, net: Arc<dyn Net>) -> Self {
+        self.net = net;
+        self
+    }
+
+    /// Resolve host names with `resolver`: each fetch resolves once, and
+    /// the connection goes to an address the gate checked.
+    pub fn resolver(mut self, resolver: Arc<dyn Resolve>) -> Self {
+        self.resolver = resolver;
+        self
+    }
+
+    /// Read wall time from `clock`: the gate's `max_wall_ms` meter, and for
+    /// a component run the epoch deadline and the report's `wall_ms`. A
+    /// [`ManualClock`](crate::ManualClock) lets a test or an embedder
+    /// drive time. Whatever this clock says, a component run keeps a
+    /// real-time backstop at `max_wall_ms`.
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// Answer allowed tool calls from `tools` (a tool must be both allowed
+    /// by the grant and registered here).
+    pub fn tools(mut self, tools: ToolRegistry) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// The tools registered (to list them, or to add to them).
+    pub fn tool_registry(&self) -> &ToolRegistry {
+        &self.tools
+    }
+}
+
+impl fmt::Debug for Services {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Services")
+            .field("clock", &self.clock.as_ref().map(|_| "given"))
+            .field("tools", &self.tools.names().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
