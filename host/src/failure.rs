@@ -67,7 +67,7 @@ impl OpError {
 
 /// Why an effect produced no output: refused on the way (a budget spent
 /// during it, an escape the file layer caught), or allowed and failed.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub(crate) enum Failure {
     Denied(Denial),
     Error(OpError),

@@ -38,6 +38,9 @@ pub mod tools;
 
 pub use kind::OpKind;
 
+#[cfg(test)]
+pub(crate) mod tests;
+
 pub use output::{Content, Output};
 
 use crate::failure::Failure;

@@ -448,3 +448,6 @@ impl Sandbox {
         self.finish_traced(&op, Some(rule), outcome, &trace)
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,5 +1,5 @@
 //! The recording file: one JSON document, versioned. Every field is listed
-//! in the README ("Record and replay"); a reader refuses another format or
+//! in the book (`docs/replay.md`); a reader refuses another format or
 //! a newer version rather than guess.
 
 use crate::capability::{Content, Output, Trace};

@@ -288,22 +288,22 @@ fn explain_answers_for_each_kind_of_op() {
 }
 
 #[test]
-fn readme_caps_example_is_a_valid_caps_file() {
-    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+fn book_caps_example_is_a_valid_caps_file() {
+    let readme = std::fs::read_to_string(repo_root().join("docs/caps-file.md")).unwrap();
     let section = readme
-        .find("## The caps file")
-        .expect("README has a caps file section");
+        .find("# The caps file")
+        .expect("the book has a caps file page");
     let start = section + readme[section..].find("```toml\n").expect("a toml block") + 8;
     let len = readme[start..].find("```").unwrap();
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("data")).unwrap();
     std::fs::create_dir_all(dir.path().join("out")).unwrap();
     let caps = sbx_wasm::Capabilities::from_toml(&readme[start..start + len], dir.path(), None)
-        .unwrap_or_else(|e| panic!("README caps example: {e}"));
+        .unwrap_or_else(|e| panic!("the book's caps example: {e}"));
     assert_eq!(
         *caps.budget(),
         sbx_wasm::Budget::default(),
-        "README lists the defaults"
+        "the book lists the defaults"
     );
     assert_eq!(caps.egress().rules().len(), 3);
 }

@@ -68,3 +68,6 @@ impl Request for FsOp {
         (outcome, Trace::default())
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -331,3 +331,6 @@ impl Request for FetchRequest {
         true
     }
 }
+
+#[cfg(test)]
+mod tests;

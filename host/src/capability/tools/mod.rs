@@ -291,3 +291,6 @@ impl Request for ToolCall {
         true
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,178 @@
+//! The file capability alone: check, permit, effect, and the one escape
+//! check, on real temp folders, without the gate or wasmtime. Every denial
+//! sits beside its allowed neighbour and asserts the host tree unchanged.
+
+use super::mount::OpenMount;
+use crate::capability::tests::{Rig, denied};
+use crate::capability::{Op, Output};
+use crate::caps::Capabilities;
+use crate::failure::Failure;
+use crate::services::Services;
+use crate::violation::Violation;
+use std::os::unix::fs::symlink;
+use std::path::Path;
+
+struct Tree {
+    _dir: tempfile::TempDir,
+    data: std::path::PathBuf,
+    out: std::path::PathBuf,
+    secret: std::path::PathBuf,
+}
+
+fn tree() -> Tree {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(data.join("a.txt"), "alpha").unwrap();
+    let secret = dir.path().join("secret.txt");
+    std::fs::write(&secret, "do not read").unwrap();
+    Tree {
+        data: data.canonicalize().unwrap(),
+        out: out.canonicalize().unwrap(),
+        secret,
+        _dir: dir,
+    }
+}
+
+fn rig(t: &Tree) -> Rig {
+    let caps = Capabilities::builder()
+        .read_mount(&t.data, "/work")
+        .write_mount(&t.out, "/work/out")
+        .build()
+        .unwrap();
+    Rig::new(caps, Services::default())
+}
+
+fn listing(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let body = std::fs::read(e.path()).unwrap_or_default();
+            (e.file_name().to_string_lossy().into_owned(), body)
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_read_in_a_read_mount_is_permitted_by_that_mount_and_reads_it() {
+    let t = tree();
+    let rig = rig(&t);
+    let op = Op::read("/work/a.txt");
+    let permit = rig.check(&op).unwrap();
+    assert_eq!(
+        permit.rule(),
+        format!("read mount /work (host {})", t.data.display())
+    );
+    assert!(!permit.writes());
+    match rig.perform(&op, permit).unwrap() {
+        Output::Data { content } => assert_eq!(content.0, b"alpha"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_write_is_permitted_only_by_the_write_mount_and_lands_only_there() {
+    let t = tree();
+    let rig = rig(&t);
+    let before = listing(&t.data);
+    // Denied: a write into the read-only mount; nothing changes there.
+    assert_eq!(
+        denied(rig.check(&Op::write("/work/b.txt", "x"))),
+        Violation::FsWriteDenied
+    );
+    assert_eq!(listing(&t.data), before);
+    // Its neighbour: the same write in the write mount.
+    let op = Op::write("/work/out/b.txt", "x");
+    let permit = rig.check(&op).unwrap();
+    assert!(permit.writes());
+    assert!(permit.rule().starts_with("write mount /work/out "));
+    assert!(matches!(
+        rig.perform(&op, permit).unwrap(),
+        Output::Written { bytes: 1 }
+    ));
+    assert_eq!(std::fs::read(t.out.join("b.txt")).unwrap(), b"x");
+    assert_eq!(listing(&t.data), before);
+}
+
+#[test]
+fn paths_outside_every_mount_and_dot_dot_are_denied_before_any_effect() {
+    let t = tree();
+    let rig = rig(&t);
+    assert_eq!(
+        denied(rig.check(&Op::read("/etc/passwd"))),
+        Violation::FsReadDenied
+    );
+    assert_eq!(
+        denied(rig.check(&Op::read("/work/../secret.txt"))),
+        Violation::PathTraversal
+    );
+    // `/work` never authorizes `/workshop`.
+    assert_eq!(
+        denied(rig.check(&Op::read("/workshop/a.txt"))),
+        Violation::FsReadDenied
+    );
+    assert!(rig.check(&Op::read("/work/a.txt")).is_ok());
+}
+
+#[test]
+fn a_link_planted_in_a_mount_that_leads_out_is_refused_as_a_read_denial() {
+    let t = tree();
+    symlink(&t.secret, t.data.join("abs")).unwrap();
+    symlink("../secret.txt", t.data.join("rel")).unwrap();
+    symlink("a.txt", t.data.join("inside")).unwrap();
+    let rig = rig(&t);
+    for name in ["abs", "rel"] {
+        let op = Op::read(format!("/work/{name}"));
+        // The path is inside the mount, so the check allows it; the effect,
+        // through the mount's handle, refuses to follow the link out.
+        match rig.run(&op).unwrap() {
+            Err(Failure::Denied(d)) => assert_eq!(d.violation, Violation::FsReadDenied, "{name}"),
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+    match rig.run(&Op::read("/work/inside")).unwrap().unwrap() {
+        Output::Data { content } => assert_eq!(content.0, b"alpha"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(std::fs::read(&t.secret).unwrap(), b"do not read");
+}
+
+fn open(dir: &Path) -> OpenMount {
+    let caps = Capabilities::builder()
+        .read_mount(dir, "/work")
+        .build()
+        .unwrap();
+    OpenMount::open(&caps.mounts()[0]).unwrap()
+}
+
+#[test]
+fn escapes_is_decided_by_resolution_below_the_mount() {
+    let t = tree();
+    std::fs::create_dir(t.data.join("sub")).unwrap();
+    symlink("/etc", t.data.join("absolute")).unwrap();
+    symlink("../..", t.data.join("sub/up")).unwrap();
+    symlink("../a.txt", t.data.join("sub/sibling")).unwrap();
+    symlink("nowhere", t.data.join("dangling")).unwrap();
+    symlink("loop_b", t.data.join("loop_a")).unwrap();
+    symlink("loop_a", t.data.join("loop_b")).unwrap();
+    let m = open(&t.data);
+    // Out: an absolute link, a `..` above the root, a link climbing out.
+    assert!(m.escapes("absolute"));
+    assert!(m.escapes("absolute/passwd"));
+    assert!(m.escapes(".."));
+    assert!(m.escapes("sub/../../x"));
+    assert!(m.escapes("sub/up"));
+    // In: plain paths, a relative link that stays inside, a dangling link
+    // (nothing to reach), a loop (the file layer's own error, no escape).
+    assert!(!m.escapes("a.txt"));
+    assert!(!m.escapes("sub/../a.txt"));
+    assert!(!m.escapes("sub/sibling"));
+    assert!(!m.escapes("dangling"));
+    assert!(!m.escapes("loop_a"));
+    assert!(!m.escapes("missing/deeper"));
+}

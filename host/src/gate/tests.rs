@@ -1,0 +1,101 @@
+//! The gate's pipeline alone, without wasm: the order (charge, check,
+//! perform, meter, record), hard halts, and what the audit keeps. The
+//! capabilities' own decisions are their tests' (`capability/*/tests.rs`).
+
+use crate::{Capabilities, Op, Sandbox, Violation};
+
+fn tree() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("out")).unwrap();
+    std::fs::write(dir.path().join("small.txt"), "12345").unwrap();
+    std::fs::write(dir.path().join("big.txt"), "x".repeat(500)).unwrap();
+    dir
+}
+
+fn sandbox(dir: &std::path::Path, max_ops: u64, max_output: u64) -> Sandbox {
+    let caps = Capabilities::builder()
+        .read_mount(dir, "/work")
+        .write_mount(dir.join("out"), "/work/out")
+        .max_ops(max_ops)
+        .max_output_bytes(max_output)
+        .build()
+        .unwrap();
+    Sandbox::new(caps).unwrap()
+}
+
+#[test]
+fn denied_ops_are_charged_and_a_hard_limit_refuses_every_later_op() {
+    let dir = tree();
+    let mut sb = sandbox(dir.path(), 2, 1000);
+    let denied = sb.run(Op::read("/etc/passwd"));
+    assert_eq!(denied.violation(), Some(Violation::FsReadDenied));
+    assert!(!denied.hard());
+    assert!(sb.run(Op::read("/work/small.txt")).ok, "the second op fits");
+    // The third is over max_ops, though it would be allowed; so is every
+    // op after it, and none is performed.
+    for _ in 0..3 {
+        let r = sb.run(Op::write("/work/out/late.txt", "x"));
+        assert_eq!(r.violation(), Some(Violation::MaxOps));
+        assert!(r.hard());
+    }
+    assert!(!dir.path().join("out/late.txt").exists());
+    assert_eq!(
+        sb.usage().ops,
+        3,
+        "charged up to the one that broke the limit"
+    );
+}
+
+#[test]
+fn a_result_over_the_output_budget_is_withheld_and_halts() {
+    let dir = tree();
+    let mut sb = sandbox(dir.path(), 10, 100);
+    let small = sb.run(Op::read("/work/small.txt"));
+    assert!(small.ok && small.output.is_some());
+    let big = sb.run(Op::read("/work/big.txt"));
+    assert_eq!(big.violation(), Some(Violation::MaxOutputBytes));
+    assert!(big.hard() && big.output.is_none());
+    assert_eq!(
+        sb.usage().output_bytes,
+        5,
+        "only what was returned is counted"
+    );
+}
+
+#[test]
+fn the_audit_keeps_every_decision_in_order_with_the_rule_that_allowed_it() {
+    let dir = tree();
+    let mut sb = sandbox(dir.path(), 10, 1000);
+    sb.run(Op::read("/work/small.txt"));
+    sb.run(Op::fetch("https://evil.test/"));
+    sb.run(Op::write("/work/out/r.txt", "done"));
+    let audit = sb.audit();
+    let got: Vec<_> = audit.iter().map(|e| (e.seq, &*e.op, e.violation)).collect();
+    assert_eq!(
+        got,
+        [
+            (1, "fs_read", None),
+            (2, "net_fetch", Some(Violation::EgressDenied)),
+            (3, "fs_write", None)
+        ]
+    );
+    assert!(
+        audit[0]
+            .rule
+            .as_deref()
+            .unwrap()
+            .starts_with("read mount /work ")
+    );
+    assert!(audit[1].rule.is_none());
+    assert!(
+        audit[2]
+            .rule
+            .as_deref()
+            .unwrap()
+            .starts_with("write mount /work/out ")
+    );
+    // What `check` says is what `run` did, and `check` performs nothing.
+    let permit = sb.check(&Op::write("/work/out/s.txt", "x")).unwrap();
+    assert_eq!(Some(permit.rule()), audit[2].rule.as_deref());
+    assert!(!dir.path().join("out/s.txt").exists());
+}
