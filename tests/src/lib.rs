@@ -2,6 +2,10 @@
 //! and a real HTTP server on 127.0.0.1 that counts the connections it accepts
 //! (a denied fetch must leave the count unchanged).
 
+mod results;
+
+pub use results::{assert_denied, result_text, said, utf8};
+
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -395,6 +399,17 @@ pub fn sbx_bin() -> PathBuf {
         bin.display()
     );
     bin
+}
+
+/// Run the `sbx-wasm` binary in `dir` with `args`, its artifact cache in
+/// `dir/cache` (a test's runs share no cache with another test's).
+pub fn sbx_in(dir: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(sbx_bin())
+        .env("SBX_WASM_CACHE_DIR", dir.join("cache"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 /// Copy a folder tree (files and folders only).

@@ -6,13 +6,9 @@
 //! erase them by planting folders at their names.
 
 use super::python::warm_cache;
-use sbx_wasm_tests::{guest, python_runner, sbx_bin, snapshot};
+use sbx_wasm_tests::{guest, python_runner, sbx_bin, snapshot, utf8};
 use std::path::Path;
 use std::process::{Command, Output};
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 fn sbx(dir: &Path, cache: &Path, key: &Path, args: &[&str]) -> Output {
     Command::new(sbx_bin())
@@ -44,8 +40,8 @@ fn a_grant_over_the_cache_or_its_key_is_refused_before_the_run_and_lint_says_err
     // paths, and nothing in the mount changed (not even a cache made).
     let before = snapshot(&r.join("ws"));
     let out = sbx(r, &r.join("ws/.cache"), &key, &args);
-    assert_eq!(out.status.code(), Some(125), "{}", text(&out.stderr));
-    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{}", utf8(&out.stderr));
+    let err = utf8(&out.stderr);
     assert!(err.contains("overlaps the artifact cache"), "{err}");
     assert!(
         err.contains("/ws/.cache") && err.contains("mount /work"),
@@ -64,8 +60,8 @@ fn a_grant_over_the_cache_or_its_key_is_refused_before_the_run_and_lint_says_err
         &key,
         &["run", "--caps", "caps-key.toml", noop.to_str().unwrap()],
     );
-    assert_eq!(out.status.code(), Some(125), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("the artifact cache's key"));
+    assert_eq!(out.status.code(), Some(125), "{}", utf8(&out.stderr));
+    assert!(utf8(&out.stderr).contains("the artifact cache's key"));
     // `policy lint` loads the grant and calls the overlap an error.
     let out = sbx(
         r,
@@ -73,18 +69,18 @@ fn a_grant_over_the_cache_or_its_key_is_refused_before_the_run_and_lint_says_err
         &key,
         &["policy", "lint", "caps.toml"],
     );
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
-    let said = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{}", utf8(&out.stderr));
+    let said = utf8(&out.stdout);
     assert!(said.starts_with("error: the write mount /work"), "{said}");
     // The allowed neighbour: the same grant with the cache outside it runs.
     let out = sbx(r, &r.join("cache"), &key, &args);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert_eq!(text(&out.stdout), "ok\n");
+    assert_eq!(out.status.code(), Some(0), "{}", utf8(&out.stderr));
+    assert_eq!(utf8(&out.stdout), "ok\n");
     let out = sbx(r, &r.join("cache"), &key, &["policy", "lint", "caps.toml"]);
     assert!(
-        !text(&out.stdout).contains("error:"),
+        !utf8(&out.stdout).contains("error:"),
         "{}",
-        text(&out.stdout)
+        utf8(&out.stdout)
     );
 }
 
@@ -140,7 +136,7 @@ fn an_entry_or_index_rewritten_by_someone_without_the_key_is_compiled_again_not_
                 component.to_str().unwrap(),
             ],
         );
-        (text(&out.stdout), text(&out.stderr))
+        (utf8(&out.stdout), utf8(&out.stderr))
     };
     let (ok, _) = run(&noop);
     assert_eq!(ok, "ok\n");
@@ -256,11 +252,11 @@ fn records_go_where_the_operator_named_them_whatever_the_guest_moved() {
         ];
         args.extend(wall);
         let out = sbx(r, warm_cache(), &r.join("conf/cache.key"), &args);
-        let err = text(&out.stderr);
+        let err = utf8(&out.stderr);
         // The guest ran and ended well: its exit code says so, and stderr
         // names the one record that could not be written, and where it is.
         assert_eq!(out.status.code(), Some(0), "{wall:?}: {err}");
-        assert_eq!(text(&out.stdout), "swapped\n");
+        assert_eq!(utf8(&out.stdout), "swapped\n");
         assert!(err.contains("cannot write ws/logs/rec.json"), "{err}");
         assert!(err.contains("kept in .rec.json.sbx-"), "{err}");
         // Nothing outside the mount; the report and audit in the folder the
@@ -313,9 +309,9 @@ fn records_the_guest_leaves_alone_are_written_whole_with_no_temp_file_left() {
             "ws/logs/audit.jsonl",
         ],
     );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{}", utf8(&out.stderr));
     // No staged file was there for the guest to see or replace.
-    assert_eq!(text(&out.stdout), "[]\n");
+    assert_eq!(utf8(&out.stdout), "[]\n");
     let mut names: Vec<_> = std::fs::read_dir(r.join("ws/logs"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

@@ -6,22 +6,11 @@
 use sbx_wasm::Services;
 use sbx_wasm::op::{ErrorKind, Output};
 use sbx_wasm::tools::{CommandTool, ToolError, ToolRegistry};
-use sbx_wasm::{
-    MonotonicClock, Op, Sandbox, SandboxResult, SandboxedAgent, StoppedReason, Violation,
-};
-use sbx_wasm_tests::{CANARY, DATA, LoopbackServer, World};
+use sbx_wasm::{MonotonicClock, Op, Sandbox, SandboxedAgent, StoppedReason, Violation};
+use sbx_wasm_tests::{DATA, LoopbackServer, World, assert_denied};
 use std::os::unix::fs::symlink;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-fn assert_denied(r: &SandboxResult, v: Violation) {
-    assert!(!r.ok, "expected {v}, got {r:?}");
-    assert_eq!(r.violation(), Some(v), "{r:?}");
-    assert!(
-        !serde_json::to_string(r).unwrap().contains(CANARY),
-        "canary leaked: {r:?}"
-    );
-}
 
 fn plain(w: &World) -> Sandbox {
     Sandbox::new(w.caps_builder().build().unwrap()).unwrap()

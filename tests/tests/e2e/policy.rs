@@ -4,25 +4,7 @@
 //! grant that allows the run again (and the guest runs under it); diff and
 //! lint on hand-made grants.
 
-use sbx_wasm_tests::{LoopbackServer, guest, mount_caps, mount_tree, sbx_bin};
-use std::path::Path;
-use std::process::{Command, Output};
-
-fn sbx(dir: &Path, args: &[&str]) -> Output {
-    Command::new(sbx_bin())
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use sbx_wasm_tests::{LoopbackServer, guest, mount_caps, mount_tree, said, sbx_in};
 
 #[test]
 fn what_if_and_learn_on_a_recorded_run() {
@@ -36,7 +18,7 @@ fn what_if_and_learn_on_a_recorded_run() {
     let component = guest("benign").display().to_string();
     let url = format!("{}/status", server.origin());
     let run = |caps: &str, audit: &str| {
-        sbx(
+        sbx_in(
             d,
             &[
                 "run",
@@ -55,7 +37,7 @@ fn what_if_and_learn_on_a_recorded_run() {
         )
     };
     let first = run("caps.toml", "run.jsonl");
-    assert_eq!(first.status.code(), Some(0), "{}", text(&first));
+    assert_eq!(first.status.code(), Some(0), "{}", said(&first));
     let summary = std::fs::read_to_string(d.join("out/summary.txt")).unwrap();
     assert!(
         summary.contains("rows=2 total=5 api=ok words="),
@@ -65,7 +47,7 @@ fn what_if_and_learn_on_a_recorded_run() {
     // A grant without the network and the tool: exactly the fetch and the
     // tool call flip.
     std::fs::write(d.join("narrow.toml"), mount_caps("")).unwrap();
-    let w = sbx(
+    let w = sbx_in(
         d,
         &[
             "policy",
@@ -77,7 +59,7 @@ fn what_if_and_learn_on_a_recorded_run() {
             "--json",
         ],
     );
-    assert_eq!(w.status.code(), Some(1), "{}", text(&w));
+    assert_eq!(w.status.code(), Some(1), "{}", said(&w));
     let v: serde_json::Value = serde_json::from_slice(&w.stdout).unwrap();
     let flipped: Vec<&str> = v["flips"]
         .as_array()
@@ -88,7 +70,7 @@ fn what_if_and_learn_on_a_recorded_run() {
     assert_eq!(flipped, ["net_fetch", "tool_call"], "{v}");
     assert_eq!(v["flips"][0]["now"]["violation"], "egress_denied");
     // The same grant: nothing flips.
-    let same = sbx(
+    let same = sbx_in(
         d,
         &[
             "policy",
@@ -99,12 +81,12 @@ fn what_if_and_learn_on_a_recorded_run() {
             "caps.toml",
         ],
     );
-    assert_eq!(same.status.code(), Some(0), "{}", text(&same));
-    assert!(text(&same).contains("0 decisions flip"));
+    assert_eq!(same.status.code(), Some(0), "{}", said(&same));
+    assert!(said(&same).contains("0 decisions flip"));
 
     // Learn: the mounts touched, the exact origin, the tool by name; the
     // run passes again under it.
-    let l = sbx(
+    let l = sbx_in(
         d,
         &[
             "policy",
@@ -117,11 +99,11 @@ fn what_if_and_learn_on_a_recorded_run() {
             "learned.toml",
         ],
     );
-    assert_eq!(l.status.code(), Some(0), "{}", text(&l));
+    assert_eq!(l.status.code(), Some(0), "{}", said(&l));
     let learned = std::fs::read_to_string(d.join("learned.toml")).unwrap();
     assert!(learned.contains(&server.origin()), "{learned}");
     assert!(learned.contains("word_count"), "{learned}");
-    let again = sbx(
+    let again = sbx_in(
         d,
         &[
             "policy",
@@ -132,7 +114,7 @@ fn what_if_and_learn_on_a_recorded_run() {
             "learned.toml",
         ],
     );
-    assert_eq!(again.status.code(), Some(0), "{}", text(&again));
+    assert_eq!(again.status.code(), Some(0), "{}", said(&again));
     // The command for the tool is the operator's to add.
     std::fs::write(
         d.join("learned.toml"),
@@ -140,7 +122,7 @@ fn what_if_and_learn_on_a_recorded_run() {
     )
     .unwrap();
     let rerun = run("learned.toml", "rerun.jsonl");
-    assert_eq!(rerun.status.code(), Some(0), "{}\n{learned}", text(&rerun));
+    assert_eq!(rerun.status.code(), Some(0), "{}\n{learned}", said(&rerun));
     assert_eq!(
         std::fs::read_to_string(d.join("out/summary.txt")).unwrap(),
         summary
@@ -161,9 +143,9 @@ fn diff_and_lint_on_hand_made_grants() {
         mount_caps("[net]\nallow = [\"https://api.example.com\", \"https://upload.example.com\"]\n[budget]\nmax_ops = 50\n"),
     )
     .unwrap();
-    let out = sbx(d, &["policy", "diff", "a.toml", "b.toml"]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    let t = text(&out);
+    let out = sbx_in(d, &["policy", "diff", "a.toml", "b.toml"]);
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    let t = said(&out);
     assert!(
         t.contains("b.toml allows what a.toml does not:\n  egress rule https://upload.example.com"),
         "{t}"
@@ -172,7 +154,7 @@ fn diff_and_lint_on_hand_made_grants() {
         t.contains("budget max_ops: 10000 in a.toml, 50 in b.toml"),
         "{t}"
     );
-    let same = sbx(d, &["policy", "diff", "a.toml", "a.toml"]);
+    let same = sbx_in(d, &["policy", "diff", "a.toml", "a.toml"]);
     assert_eq!(same.status.code(), Some(0));
 
     // A write mount over the caps file's own folder, port *, a shell tool.
@@ -183,8 +165,8 @@ fn diff_and_lint_on_hand_made_grants() {
          [tools]\nallow = [\"run\"]\n[tools.command.run]\nargv = [\"sh\", \"-c\", \"cat\"]\n",
     )
     .unwrap();
-    let out = sbx(d, &["policy", "lint", "risky.toml", "--json"]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let out = sbx_in(d, &["policy", "lint", "risky.toml", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
     let found: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let whats: Vec<&str> = found
         .as_array()
@@ -199,6 +181,6 @@ fn diff_and_lint_on_hand_made_grants() {
     );
     assert!(whats[1].starts_with("write mount /work"), "{whats:?}");
     assert!(whats[2].starts_with("tools.command.run"), "{whats:?}");
-    let clean = sbx(d, &["policy", "lint", "a.toml"]);
-    assert_eq!(clean.status.code(), Some(0), "{}", text(&clean));
+    let clean = sbx_in(d, &["policy", "lint", "a.toml"]);
+    assert_eq!(clean.status.code(), Some(0), "{}", said(&clean));
 }

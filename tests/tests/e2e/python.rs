@@ -6,6 +6,7 @@
 
 use sbx_wasm_tests::{
     LoopbackServer, copy_tree, mount_caps, mount_tree, python_runner, repo_root, sbx_bin, snapshot,
+    utf8,
 };
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -25,13 +26,9 @@ pub(crate) fn warm_cache() -> &'static Path {
             .arg(python_runner())
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert!(out.status.success(), "{}", utf8(&out.stderr));
         dir
     })
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 /// A temp folder holding `data/` (read mount `/work`), `out/` (write mount
@@ -50,10 +47,10 @@ impl Ran {
         self.out.status.code()
     }
     fn stdout(&self) -> String {
-        text(&self.out.stdout)
+        utf8(&self.out.stdout)
     }
     fn stderr(&self) -> String {
-        text(&self.out.stderr)
+        utf8(&self.out.stderr)
     }
     fn violation(&self) -> &str {
         self.report["violation"].as_str().unwrap_or("")
@@ -223,7 +220,7 @@ fn fetch_and_tools_are_python_functions_beside_their_denied_neighbours() {
             r#"
 import sbx
 r = sbx.fetch("{granted}/status")
-print("granted", r.status, r.text().strip())
+print("granted", r.status, r.utf8().strip())
 try:
     sbx.fetch("{other}/status")
     print("other ALLOWED")
@@ -385,7 +382,7 @@ fn exit_status_exceptions_and_stdin() {
     use std::io::Write;
     child.stdin.take().unwrap().write_all(b"piped").unwrap();
     let out = child.wait_with_output().unwrap();
-    assert_eq!(text(&out.stdout).trim(), "PIPED");
+    assert_eq!(utf8(&out.stdout).trim(), "PIPED");
 }
 
 #[test]
@@ -419,9 +416,9 @@ fn bad_scripts_and_a_missing_runner_are_setup_errors() {
         .unwrap();
     assert_eq!(out.status.code(), Some(125));
     assert!(
-        text(&out.stderr).contains("the Python runner named by --python-runner does not exist"),
+        utf8(&out.stderr).contains("the Python runner named by --python-runner does not exist"),
         "{}",
-        text(&out.stderr)
+        utf8(&out.stderr)
     );
 
     // A file that is not named .py runs as Python only when asked.
@@ -433,8 +430,8 @@ fn bad_scripts_and_a_missing_runner_are_setup_errors() {
         .arg("agent.txt")
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert_eq!(text(&out.stdout).trim(), "as python");
+    assert_eq!(out.status.code(), Some(0), "{}", utf8(&out.stderr));
+    assert_eq!(utf8(&out.stdout).trim(), "as python");
 }
 
 #[test]
@@ -479,6 +476,6 @@ fn the_runner_fits_the_pool_sized_from_the_caps() {
         let run = host.run_prepared(&agent, opts).unwrap();
         assert_eq!(run.report.exit_code, Some(0), "{:?}", run.trap);
         // Captured by default.
-        assert_eq!(text(&run.stdout), format!("{}\n", i * 7));
+        assert_eq!(utf8(&run.stdout), format!("{}\n", i * 7));
     }
 }

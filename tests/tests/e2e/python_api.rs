@@ -5,7 +5,7 @@
 use sbx_wasm::report::Status;
 use sbx_wasm::wasm::{ArtifactCache, PythonRunner, RunOptions, WasmHost};
 use sbx_wasm::{Capabilities, Violation};
-use sbx_wasm_tests::{mount_tree, python_runner};
+use sbx_wasm_tests::{mount_tree, python_runner, utf8};
 use std::sync::OnceLock;
 
 /// One host and one runner for the file, as an embedder keeps them.
@@ -19,17 +19,13 @@ pub(super) fn python() -> &'static (WasmHost, PythonRunner) {
     })
 }
 
-pub(super) fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
 /// Run `code` under `caps` and check that it exited 0.
 fn exits_0(code: &str, caps: &Capabilities) -> sbx_wasm::wasm::WasmRun {
     let (host, py) = python();
     let run = py
         .run_source(host, code, RunOptions::new(caps.clone()))
         .unwrap();
-    assert_eq!(run.report.exit_code, Some(0), "{}", text(&run.stderr));
+    assert_eq!(run.report.exit_code, Some(0), "{}", utf8(&run.stderr));
     run
 }
 
@@ -41,8 +37,8 @@ fn a_source_string_runs_blocking_and_async_with_output_captured() {
     let run = py
         .run_source(host, "import sys\nprint(6 * 7, sys.argv)", opts)
         .unwrap();
-    assert_eq!(run.report.exit_code, Some(0), "{}", text(&run.stderr));
-    assert_eq!(text(&run.stdout), "42 ['snippet.py', 'a', 'b']\n");
+    assert_eq!(run.report.exit_code, Some(0), "{}", utf8(&run.stderr));
+    assert_eq!(utf8(&run.stdout), "42 ['snippet.py', 'a', 'b']\n");
 
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -51,7 +47,7 @@ fn a_source_string_runs_blocking_and_async_with_output_captured() {
     let run = rt
         .block_on(py.run_source_async(host, "print('async')", RunOptions::new(caps)))
         .unwrap();
-    assert_eq!(text(&run.stdout), "async\n");
+    assert_eq!(utf8(&run.stdout), "async\n");
 }
 
 #[test]
@@ -68,7 +64,7 @@ fn tracebacks_read_no_host_file_and_show_the_scripts_own_lines() {
         assert_eq!(run.report.exit_code, Some(1), "{source}");
         assert!(run.report.denials.is_empty(), "{:?}", run.report.denials);
         assert!(run.audit.is_empty(), "{:?}", run.audit);
-        assert!(text(&run.stderr).contains("Error"), "{}", text(&run.stderr));
+        assert!(utf8(&run.stderr).contains("Error"), "{}", utf8(&run.stderr));
     }
     // The runtime error's traceback quotes the script's own line.
     let run = py
@@ -78,7 +74,7 @@ fn tracebacks_read_no_host_file_and_show_the_scripts_own_lines() {
             RunOptions::new(caps.clone()),
         )
         .unwrap();
-    let err = text(&run.stderr);
+    let err = utf8(&run.stderr);
     assert!(err.contains("raise ValueError('boom')"), "{err}");
 
     // The neighbour: what the script itself tries is on record.
@@ -86,7 +82,7 @@ fn tracebacks_read_no_host_file_and_show_the_scripts_own_lines() {
         .run_source(host, "open('/etc/passwd').read()", RunOptions::new(caps))
         .unwrap();
     let denied: Vec<Violation> = run.report.denials.iter().map(|d| d.violation).collect();
-    assert_eq!(denied, [Violation::FsReadDenied], "{}", text(&run.stderr));
+    assert_eq!(denied, [Violation::FsReadDenied], "{}", utf8(&run.stderr));
 }
 
 #[test]
@@ -105,9 +101,9 @@ fn a_host_file_runs_without_being_mounted_and_bad_input_is_an_error() {
         run.report.status,
         Status::Completed,
         "{}",
-        text(&run.stderr)
+        utf8(&run.stderr)
     );
-    assert_eq!(text(&run.stdout), "job ['x']\n");
+    assert_eq!(utf8(&run.stdout), "job ['x']\n");
 
     assert!(
         py.run_source(host, "print(1)\0", RunOptions::new(caps.clone()))
@@ -141,9 +137,9 @@ fn wrong_types_at_the_sbx_api_are_type_errors_not_crashes() {
         );
         assert_eq!(run.report.exit_code, Some(1), "{source}");
         assert!(
-            text(&run.stderr).contains("TypeError"),
+            utf8(&run.stderr).contains("TypeError"),
             "{source}: {}",
-            text(&run.stderr)
+            utf8(&run.stderr)
         );
         // Refused in the guest: nothing reached the gate.
         assert!(run.audit.is_empty(), "{source}: {:?}", run.audit);
@@ -156,7 +152,7 @@ fn wrong_types_at_the_sbx_api_are_type_errors_not_crashes() {
             RunOptions::new(caps.clone()),
         )
         .unwrap();
-    assert_eq!(text(&run.stdout), "tool_denied\n");
+    assert_eq!(utf8(&run.stdout), "tool_denied\n");
     // An exit code past 32 bits is a failure, not a trap.
     let run = py
         .run_source(host, "import sys\nsys.exit(2**70)", RunOptions::new(caps))
@@ -186,8 +182,8 @@ except ModuleNotFoundError as e:
     print("lzma:", e)
 "#;
     let run = py.run_source(host, source, RunOptions::new(caps)).unwrap();
-    let out = text(&run.stdout);
-    assert_eq!(run.report.exit_code, Some(0), "{}", text(&run.stderr));
+    let out = utf8(&run.stdout);
+    assert_eq!(run.report.exit_code, Some(0), "{}", utf8(&run.stderr));
     assert!(out.starts_with("hi [1, 2] b'hello' a b'\\x82'\n"), "{out}");
     assert!(
         out.contains("lzma: No module named 'lzma' in the sbx Python runner"),
@@ -236,7 +232,7 @@ asyncio.run(main())
 "#;
     let run = exits_0(code, &caps);
     assert_eq!(
-        text(&run.stdout),
+        utf8(&run.stdout),
         "[2, 4] queued 20\n[0, 1, 2] 6\ntimed out\n\
          connection: sockets are not available in the sbx sandbox (use sbx.fetch)\n\
          from async code: egress_denied\n"
@@ -263,7 +259,7 @@ print(sorted(os.listdir("/tmp")))
 "#;
     let run = exits_0(code, &caps);
     assert_eq!(
-        text(&run.stdout),
+        utf8(&run.stdout),
         "['part.txt']\nabc\n['left-behind.txt']\n"
     );
     assert!(run.report.usage.write_bytes >= 21, "{:?}", run.report.usage);
@@ -278,7 +274,7 @@ print(sorted(os.listdir("/tmp")))
             RunOptions::new(caps),
         )
         .unwrap();
-    assert_eq!(text(&run.stdout), "[]\n", "{}", text(&run.stderr));
+    assert_eq!(utf8(&run.stdout), "[]\n", "{}", utf8(&run.stderr));
 
     // Writes there count against the write quota like any write mount.
     let tight = Capabilities::builder()
@@ -316,7 +312,7 @@ except queue.Empty:
     print("empty")
 "#;
     let run = exits_0(code, &caps);
-    assert_eq!(text(&run.stdout), "False True\nTrue\nempty\n");
+    assert_eq!(utf8(&run.stdout), "False True\nTrue\nempty\n");
     // Nothing will ever set it: the run waits (sleeping, not spinning the
     // fuel away) until max_wall, and is not a trap.
     let run = py
@@ -330,7 +326,7 @@ except queue.Empty:
         run.report.violation,
         Some(Violation::MaxWall),
         "{}",
-        text(&run.stderr)
+        utf8(&run.stderr)
     );
     assert!(
         run.report.usage.fuel.unwrap_or(0) < 100_000_000,

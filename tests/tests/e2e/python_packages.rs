@@ -8,7 +8,7 @@
 use super::python::warm_cache;
 use sbx_wasm::Capabilities;
 use sbx_wasm::wasm::{ArtifactCache, PythonRunner, RunOptions, WasmHost};
-use sbx_wasm_tests::{python_runner, repo_root, sbx_bin};
+use sbx_wasm_tests::{python_runner, repo_root, sbx_bin, utf8};
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -21,29 +21,25 @@ fn build(cache: &Path, requirements: &Path) -> Output {
         .unwrap()
 }
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
 #[test]
 fn a_runner_with_packages_is_built_cached_and_used_by_the_cli_and_library() {
     let scratch = tempfile::tempdir().unwrap();
     let example = repo_root().join("examples/python/packages");
     let requirements = example.join("requirements.txt");
     let out = build(scratch.path(), &requirements);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let runner = text(&out.stdout).trim().to_string();
+    assert_eq!(out.status.code(), Some(0), "{}", utf8(&out.stderr));
+    let runner = utf8(&out.stdout).trim().to_string();
     assert!(
         runner.starts_with(&scratch.path().join("python/runner-").display().to_string()),
         "{runner}"
     );
     // The same requirements again: the runner is up to date, not rebuilt.
     let again = build(scratch.path(), &requirements);
-    assert_eq!(text(&again.stdout).trim(), runner);
+    assert_eq!(utf8(&again.stdout).trim(), runner);
     assert!(
-        text(&again.stderr).contains("up to date"),
+        utf8(&again.stderr).contains("up to date"),
         "{}",
-        text(&again.stderr)
+        utf8(&again.stderr)
     );
 
     // The CLI runs the example with it, no denial on record.
@@ -59,9 +55,9 @@ fn a_runner_with_packages_is_built_cached_and_used_by_the_cli_and_library() {
         .arg(example.join("report.py"))
         .output()
         .unwrap();
-    assert_eq!(run.status.code(), Some(0), "{}", text(&run.stderr));
+    assert_eq!(run.status.code(), Some(0), "{}", utf8(&run.stderr));
     assert_eq!(
-        text(&run.stdout),
+        utf8(&run.stdout),
         "region    ordered     due           amount\n\
          --------  ----------  ----------  --------\n\
          north     2024-01-31  2024-02-29       120\n\
@@ -80,7 +76,7 @@ fn a_runner_with_packages_is_built_cached_and_used_by_the_cli_and_library() {
     let run = py
         .run_source(&host, source, RunOptions::new(caps.clone()))
         .unwrap();
-    assert_eq!(text(&run.stdout), "True True\n", "{}", text(&run.stderr));
+    assert_eq!(utf8(&run.stdout), "True True\n", "{}", utf8(&run.stderr));
 
     // The default runner has no packages, and says how to get one.
     let plain = PythonRunner::load(&host, &python_runner()).unwrap();
@@ -89,9 +85,9 @@ fn a_runner_with_packages_is_built_cached_and_used_by_the_cli_and_library() {
         .unwrap();
     assert_eq!(run.report.exit_code, Some(1));
     assert!(
-        text(&run.stderr).contains("sbx-wasm python build --requirements"),
+        utf8(&run.stderr).contains("sbx-wasm python build --requirements"),
         "{}",
-        text(&run.stderr)
+        utf8(&run.stderr)
     );
     assert!(run.audit.is_empty(), "{:?}", run.audit);
 }
@@ -104,7 +100,7 @@ fn unpinned_requirements_and_wheels_with_native_code_are_refused() {
     std::fs::write(d.join("loose.txt"), "tabulate==0.9.0\n").unwrap();
     let out = build(d, &d.join("loose.txt"));
     assert_ne!(out.status.code(), Some(0));
-    assert!(text(&out.stderr).contains("hash"), "{}", text(&out.stderr));
+    assert!(utf8(&out.stderr).contains("hash"), "{}", utf8(&out.stderr));
     // A wheel whose tags say native code (made here, pinned by its hash).
     let wheel = "nativepkg-1.0-py3-none-linux_x86_64.whl";
     let made = Command::new("python3")
@@ -122,8 +118,8 @@ fn unpinned_requirements_and_wheels_with_native_code_are_refused() {
         ))
         .output()
         .unwrap();
-    assert!(made.status.success(), "{}", text(&made.stderr));
-    let hash = text(&made.stdout).trim().to_string();
+    assert!(made.status.success(), "{}", utf8(&made.stderr));
+    let hash = utf8(&made.stdout).trim().to_string();
     std::fs::write(
         d.join("native.txt"),
         format!("./{wheel} --hash=sha256:{hash}\n"),
@@ -142,14 +138,14 @@ fn unpinned_requirements_and_wheels_with_native_code_are_refused() {
         ])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(2), "{}", utf8(&out.stderr));
     assert!(!d.join("r.wasm").exists());
     #[cfg(target_arch = "x86_64")]
     assert!(
-        text(&out.stderr).contains(
+        utf8(&out.stderr).contains(
             "a wheel with native code cannot run in the sandbox: nativepkg-1.0 (py3-none-linux_x86_64)"
         ),
         "{}",
-        text(&out.stderr)
+        utf8(&out.stderr)
     );
 }

@@ -5,10 +5,10 @@
 //! the folders above the mounts, which exist for the guest as empty
 //! folders so that `os.makedirs(mount, exist_ok=True)` works.
 
-use super::python_api::{python, text};
+use super::python_api::python;
 use sbx_wasm::Capabilities;
 use sbx_wasm::wasm::RunOptions;
-use sbx_wasm_tests::{repo_root, snapshot};
+use sbx_wasm_tests::{repo_root, snapshot, utf8};
 
 #[test]
 fn every_stdlib_module_imports_and_works_or_says_why_not() {
@@ -16,7 +16,7 @@ fn every_stdlib_module_imports_and_works_or_says_why_not() {
     let caps = Capabilities::builder().build().unwrap();
     let script = repo_root().join("tests/python/stdlib.py");
     let run = py.run_file(host, &script, RunOptions::new(caps)).unwrap();
-    assert_eq!(run.report.exit_code, Some(0), "{}", text(&run.stderr));
+    assert_eq!(run.report.exit_code, Some(0), "{}", utf8(&run.stderr));
     let out: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
     for empty in [
         "unexplained",
@@ -80,9 +80,9 @@ for key in ("Nowhere/City", "../../etc/localtime"):
         print(type(e).__name__)
 "#;
     let run = py.run_source(host, source, RunOptions::new(caps)).unwrap();
-    assert_eq!(run.report.exit_code, Some(0), "{}", text(&run.stderr));
+    assert_eq!(run.report.exit_code, Some(0), "{}", utf8(&run.stderr));
     assert_eq!(
-        text(&run.stdout),
+        utf8(&run.stdout),
         "2:00:00 EST True\nZoneInfoNotFoundError\nValueError\n"
     );
     // No TZPATH folder of the host was looked at.
@@ -120,9 +120,9 @@ print(attempt(lambda: os.makedirs("/work/other", exist_ok=True)),
       os.path.exists("/etc"), os.path.exists("/wor"))
 "#;
     let run = py.run_source(host, source, RunOptions::new(caps)).unwrap();
-    assert_eq!(run.report.exit_code, Some(0), "{}", text(&run.stderr));
+    assert_eq!(run.report.exit_code, Some(0), "{}", utf8(&run.stderr));
     assert_eq!(
-        text(&run.stdout),
+        utf8(&run.stdout),
         "True True 0\nFileExistsError\nFileNotFoundError FileNotFoundError False False\n"
     );
     let above: Vec<&str> = run

@@ -2,10 +2,9 @@
 //! of runs, never state; a warm instance meets the grant, the budgets and
 //! the refusals of the run that takes it.
 
-use super::python_api::text;
 use sbx_wasm::wasm::{ArtifactCache, PoolSizes, PythonRunner, RunOptions, WasmHost};
 use sbx_wasm::{Capabilities, Violation};
-use sbx_wasm_tests::{mount_tree, python_runner};
+use sbx_wasm_tests::{mount_tree, python_runner, utf8};
 
 #[test]
 fn nothing_of_one_run_is_seen_by_the_next_on_a_pooled_host() {
@@ -51,10 +50,10 @@ fn a_warm_instance_runs_under_the_grant_of_the_run_that_takes_it() {
         )
         .unwrap();
     assert_eq!(
-        text(&run.stdout),
+        utf8(&run.stdout),
         "granted\nrefused\n",
         "{}",
-        text(&run.stderr)
+        utf8(&run.stderr)
     );
     assert!(
         run.audit
@@ -72,7 +71,7 @@ fn a_warm_instance_runs_under_the_grant_of_the_run_that_takes_it() {
             RunOptions::new(bare),
         )
         .unwrap();
-    assert_eq!(text(&run.stdout), "False\n", "{}", text(&run.stderr));
+    assert_eq!(utf8(&run.stdout), "False\n", "{}", utf8(&run.stderr));
     assert_eq!(sbx_wasm_tests::snapshot(tree.path()), before);
     assert_eq!(py.agent().warm_runs(), 2);
 }
@@ -173,10 +172,10 @@ fn an_instance_made_ahead_serves_the_next_run_alone_under_its_grant() {
         )
         .unwrap();
     assert_eq!(
-        text(&first.stdout),
+        utf8(&first.stdout),
         "granted\nrefused\n",
         "{}",
-        text(&first.stderr)
+        utf8(&first.stderr)
     );
     assert_eq!(agent.warm_runs(), 1);
     assert_eq!(agent.warm_ready(), 0, "nothing refills it");
@@ -186,7 +185,7 @@ fn an_instance_made_ahead_serves_the_next_run_alone_under_its_grant() {
             script("import builtins\nprint(hasattr(builtins, 'LEFT'))"),
         )
         .unwrap();
-    assert_eq!(text(&second.stdout), "False\n", "{}", text(&second.stderr));
+    assert_eq!(utf8(&second.stdout), "False\n", "{}", utf8(&second.stderr));
     assert_eq!(agent.warm_runs(), 1, "the second run made its own instance");
 }
 
@@ -217,7 +216,7 @@ fn a_warm_run_finds_the_pages_its_slot_wrote_before_still_mapped() {
             .run_source(&host, "print(1)", RunOptions::new(caps.clone()))
             .unwrap();
         let after = minor_faults();
-        assert_eq!(text(&run.stdout), "1\n", "{}", text(&run.stderr));
+        assert_eq!(utf8(&run.stdout), "1\n", "{}", utf8(&run.stderr));
         // Both slots have served a run after the first two.
         if i >= 4 {
             faults.push(after - before);
@@ -278,15 +277,15 @@ print([
         let run = py
             .run_source(host, leave, RunOptions::new(caps.clone()))
             .unwrap();
-        assert_eq!(text(&run.stdout), "left\n", "{}", text(&run.stderr));
+        assert_eq!(utf8(&run.stdout), "left\n", "{}", utf8(&run.stderr));
         let run = py
             .run_source(host, look, RunOptions::new(caps.clone()))
             .unwrap();
         assert_eq!(
-            text(&run.stdout),
+            utf8(&run.stdout),
             "[False, False, False, False, False, False, []]\n",
             "{}",
-            text(&run.stderr)
+            utf8(&run.stderr)
         );
     }
 }

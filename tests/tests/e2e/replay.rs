@@ -5,26 +5,11 @@
 //! and gives the same output, audit and report; a changed guest departs
 //! at the recorded op it no longer asks for.
 
-use sbx_wasm_tests::{LoopbackServer, guest, mount_caps, mount_tree, sbx_bin, snapshot};
+use sbx_wasm_tests::{
+    LoopbackServer, guest, mount_caps, mount_tree, said, sbx_bin, sbx_in, snapshot,
+};
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn sbx(dir: &Path, args: &[&str]) -> Output {
-    Command::new(sbx_bin())
-        .env("SBX_WASM_CACHE_DIR", dir.join("cache"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use std::process::Command;
 
 fn without_kernel_wall(path: &Path) -> serde_json::Value {
     let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
@@ -46,7 +31,7 @@ fn a_recorded_run_replays_offline_with_the_same_output_and_records() {
     std::fs::write(d.join("caps.toml"), caps).unwrap();
     let benign = guest("benign").display().to_string();
     let url = format!("{}/status", server.origin());
-    let recorded = sbx(
+    let recorded = sbx_in(
         d,
         &[
             "run",
@@ -63,7 +48,7 @@ fn a_recorded_run_replays_offline_with_the_same_output_and_records() {
             &url,
         ],
     );
-    assert_eq!(recorded.status.code(), Some(0), "{}", text(&recorded));
+    assert_eq!(recorded.status.code(), Some(0), "{}", said(&recorded));
     let out = String::from_utf8(recorded.stdout.clone()).unwrap();
     assert_eq!(out, "rows=2 total=5 api=ok words=3\n");
     assert_eq!(server.connections(), 1);
@@ -111,7 +96,7 @@ fn a_recorded_run_replays_offline_with_the_same_output_and_records() {
     std::fs::write(d.join("data/data.csv"), "name,value\nz,100\n").unwrap();
     std::fs::write(d.join("out/summary.txt"), "sentinel\n").unwrap();
     let before = snapshot(d);
-    let replayed = sbx(
+    let replayed = sbx_in(
         d,
         &[
             "replay",
@@ -122,13 +107,13 @@ fn a_recorded_run_replays_offline_with_the_same_output_and_records() {
             "a2.jsonl",
         ],
     );
-    assert_eq!(replayed.status.code(), Some(0), "{}", text(&replayed));
-    assert_eq!(replayed.stdout, recorded.stdout, "{}", text(&replayed));
+    assert_eq!(replayed.status.code(), Some(0), "{}", said(&replayed));
+    assert_eq!(replayed.stdout, recorded.stdout, "{}", said(&replayed));
     assert!(
         String::from_utf8_lossy(&replayed.stderr)
             .contains("replay followed the recording: 4 ops, ended as recorded"),
         "{}",
-        text(&replayed)
+        said(&replayed)
     );
     assert_eq!(
         std::fs::read(d.join("a2.jsonl")).unwrap(),
@@ -161,7 +146,7 @@ fn a_recorded_run_replays_offline_with_the_same_output_and_records() {
     // fetch, where the recording holds the tool call.
     let tool_seq = ops.iter().find(|(_, k)| k == "tool_call").unwrap().0;
     let changed = guest("benign_changed").display().to_string();
-    let diverged = sbx(
+    let diverged = sbx_in(
         d,
         &[
             "replay",
@@ -173,7 +158,7 @@ fn a_recorded_run_replays_offline_with_the_same_output_and_records() {
             "a3.jsonl",
         ],
     );
-    assert_eq!(diverged.status.code(), Some(122), "{}", text(&diverged));
+    assert_eq!(diverged.status.code(), Some(122), "{}", said(&diverged));
     let verdict: serde_json::Value = serde_json::from_str(
         String::from_utf8_lossy(&diverged.stdout)
             .lines()
@@ -206,20 +191,20 @@ fn a_replay_that_cannot_start_says_why() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::write(d.join("not.json"), "{\"format\": \"other\"}").unwrap();
-    let o = sbx(d, &["replay", "not.json"]);
+    let o = sbx_in(d, &["replay", "not.json"]);
     assert_eq!(o.status.code(), Some(125));
     assert!(
-        text(&o).contains("not an sbx-wasm recording"),
+        said(&o).contains("not an sbx-wasm recording"),
         "{}",
-        text(&o)
+        said(&o)
     );
-    let o = sbx(d, &["replay", "missing.sbxrec"]);
+    let o = sbx_in(d, &["replay", "missing.sbxrec"]);
     assert_eq!(o.status.code(), Some(125));
-    assert!(text(&o).contains("missing.sbxrec"), "{}", text(&o));
+    assert!(said(&o).contains("missing.sbxrec"), "{}", said(&o));
     // --seed alone is refused: it needs --deterministic or --record.
-    let o = sbx(d, &["run", "--caps", "c.toml", "--seed", "3", "x.wasm"]);
+    let o = sbx_in(d, &["run", "--caps", "c.toml", "--seed", "3", "x.wasm"]);
     assert_eq!(o.status.code(), Some(125));
-    assert!(text(&o).contains("--seed needs"), "{}", text(&o));
+    assert!(said(&o).contains("--seed needs"), "{}", said(&o));
 }
 
 #[test]
@@ -256,12 +241,12 @@ fn a_python_run_using_tempfile_replays_identically() {
         "a1.jsonl",
         "t.py",
     ]);
-    assert_eq!(recorded.status.code(), Some(0), "{}", text(&recorded));
+    assert_eq!(recorded.status.code(), Some(0), "{}", said(&recorded));
     assert_eq!(String::from_utf8_lossy(&recorded.stdout), "['x.txt']\n[]\n");
     // The folder tempfile made (and listed) is the guest's own: the replay
     // does not make it beforehand, so the guest makes it again.
     let replayed = run(&["replay", "t.sbxrec", "--audit", "a2.jsonl"]);
-    assert_eq!(replayed.status.code(), Some(0), "{}", text(&replayed));
+    assert_eq!(replayed.status.code(), Some(0), "{}", said(&replayed));
     assert_eq!(replayed.stdout, recorded.stdout);
     assert_eq!(
         std::fs::read(d.join("a2.jsonl")).unwrap(),

@@ -7,8 +7,8 @@
 
 mod served;
 
-use sbx_wasm_tests::{LoopbackServer, sbx_bin, snapshot};
-use served::{Ran, Served, first_line, start_server, text, tree, warm_cache};
+use sbx_wasm_tests::{LoopbackServer, sbx_bin, snapshot, utf8};
+use served::{Ran, Served, first_line, start_server, tree, warm_cache};
 use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -251,11 +251,11 @@ fn one_server_a_runner_and_a_stale_socket_is_replaced() {
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    assert_eq!(again.status.code(), Some(2), "{}", text(&again.stderr));
+    assert_eq!(again.status.code(), Some(2), "{}", utf8(&again.stderr));
     assert!(
-        text(&again.stderr).contains("already serves"),
+        utf8(&again.stderr).contains("already serves"),
         "{}",
-        text(&again.stderr)
+        utf8(&again.stderr)
     );
 
     // A server killed outright leaves its socket file; the next one takes

@@ -3,15 +3,11 @@
 //! server has.
 
 pub(super) use super::super::python::warm_cache;
-use sbx_wasm_tests::{mount_caps, mount_tree, python_runner, repo_root, sbx_bin};
+use sbx_wasm_tests::{mount_caps, mount_tree, python_runner, repo_root, sbx_bin, utf8};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-
-pub(super) fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 /// A server of its own for one test: the runner hard-linked under a path
 /// of the test's (a server is keyed by the runner's path, so tests running
@@ -124,7 +120,7 @@ pub(super) fn start_server(runner: &Path, env: &[(&str, &str)]) -> (Child, PathB
     if !line.trim().ends_with(".sock") {
         let _ = server.kill();
         let out = server.wait_with_output().unwrap();
-        panic!("the server did not start: {line:?} {}", text(&out.stderr));
+        panic!("the server did not start: {line:?} {}", utf8(&out.stderr));
     }
     (server, PathBuf::from(line.trim()))
 }
@@ -145,10 +141,10 @@ impl Ran {
         self.out.status.code()
     }
     pub(super) fn stdout(&self) -> String {
-        text(&self.out.stdout)
+        utf8(&self.out.stdout)
     }
     pub(super) fn stderr(&self) -> String {
-        text(&self.out.stderr)
+        utf8(&self.out.stderr)
     }
     pub(super) fn served(&self) -> bool {
         self.stderr().contains("; warm worker")
@@ -215,6 +211,6 @@ pub(super) fn children(pid: u32) -> Vec<u32> {
 
 pub(super) fn cmdline(pid: u32) -> String {
     std::fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|b| text(&b))
+        .map(|b| utf8(&b))
         .unwrap_or_default()
 }

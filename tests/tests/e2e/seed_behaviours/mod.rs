@@ -7,12 +7,9 @@ mod capabilities;
 
 use sbx_wasm::Services;
 use sbx_wasm::fs::{canonical, has_traversal};
-use sbx_wasm::op::Output;
 use sbx_wasm::tools::{ToolError, ToolRegistry};
-use sbx_wasm::{
-    Capabilities, Op, Sandbox, SandboxResult, SandboxedAgent, StoppedReason, TickClock, Violation,
-};
-use sbx_wasm_tests::{CANARY, DATA, LoopbackServer, World};
+use sbx_wasm::{Capabilities, Op, Sandbox, SandboxedAgent, StoppedReason, TickClock, Violation};
+use sbx_wasm_tests::{DATA, LoopbackServer, World, assert_denied, result_text};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -49,22 +46,4 @@ fn seed() -> (World, Sandbox) {
     let w = World::new();
     let sb = sandbox(&w, w.caps_builder().build().unwrap());
     (w, sb)
-}
-
-fn text(r: &SandboxResult) -> String {
-    match &r.output {
-        Some(Output::Data { content }) => String::from_utf8(content.0.clone()).unwrap(),
-        Some(Output::Response { body, .. }) => String::from_utf8(body.0.clone()).unwrap(),
-        Some(Output::ToolOutput { output }) => output.clone(),
-        other => panic!("no text output: {other:?} / {r:?}"),
-    }
-}
-
-fn assert_denied(r: &SandboxResult, v: Violation, hard: bool) {
-    assert!(!r.ok, "expected {v}, got allowed: {r:?}");
-    assert_eq!(r.violation(), Some(v), "{r:?}");
-    assert_eq!(r.hard(), hard, "{r:?}");
-    assert!(r.output.is_none(), "a denial carries no output: {r:?}");
-    let shown = serde_json::to_string(r).unwrap();
-    assert!(!shown.contains(CANARY), "canary leaked: {shown}");
 }

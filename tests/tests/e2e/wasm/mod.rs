@@ -150,10 +150,5 @@ fn write_caps(dir: &Path, extra: &str) -> PathBuf {
 }
 
 fn sbx(dir: &Path, args: &[&str]) -> std::process::Output {
-    std::process::Command::new(sbx_bin())
-        .env("SBX_WASM_CACHE_DIR", dir.join("cache"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .unwrap()
+    sbx_wasm_tests::sbx_in(dir, args)
 }
