@@ -50,6 +50,26 @@ impl sbx::agent::tools::Host for State {
     }
 }
 
+/// No store in the baseline: every call fails.
+impl sbx::agent::kv::Host for State {
+    fn get(&mut self, _key: String) -> Result<Vec<u8>, sbx::agent::types::Error> {
+        Err(no_store())
+    }
+    fn put(&mut self, _key: String, _value: Vec<u8>) -> Result<(), sbx::agent::types::Error> {
+        Err(no_store())
+    }
+    fn delete(&mut self, _key: String) -> Result<(), sbx::agent::types::Error> {
+        Err(no_store())
+    }
+    fn list(&mut self, _prefix: String) -> Result<Vec<String>, sbx::agent::types::Error> {
+        Err(no_store())
+    }
+}
+
+fn no_store() -> sbx::agent::types::Error {
+    sbx::agent::types::Error::Failed("no key-value store in the baseline".into())
+}
+
 /// A bare engine (default settings: no fuel, no epochs) and linker.
 pub struct Bare {
     pub engine: Engine,

@@ -109,10 +109,12 @@ pub(crate) fn open_cache() -> Result<ArtifactCache> {
     ArtifactCache::open(&dir).with_context(|| format!("cache folder {}", dir.display()))
 }
 
-/// A sandbox for `caps` with its command tools; a 1 ms tick clock when
-/// `deterministic`; stopped by `cancel` when given.
+/// A sandbox for `caps` with its command tools and `services`' other
+/// backends (its key-value store: a session's, or a fresh one); a 1 ms
+/// tick clock when `deterministic`; stopped by `cancel` when given.
 pub(crate) fn sandbox(
     caps: Capabilities,
+    services: Services,
     deterministic: bool,
     cancel: Option<sbx_wasm::CancelHandle>,
 ) -> Result<Sandbox> {
@@ -121,7 +123,7 @@ pub(crate) fn sandbox(
     } else {
         Arc::new(MonotonicClock::new())
     };
-    let services = Services::new().tools(registry(&caps)).clock(clock);
+    let services = services.tools(registry(&caps)).clock(clock);
     let mut b = Sandbox::builder(caps).services(services);
     if let Some(c) = cancel {
         b = b.cancel(c);

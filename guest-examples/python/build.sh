@@ -32,14 +32,6 @@ while [ $# -gt 0 ]; do
 done
 [ -z "$extra" ] || [ -f "$extra" ] || { echo "python runner: no such requirements file: $extra" >&2; exit 2; }
 
-venv="$out/venv"
-if [ ! -x "$venv/bin/componentize-py" ] \
-    || [ "$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("componentize-py"))' 2>/dev/null)" != "$componentize_py_version" ]; then
-    echo "python runner: installing componentize-py $componentize_py_version into $venv" >&2
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check "componentize-py==$componentize_py_version"
-fi
-
 # The WASI packages are the ones the host's wasmtime-wasi implements, read
 # from its crate source so the runner never asks for a version the host lacks.
 wasi_wit="$(cargo metadata --format-version 1 --manifest-path "$root/host/Cargo.toml" 2>/dev/null \
@@ -49,11 +41,32 @@ p=[p for p in pkgs if p["name"]=="wasmtime-wasi"][0]
 print(os.path.join(os.path.dirname(p["manifest_path"]),"src","p2","wit","deps"))')"
 [ -d "$wasi_wit" ] || { echo "python runner: WASI WIT not found at $wasi_wit" >&2; exit 1; }
 
-stamp="$( (cat "$here/build.sh" "$here/requirements.txt" ${extra:+"$extra"} "$here/wit/runner.wit" "$root"/wit/*.wit "$here"/app/*.py; ls "$wasi_wit"; echo "$componentize_py_version") | sha256sum | cut -d' ' -f1)"
+stamp="$( (cat "$here/build.sh" "$here/requirements.txt" ${extra:+"$extra"} "$here/wit/runner.wit" "$root"/wit/*.wit "$here"/app/*.py; echo "$wasi_wit"; ls "$wasi_wit"; echo "$componentize_py_version") | sha256sum | cut -d' ' -f1)"
 if [ -f "$target" ] && [ "$(cat "$target.stamp" 2>/dev/null)" = "$stamp" ]; then
     echo "python runner: up to date ($target)" >&2
     exit 0
 fi
+# Runners are also kept by that hash outside the checkout (the user's cache
+# folder), so a fresh clone with the same inputs copies one instead of
+# building it; a changed input is a new hash, never a stale runner.
+cache="${SBX_WASM_RUNNER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sbx-wasm/python-runners}"
+if [ -f "$cache/$stamp.wasm" ]; then
+    mkdir -p "$(dirname "$target")"
+    cp "$cache/$stamp.wasm" "$target.tmp"
+    mv "$target.tmp" "$target"
+    echo "$stamp" > "$target.stamp"
+    echo "python runner: from the cache ($cache/$stamp.wasm)" >&2
+    exit 0
+fi
+
+venv="$out/venv"
+if [ ! -x "$venv/bin/componentize-py" ] \
+    || [ "$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("componentize-py"))' 2>/dev/null)" != "$componentize_py_version" ]; then
+    echo "python runner: installing componentize-py $componentize_py_version into $venv" >&2
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "componentize-py==$componentize_py_version"
+fi
+
 
 # One work folder per set of requirements: builds of two sets never mix.
 work="$out/build-$( (cat "$here/requirements.txt" ${extra:+"$extra"}) | sha256sum | cut -c1-16)"
@@ -97,4 +110,7 @@ mkdir -p "$(dirname "$target")"
     componentize -p "$here/app" -p "$pylib" runner -o "$target.tmp"
 mv "$target.tmp" "$target"
 echo "$stamp" > "$target.stamp"
+if mkdir -p "$cache" 2>/dev/null && cp "$target" "$cache/$stamp.wasm.tmp" 2>/dev/null; then
+    mv "$cache/$stamp.wasm.tmp" "$cache/$stamp.wasm"
+fi
 echo "python runner: $target ($(du -h "$target" | cut -f1))" >&2

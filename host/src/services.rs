@@ -10,6 +10,7 @@
 //! and a new backend is one field here.
 
 use crate::budget::Clock;
+use crate::capability::kv::{KvStore, MemoryKv};
 use crate::net::{HttpNet, Net, Resolve, SystemResolver};
 use crate::tools::ToolRegistry;
 use std::fmt;
@@ -24,6 +25,11 @@ use std::sync::Arc;
 /// | [`resolver`](Services::resolver) | [`SystemResolver`] (the system's name lookup) |
 /// | [`clock`](Services::clock) | none given: a [`MonotonicClock`](crate::MonotonicClock) started when the sandbox is built (a 1 ms [`TickClock`](crate::TickClock) for a deterministic component run) |
 /// | [`tools`](Services::tools) | an empty [`ToolRegistry`] (every tool call `tool_denied`) |
+/// | [`kv`](Services::kv) | a new, empty [`MemoryKv`] (its data in the host's memory, bounded by the grant's `[kv]` `max_bytes`) |
+///
+/// A clone shares each backend: runs given clones of one `Services`
+/// share its key-value store (a session's runs); a run given
+/// `Services::default()` has a store of its own.
 ///
 /// A backend only performs what the gate has already allowed: replacing
 /// one changes how an allowed effect is carried out, never what is
@@ -53,6 +59,7 @@ pub struct Services {
     pub(crate) resolver: Arc<dyn Resolve>,
     pub(crate) clock: Option<Arc<dyn Clock>>,
     pub(crate) tools: ToolRegistry,
+    pub(crate) kv: Arc<dyn KvStore>,
 }
 
 impl Default for Services {
@@ -62,6 +69,7 @@ impl Default for Services {
             resolver: Arc::new(SystemResolver),
             clock: None,
             tools: ToolRegistry::new(),
+            kv: Arc::new(MemoryKv::new()),
         }
     }
 }
@@ -100,6 +108,13 @@ impl Services {
     /// by the grant and registered here).
     pub fn tools(mut self, tools: ToolRegistry) -> Self {
         self.tools = tools;
+        self
+    }
+
+    /// Keep the key-value store's data in `kv` (the grant's `[kv]` section
+    /// still decides whether there is a store, and how large it may grow).
+    pub fn kv(mut self, kv: Arc<dyn KvStore>) -> Self {
+        self.kv = kv;
         self
     }
 

@@ -25,6 +25,9 @@ pub enum Violation {
     EgressDenied,
     /// The tool is not on the allow-list, or not registered (soft).
     ToolDenied,
+    /// The grant holds no key-value store, or a put would take the store
+    /// past its `max_keys` or `max_bytes` (soft).
+    KvDenied,
     /// A redirect's next hop would carry a secret's value in its URL (a
     /// bound host echoed the credential into `Location`): the hop is not
     /// dialled (soft).
@@ -60,12 +63,13 @@ pub enum Violation {
 
 impl Violation {
     /// Every violation, soft ones first.
-    pub const ALL: [Violation; 17] = [
+    pub const ALL: [Violation; 18] = [
         Violation::PathTraversal,
         Violation::FsReadDenied,
         Violation::FsWriteDenied,
         Violation::EgressDenied,
         Violation::ToolDenied,
+        Violation::KvDenied,
         Violation::SecretInRedirect,
         Violation::InvalidRequest,
         Violation::MaxOps,
@@ -88,6 +92,7 @@ impl Violation {
             Violation::FsWriteDenied => "fs_write_denied",
             Violation::EgressDenied => "egress_denied",
             Violation::ToolDenied => "tool_denied",
+            Violation::KvDenied => "kv_denied",
             Violation::SecretInRedirect => "secret_in_redirect",
             Violation::InvalidRequest => "invalid_request",
             Violation::MaxOps => "max_ops",

@@ -401,9 +401,18 @@ pub fn sbx_bin() -> PathBuf {
     bin
 }
 
+/// Run the `sbx-wasm` binary in `dir` with `args`.
+pub fn sbx_in(dir: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(sbx_bin())
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
 /// Run the `sbx-wasm` binary in `dir` with `args`, its artifact cache in
 /// `dir/cache` (a test's runs share no cache with another test's).
-pub fn sbx_in(dir: &Path, args: &[&str]) -> std::process::Output {
+pub fn sbx_cached(dir: &Path, args: &[&str]) -> std::process::Output {
     std::process::Command::new(sbx_bin())
         .env("SBX_WASM_CACHE_DIR", dir.join("cache"))
         .current_dir(dir)

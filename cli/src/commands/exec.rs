@@ -60,6 +60,7 @@ fn exec(
     let records = files.open(None)?;
     let mut agent = SandboxedAgent::new(sandbox(
         caps,
+        sbx_wasm::Services::new(),
         deterministic,
         Some(crate::common::cancel_on_signals()?),
     )?);

@@ -18,6 +18,10 @@ pub(crate) const SINGLE_OPS: &[(&str, OpKind)] = &[
     ("write_file", OpKind::FsWrite),
     ("list_files", OpKind::FsList),
     ("fetch", OpKind::NetFetch),
+    ("kv_get", OpKind::KvGet),
+    ("kv_put", OpKind::KvPut),
+    ("kv_delete", OpKind::KvDelete),
+    ("kv_list", OpKind::KvList),
 ];
 
 /// The door's tools that run a program.
@@ -120,14 +124,18 @@ pub(crate) fn tools(door: &Offer<'_>) -> Vec<Tool> {
         ));
     }
     for (name, kind) in SINGLE_OPS {
-        let files = kind.capability() == "fs";
-        let description = match (files, kind.writes()) {
-            (true, true) => format!("{} under a read-write folder ({seen}).", kind.summary()),
-            (true, false) => format!("{} under a granted folder ({seen}).", kind.summary()),
-            (false, _) => format!("{}.", kind.summary()),
+        // The store's tools only when the grant holds a store.
+        if kind.capability() == "kv" && door.caps.kv().is_none() {
+            continue;
+        }
+        let description = match (kind.capability(), kind.writes()) {
+            ("fs", true) => format!("{} under a read-write folder ({seen}).", kind.summary()),
+            ("fs", false) => format!("{} under a granted folder ({seen}).", kind.summary()),
+            ("kv", _) => format!("{} (kept for this session).", kind.summary()),
+            _ => format!("{}.", kind.summary()),
         };
         let tool = Tool::new(*name, description, schema(kind.plan_schema()));
-        out.push(match files && !kind.writes() {
+        out.push(match kind.read_only() {
             true => tool.annotate(ToolAnnotations::new().read_only(true)),
             false => tool,
         });

@@ -13,10 +13,11 @@ use super::reply::{self, Ids};
 use crate::common::{engine_for, open_cache, registry};
 use anyhow::{Context, Result, bail};
 use rmcp::model::CallToolResult;
+use sbx_wasm::capability::kv::MemoryKv;
 use sbx_wasm::report::{AuditEvent, RunReport};
 use sbx_wasm::tools::ToolDefinition;
 use sbx_wasm::wasm::{PreparedAgent, PythonRunner, WasmHost};
-use sbx_wasm::{CancelHandle, Capabilities};
+use sbx_wasm::{CancelHandle, Capabilities, Services};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -305,6 +306,7 @@ impl Door {
             id,
             caps,
             _scratch: scratch,
+            kv: Arc::new(MemoryKv::new()),
             calls: AtomicU64::new(0),
             wall_us: AtomicU64::new(0),
             output_bytes: AtomicU64::new(0),
@@ -408,6 +410,10 @@ pub(crate) struct Session {
     /// Held for its drop: removed when the session (and every call still
     /// using it) ends.
     _scratch: Option<tempfile::TempDir>,
+    /// The session's key-value store (when the grant holds one): every
+    /// call of the session sees what the earlier ones put; another session
+    /// has its own.
+    kv: Arc<MemoryKv>,
     calls: AtomicU64,
     wall_us: AtomicU64,
     output_bytes: AtomicU64,
@@ -440,6 +446,12 @@ impl Session {
             ));
         }
         Ok(format!("c{n}"))
+    }
+
+    /// The backends of one call: the session's key-value store, the rest
+    /// as the defaults.
+    pub(crate) fn services(&self) -> Services {
+        Services::new().kv(self.kv.clone())
     }
 
     /// Charge what a call used to the session's totals.

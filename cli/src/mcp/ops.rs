@@ -37,10 +37,11 @@ pub(crate) async fn run(
     let op = sbx_wasm::plan::op_from_json(plan_form(tool, args));
     let (cancel, _watch) = door.cancel_switch(client_cancel);
     let caps = session.caps.clone();
+    let services = session.services();
     // A fetch or a tool blocks: off the runtime's workers.
     let done = tokio::task::spawn_blocking(move || {
-        let mut sandbox =
-            crate::common::sandbox(caps, false, Some(cancel)).map_err(|e| format!("{e:#}"))?;
+        let mut sandbox = crate::common::sandbox(caps, services, false, Some(cancel))
+            .map_err(|e| format!("{e:#}"))?;
         let result = sandbox.run(op);
         Ok::<_, String>((result, sandbox.report(), sandbox.audit().to_vec()))
     })

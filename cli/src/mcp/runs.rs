@@ -8,7 +8,6 @@ use super::reply::{self, Ids};
 use crate::common::registry;
 use rmcp::model::{CallToolResult, ProgressNotificationParam, ProgressToken};
 use rmcp::service::{Peer, RoleServer};
-use sbx_wasm::Services;
 use sbx_wasm::events::{Event, EventSink};
 use sbx_wasm::wasm::{PreparedAgent, RunOptions};
 use serde_json::{Value, json};
@@ -55,7 +54,7 @@ pub(crate) async fn run(
         .program_name(program.name.clone())
         .args(program.args)
         .stdin(program.stdin)
-        .services(Services::new().tools(registry(&caps)));
+        .services(session.services().tools(registry(&caps)));
     if let (Some(source), Some(python)) = (&program.source, &door.python) {
         opts = match python.source_options(source, "snippet.py", opts) {
             Ok(o) => o,

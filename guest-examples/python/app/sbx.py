@@ -1,7 +1,8 @@
-"""The sandbox's two ways out, as Python functions.
+"""The sandbox's ways out, as Python functions.
 
-`fetch` goes through the host's egress gate and `call_tool` through its tool
-allow-list. A refusal by the grant raises `Denied`, whose `violation` is the
+`fetch` goes through the host's egress gate, `call_tool` through its tool
+allow-list, and `kv_get`, `kv_put`, `kv_delete`, `kv_list` reach the run's
+key-value store (when the grant holds one: `[kv]`). A refusal by the grant raises `Denied`, whose `violation` is the
 stable name the host's report uses (`egress_denied`, `tool_denied`,
 `invalid_request`, ...); nothing was performed. An allowed call that failed
 (network error, tool failure) raises `FetchError` or `ToolError`.
@@ -10,9 +11,12 @@ exceptions: the host halts the run.
 """
 
 from componentize_py_types import Err
-from wit_world.imports import net, tools, types
+from wit_world.imports import kv, net, tools, types
 
-__all__ = ["Denied", "FetchError", "ToolError", "Response", "fetch", "call_tool", "granted_tools"]
+__all__ = [
+    "Denied", "FetchError", "ToolError", "KvError", "Response", "fetch", "call_tool",
+    "granted_tools", "kv_get", "kv_put", "kv_delete", "kv_list",
+]
 
 
 class Denied(PermissionError):
@@ -30,6 +34,10 @@ class FetchError(OSError):
 
 class ToolError(RuntimeError):
     """The tool was allowed and failed."""
+
+
+class KvError(LookupError):
+    """The key-value call was allowed and failed (no such key)."""
 
 
 class Response:
@@ -148,3 +156,48 @@ def secret(name):
         return os.environ[name]
     except KeyError:
         raise KeyError(f"the grant has no secret {name!r}") from None
+
+
+def kv_get(key, default=None):
+    """The value (bytes) at `key` in the run's key-value store, or `default`
+    when there is none. Raises `Denied` without a `[kv]` grant."""
+    key = _text(key, "the key")
+    try:
+        return kv.get(key)
+    except Err as e:
+        if isinstance(e.value, types.Error_Failed):
+            return default
+        _raise(e.value, KvError)
+
+
+def kv_put(key, value):
+    """Set `key` to `value` (bytes, or a str stored as UTF-8). Raises
+    `Denied` without a `[kv]` grant, or when the store would pass its
+    `max_keys` or `max_bytes`."""
+    key = _text(key, "the key")
+    if isinstance(value, str):
+        value = value.encode()
+    if not isinstance(value, (bytes, bytearray)):
+        raise TypeError(f"value must be bytes or str, not {type(value).__name__}")
+    try:
+        kv.put(key, bytes(value))
+    except Err as e:
+        _raise(e.value, KvError)
+
+
+def kv_delete(key):
+    """Remove `key`. Raises `KvError` if there is no such key."""
+    key = _text(key, "the key")
+    try:
+        kv.delete(key)
+    except Err as e:
+        _raise(e.value, KvError)
+
+
+def kv_list(prefix=""):
+    """The keys starting with `prefix`, sorted."""
+    prefix = _text(prefix, "the prefix")
+    try:
+        return list(kv.list(prefix))
+    except Err as e:
+        _raise(e.value, KvError)

@@ -1,5 +1,6 @@
-//! Guest side of the `sbx:agent` world: `fetch` and `call_tool`, plus a
-//! one-line description of a result for agents that print what happened.
+//! Guest side of the `sbx:agent` world: `fetch`, `call_tool` and the
+//! key-value store, plus a one-line description of a result for agents
+//! that print what happened.
 
 wit_bindgen::generate!({
     path: "../../wit",
@@ -39,6 +40,32 @@ pub fn secret(name: &str) -> Option<String> {
 /// The tools the grant allows.
 pub fn granted_tools() -> Vec<String> {
     sbx::agent::tools::granted()
+}
+
+/// The run's key-value store (granted by the caps file's `[kv]`).
+pub mod kv {
+    use super::Error;
+    use super::sbx::agent::kv as host;
+
+    /// The value at `key`.
+    pub fn get(key: &str) -> Result<Vec<u8>, Error> {
+        host::get(key)
+    }
+
+    /// Set `key` to `value`.
+    pub fn put(key: &str, value: &[u8]) -> Result<(), Error> {
+        host::put(key, value)
+    }
+
+    /// Remove `key`.
+    pub fn delete(key: &str) -> Result<(), Error> {
+        host::delete(key)
+    }
+
+    /// The keys starting with `prefix`, sorted.
+    pub fn list(prefix: &str) -> Result<Vec<String>, Error> {
+        host::list(prefix)
+    }
 }
 
 /// `denied: <violation>` or `failed: <message>`.

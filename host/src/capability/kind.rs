@@ -46,6 +46,14 @@ pub enum OpKind {
     NetFetch,
     /// A tool call (`tool_call`).
     ToolCall,
+    /// Read a key of the run's key-value store (`kv_get`).
+    KvGet,
+    /// Set a key (`kv_put`).
+    KvPut,
+    /// Remove a key (`kv_delete`).
+    KvDelete,
+    /// List keys by prefix (`kv_list`).
+    KvList,
 }
 
 impl OpKind {
@@ -59,6 +67,10 @@ impl OpKind {
         OpKind::FsMkdir,
         OpKind::NetFetch,
         OpKind::ToolCall,
+        OpKind::KvGet,
+        OpKind::KvPut,
+        OpKind::KvDelete,
+        OpKind::KvList,
     ];
 
     /// The name in plans and audit logs.
@@ -72,6 +84,10 @@ impl OpKind {
             OpKind::FsMkdir => "fs_mkdir",
             OpKind::NetFetch => "net_fetch",
             OpKind::ToolCall => "tool_call",
+            OpKind::KvGet => "kv_get",
+            OpKind::KvPut => "kv_put",
+            OpKind::KvDelete => "kv_delete",
+            OpKind::KvList => "kv_list",
         }
     }
 
@@ -80,8 +96,8 @@ impl OpKind {
         Self::ALL.iter().copied().find(|k| k.name() == name)
     }
 
-    /// The capability that decides it: `fs`, `net` or `tools` (the grant's
-    /// section, and the folder under `capability/`).
+    /// The capability that decides it: `fs`, `net`, `tools` or `kv` (the
+    /// grant's section, and the folder under `capability/`).
     pub fn capability(self) -> &'static str {
         match self {
             OpKind::FsRead
@@ -92,18 +108,43 @@ impl OpKind {
             | OpKind::FsMkdir => "fs",
             OpKind::NetFetch => "net",
             OpKind::ToolCall => "tools",
+            OpKind::KvGet | OpKind::KvPut | OpKind::KvDelete | OpKind::KvList => "kv",
         }
     }
 
-    /// Whether it changes what a mount holds (it needs a write mount).
+    /// Whether it changes what the grant holds: a write mount's files, or
+    /// the key-value store.
     pub fn writes(self) -> bool {
         match self {
-            OpKind::FsWrite | OpKind::FsRemove | OpKind::FsMkdir => true,
+            OpKind::FsWrite
+            | OpKind::FsRemove
+            | OpKind::FsMkdir
+            | OpKind::KvPut
+            | OpKind::KvDelete => true,
             OpKind::FsRead
             | OpKind::FsList
             | OpKind::FsStat
             | OpKind::NetFetch
-            | OpKind::ToolCall => false,
+            | OpKind::ToolCall
+            | OpKind::KvGet
+            | OpKind::KvList => false,
+        }
+    }
+
+    /// Whether it only reads what the grant holds, reaching nothing outside
+    /// the host (no fetch, no tool): safe to repeat.
+    pub fn read_only(self) -> bool {
+        match self {
+            OpKind::FsRead | OpKind::FsList | OpKind::FsStat | OpKind::KvGet | OpKind::KvList => {
+                true
+            }
+            OpKind::FsWrite
+            | OpKind::FsRemove
+            | OpKind::FsMkdir
+            | OpKind::NetFetch
+            | OpKind::ToolCall
+            | OpKind::KvPut
+            | OpKind::KvDelete => false,
         }
     }
 
@@ -118,6 +159,10 @@ impl OpKind {
             OpKind::FsMkdir => "Make a folder",
             OpKind::NetFetch => "Fetch an HTTP or HTTPS URL the grant's egress rules allow",
             OpKind::ToolCall => "Call a granted tool",
+            OpKind::KvGet => "Read a key of the key-value store",
+            OpKind::KvPut => "Set a key of the key-value store",
+            OpKind::KvDelete => "Remove a key of the key-value store",
+            OpKind::KvList => "List the keys of the key-value store by prefix",
         }
     }
 

@@ -32,6 +32,7 @@
 
 pub mod fs;
 mod kind;
+pub mod kv;
 pub mod net;
 mod output;
 pub mod tools;
@@ -75,6 +76,8 @@ pub enum Op {
     Net(FetchRequest),
     /// A tool call, decided by the tool allow-list.
     Tool(ToolCall),
+    /// A key-value op, decided by the grant's `[kv]` store.
+    Kv(kv::KvOp),
     /// A proposal that could not be understood; always `invalid_request`.
     Invalid {
         /// The op name as given, if any.
@@ -153,6 +156,9 @@ pub(crate) struct Held<'a> {
     pub(crate) cancel: Option<&'a crate::CancelHandle>,
     /// The grant's secrets with this run's placeholders.
     pub(crate) secrets: &'a net::RunSecrets,
+    /// The grant's key-value store, if it holds one, and its backend.
+    pub(crate) kv_grant: Option<&'a kv::KvGrant>,
+    pub(crate) kv: &'a dyn kv::KvStore,
 }
 
 /// What the gate lends an effect from the budgets.
@@ -180,7 +186,7 @@ struct PlanForm {
 }
 
 /// The plan forms, one per capability.
-const PLAN_FORMS: [PlanForm; 3] = [
+const PLAN_FORMS: [PlanForm; 4] = [
     PlanForm {
         ops: fs::PLAN_OPS,
         parse: fs::from_plan,
@@ -198,6 +204,12 @@ const PLAN_FORMS: [PlanForm; 3] = [
         parse: tools::from_plan,
         aimed: tools::aimed_at,
         schema: tools::plan_schema,
+    },
+    PlanForm {
+        ops: kv::PLAN_OPS,
+        parse: kv::from_plan,
+        aimed: kv::aimed_at,
+        schema: kv::plan_schema,
     },
 ];
 
@@ -272,6 +284,7 @@ impl Op {
             Op::Fs(r) => Some(r),
             Op::Net(r) => Some(r),
             Op::Tool(r) => Some(r),
+            Op::Kv(r) => Some(r),
             Op::Invalid { .. } => None,
         }
     }
@@ -378,6 +391,8 @@ pub(crate) enum Grant {
     Net(Url),
     /// A call of the registered tool the check found.
     Tool(Arc<dyn Tool>),
+    /// A call of the run's key-value store, within these limits.
+    Kv(kv::KvGrant),
     /// Nothing to reach: the answer comes from the grant itself (a folder
     /// above the mounts), never from the host.
     Nothing,
@@ -413,6 +428,7 @@ impl fmt::Debug for Permit {
             Grant::Fs { rel, write, .. } => format!("fs {rel:?} write={write}"),
             Grant::Net(url) => format!("net {url}"),
             Grant::Tool(_) => "tool".to_string(),
+            Grant::Kv(g) => format!("kv {g:?}"),
             Grant::Nothing => "nothing".to_string(),
         };
         f.debug_struct("Permit")

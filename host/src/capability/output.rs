@@ -87,6 +87,11 @@ pub enum Output {
         /// The output.
         output: String,
     },
+    /// Keys of a key-value store, sorted.
+    Keys {
+        /// The keys.
+        keys: Vec<String>,
+    },
     /// Allowed; the effect is performed elsewhere (WASI in the wasm host).
     Admitted,
 }
@@ -110,6 +115,7 @@ impl Output {
                 crate::net::header_bytes(headers) + body.0.len() as u64
             }
             Output::ToolOutput { output } => output.len() as u64,
+            Output::Keys { keys } => keys.iter().map(|k| k.len() as u64 + 1).sum(),
             Output::Written { .. }
             | Output::Stat { .. }
             | Output::Removed
@@ -136,6 +142,7 @@ impl Output {
                 format!("HTTP {status}, {} bytes {}", body.0.len(), preview(&body.0))
             }
             Output::ToolOutput { output } => format!("output {}", preview(output.as_bytes())),
+            Output::Keys { keys } => format!("{} keys", keys.len()),
             Output::Admitted => "admitted".into(),
         }
     }

@@ -42,6 +42,8 @@ impl Rig {
             net: &self.services.net,
             cancel: None,
             secrets: &self.secrets,
+            kv_grant: self.caps.kv(),
+            kv: &*self.services.kv,
         }
     }
 

@@ -16,6 +16,8 @@ pub use protected::ProtectedPaths;
 
 use crate::budget::Budget;
 use crate::capability::fs::config::{FsSection, RequestedMounts};
+use crate::capability::kv::KvGrant;
+use crate::capability::kv::config::{KvSection, check_grant};
 use crate::capability::net::config::{NetSection, RequestedEgress};
 use crate::capability::net::secrets::Secret;
 use crate::capability::net::secrets::config::{RequestedSecrets, SecretsSection};
@@ -39,6 +41,7 @@ pub struct Capabilities {
     egress: Egress,
     tools: BTreeSet<String>,
     commands: BTreeMap<String, CommandTool>,
+    kv: Option<KvGrant>,
     env: BTreeMap<String, String>,
     secrets: Vec<Secret>,
     budget: Budget,
@@ -54,6 +57,7 @@ pub struct Capabilities {
 /// | redirects followed per fetch | 0 (a 3xx response is returned as it is) |
 /// | allow-all egress | off; only through [`CapabilitiesBuilder::dangerous`] |
 /// | tools | none (every call is `tool_denied`) |
+/// | key-value store | none (every kv op is `kv_denied`); [`kv`](CapabilitiesBuilder::kv) grants one |
 /// | env | none |
 /// | `max_ops` | 10,000 ([`budget::DEFAULT_MAX_OPS`](crate::budget::DEFAULT_MAX_OPS)) |
 /// | `max_output_bytes` | 16 MiB ([`budget::DEFAULT_MAX_OUTPUT_BYTES`](crate::budget::DEFAULT_MAX_OUTPUT_BYTES)) |
@@ -91,6 +95,7 @@ pub struct CapabilitiesBuilder {
     mounts: RequestedMounts,
     egress: RequestedEgress,
     tools: RequestedTools,
+    kv: Option<KvGrant>,
     env: Vec<(String, String)>,
     secrets: RequestedSecrets,
     budget: Budget,
@@ -125,6 +130,8 @@ struct CapsFile {
     net: NetSection,
     #[serde(default)]
     tools: ToolsSection,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    kv: Option<KvSection>,
     #[serde(default)]
     env: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -233,6 +240,14 @@ impl CapabilitiesBuilder {
         self
     }
 
+    /// Grant a key-value store of at most `grant`'s keys and bytes (see
+    /// [`KvGrant::default`] for the caps file's defaults). Its data lives
+    /// in the run's [`KvStore`](crate::capability::kv::KvStore) backend.
+    pub fn kv(mut self, grant: KvGrant) -> Self {
+        self.kv = Some(grant);
+        self
+    }
+
     /// Options that weaken the sandbox.
     pub fn dangerous(self) -> DangerousCapabilities {
         DangerousCapabilities { inner: self }
@@ -247,12 +262,16 @@ impl CapabilitiesBuilder {
         let (tools, commands) = self.tools.build(&base, &mut warnings)?;
         let env = env::build_env(&self.env)?;
         let secrets = self.secrets.build(&base, &egress, &env)?;
+        if let Some(kv) = &self.kv {
+            check_grant(kv)?;
+        }
         check_budget(&self.budget)?;
         Ok(Capabilities {
             mounts,
             egress,
             tools,
             commands,
+            kv: self.kv,
             env,
             secrets,
             budget: self.budget,
@@ -313,6 +332,9 @@ impl Capabilities {
         file.fs.apply(&mut b.mounts);
         file.net.apply(&mut b.egress)?;
         file.tools.apply(&mut b.tools, base)?;
+        if let Some(kv) = file.kv {
+            b.kv = Some(kv.grant()?);
+        }
         for (k, v) in file.env {
             b = b.env(k, v);
         }
@@ -368,6 +390,11 @@ impl Capabilities {
         &self.commands
     }
 
+    /// The key-value store the grant holds, if any.
+    pub fn kv(&self) -> Option<&KvGrant> {
+        self.kv.as_ref()
+    }
+
     /// Environment variables the guest sees.
     pub fn env(&self) -> &BTreeMap<String, String> {
         &self.env
@@ -400,6 +427,7 @@ impl Capabilities {
             fs: FsSection::render(&self.mounts),
             net: NetSection::render(&self.egress),
             tools: ToolsSection::render(&self.tools, &self.commands),
+            kv: self.kv.as_ref().map(KvSection::render),
             env: self.env.clone(),
             secrets: crate::capability::net::secrets::config::render(&self.secrets),
             budget: BudgetSection::render(&self.budget),

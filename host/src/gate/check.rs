@@ -28,6 +28,8 @@ impl Sandbox {
             net: &self.net,
             cancel: self.cancel.as_ref(),
             secrets: &self.secrets,
+            kv_grant: self.caps.kv(),
+            kv: &*self.kv,
         }
     }
 

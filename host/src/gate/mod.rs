@@ -117,6 +117,7 @@ impl SandboxBuilder {
             resolver,
             clock,
             tools,
+            kv,
         } = self.services;
         let clock = clock.unwrap_or_else(|| Arc::new(MonotonicClock::new()));
         let start = clock.now();
@@ -138,6 +139,7 @@ impl SandboxBuilder {
             net,
             resolver,
             tools,
+            kv,
             clock,
             cancel: self.cancel,
             events: self.events,
@@ -183,6 +185,7 @@ pub struct Sandbox {
     net: Arc<dyn Net>,
     resolver: Arc<dyn Resolve>,
     tools: ToolRegistry,
+    kv: Arc<dyn crate::capability::kv::KvStore>,
     clock: Arc<dyn Clock>,
     cancel: Option<CancelHandle>,
     events: Option<EventSink>,

@@ -63,6 +63,12 @@ fn items(caps: &Capabilities) -> BTreeSet<String> {
     for (t, c) in caps.tool_commands() {
         s.insert(format!("tool {t} runs {:?}", c.argv));
     }
+    if let Some(kv) = caps.kv() {
+        s.insert(format!(
+            "a key-value store of {} keys and {} bytes",
+            kv.max_keys, kv.max_bytes
+        ));
+    }
     for (k, v) in caps.env() {
         s.insert(format!("env {k}={v}"));
     }

@@ -67,6 +67,8 @@ enum Need<'a> {
     Origin(&'a str),
     /// A call of this tool.
     Tool(&'a str),
+    /// A key-value store.
+    Kv,
 }
 
 fn need(e: &AuditEvent) -> Option<Need<'_>> {
@@ -90,6 +92,7 @@ fn need(e: &AuditEvent) -> Option<Need<'_>> {
         }
         OpKind::NetFetch => Need::Origin(&e.target),
         OpKind::ToolCall => Need::Tool(&e.target),
+        OpKind::KvGet | OpKind::KvPut | OpKind::KvDelete | OpKind::KvList => Need::Kv,
     })
 }
 
@@ -174,6 +177,11 @@ pub fn learn(audit: &[AuditEvent], report: Option<&RunReport>) -> Result<Learned
         .collect();
     for t in &tools {
         b = b.allow_tool(*t);
+    }
+    // A store of the default size: an audit says which keys were used,
+    // not how large the store grew.
+    if allowed().any(|e| matches!(need(e), Some(Need::Kv))) {
+        b = b.kv(crate::capability::kv::KvGrant::default());
     }
     b = budgets(b, audit, report);
     let caps = b.build()?;

@@ -11,6 +11,7 @@ mod host_integrity;
 mod hostile;
 mod interrupted;
 mod kernel;
+mod kv;
 mod mcp;
 mod policy;
 mod python;

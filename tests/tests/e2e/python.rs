@@ -220,7 +220,7 @@ fn fetch_and_tools_are_python_functions_beside_their_denied_neighbours() {
             r#"
 import sbx
 r = sbx.fetch("{granted}/status")
-print("granted", r.status, r.utf8().strip())
+print("granted", r.status, r.text().strip())
 try:
     sbx.fetch("{other}/status")
     print("other ALLOWED")

@@ -6,7 +6,7 @@
 //! at the recorded op it no longer asks for.
 
 use sbx_wasm_tests::{
-    LoopbackServer, guest, mount_caps, mount_tree, said, sbx_bin, sbx_in, snapshot,
+    LoopbackServer, guest, mount_caps, mount_tree, said, sbx_bin, sbx_cached, snapshot,
 };
 use std::path::Path;
 use std::process::Command;
@@ -31,7 +31,7 @@ fn a_recorded_run_replays_offline_with_the_same_output_and_records() {
     std::fs::write(d.join("caps.toml"), caps).unwrap();
     let benign = guest("benign").display().to_string();
     let url = format!("{}/status", server.origin());
-    let recorded = sbx_in(
+    let recorded = sbx_cached(
         d,
         &[
             "run",
@@ -96,7 +96,7 @@ fn a_recorded_run_replays_offline_with_the_same_output_and_records() {
     std::fs::write(d.join("data/data.csv"), "name,value\nz,100\n").unwrap();
     std::fs::write(d.join("out/summary.txt"), "sentinel\n").unwrap();
     let before = snapshot(d);
-    let replayed = sbx_in(
+    let replayed = sbx_cached(
         d,
         &[
             "replay",
@@ -146,7 +146,7 @@ fn a_recorded_run_replays_offline_with_the_same_output_and_records() {
     // fetch, where the recording holds the tool call.
     let tool_seq = ops.iter().find(|(_, k)| k == "tool_call").unwrap().0;
     let changed = guest("benign_changed").display().to_string();
-    let diverged = sbx_in(
+    let diverged = sbx_cached(
         d,
         &[
             "replay",
@@ -191,18 +191,18 @@ fn a_replay_that_cannot_start_says_why() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::write(d.join("not.json"), "{\"format\": \"other\"}").unwrap();
-    let o = sbx_in(d, &["replay", "not.json"]);
+    let o = sbx_cached(d, &["replay", "not.json"]);
     assert_eq!(o.status.code(), Some(125));
     assert!(
         said(&o).contains("not an sbx-wasm recording"),
         "{}",
         said(&o)
     );
-    let o = sbx_in(d, &["replay", "missing.sbxrec"]);
+    let o = sbx_cached(d, &["replay", "missing.sbxrec"]);
     assert_eq!(o.status.code(), Some(125));
     assert!(said(&o).contains("missing.sbxrec"), "{}", said(&o));
     // --seed alone is refused: it needs --deterministic or --record.
-    let o = sbx_in(d, &["run", "--caps", "c.toml", "--seed", "3", "x.wasm"]);
+    let o = sbx_cached(d, &["run", "--caps", "c.toml", "--seed", "3", "x.wasm"]);
     assert_eq!(o.status.code(), Some(125));
     assert!(said(&o).contains("--seed needs"), "{}", said(&o));
 }

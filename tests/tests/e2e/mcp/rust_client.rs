@@ -357,3 +357,55 @@ async fn shutdown_cancels_a_running_call_and_keeps_its_audit() {
     assert!(end["end"]["usage"]["wall_ms"].as_u64().unwrap() >= 1000);
     spin.abort();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sessions_key_value_store_is_its_own_and_outlives_its_calls() {
+    let f = Fixture::new();
+    // The fixture's grant, plus a store of at most two keys.
+    let caps = std::fs::read_to_string(f.path("caps.toml")).unwrap();
+    std::fs::write(f.path("caps.toml"), format!("{caps}[kv]\nmax_keys = 2\n")).unwrap();
+    std::fs::write(f.path("token"), "kv-token-of-sixteen-chars").unwrap();
+    let token_file = f.path("token").display().to_string();
+    let mut server = f.http(&["--token-file", &token_file]);
+    let a = http(&server.url, "kv-token-of-sixteen-chars").await;
+    let b = http(&server.url, "kv-token-of-sixteen-chars").await;
+    let listed: Vec<String> = a
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    for tool in ["kv_get", "kv_put", "kv_delete", "kv_list"] {
+        assert!(listed.iter().any(|n| n == tool), "{tool} in {listed:?}");
+    }
+    let r = call(&a, "kv_put", json!({"key": "q3", "value": "42"})).await;
+    assert_ne!(r.is_error, Some(true), "{}", text(&r));
+    // The next call of the session sees it, a run of Python too.
+    let r = call(&a, "kv_get", json!({"key": "q3"})).await;
+    assert_eq!(text(&r), "42");
+    let r = call(
+        &a,
+        "run_python",
+        json!({"code": "import sbx\nprint(sbx.kv_get('q3').decode())\nsbx.kv_put('from_py', 'x')\nprint(sbx.kv_list())"}),
+    )
+    .await;
+    assert_eq!(
+        field(&r, "stdout"),
+        "42\n['from_py', 'q3']\n",
+        "{}",
+        text(&r)
+    );
+    // A third key is over max_keys: refused, nothing stored.
+    let r = call(&a, "kv_put", json!({"key": "third", "value": "x"})).await;
+    assert_eq!(r.is_error, Some(true));
+    assert_eq!(field(&r, "violation"), "kv_denied");
+    // Another session has a store of its own.
+    let r = call(&b, "kv_get", json!({"key": "q3"})).await;
+    assert_eq!(r.is_error, Some(true), "{}", text(&r));
+    let r = call(&b, "kv_list", json!({})).await;
+    assert!(!text(&r).contains("q3"), "{}", text(&r));
+    a.cancel().await.unwrap();
+    b.cancel().await.unwrap();
+    assert_eq!(server.terminate(), Some(0));
+}

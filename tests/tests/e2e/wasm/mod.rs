@@ -150,5 +150,5 @@ fn write_caps(dir: &Path, extra: &str) -> PathBuf {
 }
 
 fn sbx(dir: &Path, args: &[&str]) -> std::process::Output {
-    sbx_wasm_tests::sbx_in(dir, args)
+    sbx_wasm_tests::sbx_cached(dir, args)
 }
