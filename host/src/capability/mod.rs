@@ -47,13 +47,13 @@ pub use output::{Content, Output};
 use crate::failure::Failure;
 use crate::violation::{Denial, Violation};
 use fs::{FsOp, MountTable};
-use net::{FetchRequest, Net, Resolve};
+use net::FetchRequest;
 use serde_json::Value;
 use std::fmt;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
-use tools::{Tool, ToolCall, ToolRegistry};
+use tools::{Tool, ToolCall};
 use url::Url;
 
 /// One model-proposed operation.
@@ -142,23 +142,19 @@ pub(crate) struct Trace {
     pub begun: Option<String>,
 }
 
-/// What the gate hands a capability: the grant and the handles it opened.
+/// What the gate hands a capability: the grant, the run's backends and
+/// the handles it opened. Whole values, so a capability added later reads
+/// its own section and backend here and the gate does not change.
 pub(crate) struct Held<'a> {
+    /// The grant (each capability reads its own section).
+    pub(crate) caps: &'a crate::Capabilities,
+    /// The backends (network, resolver, tools, key-value store, ...).
+    pub(crate) services: &'a crate::Services,
     pub(crate) mounts: &'a MountTable,
-    pub(crate) egress: &'a net::Egress,
-    /// Tool names the grant allows.
-    pub(crate) allowed_tools: &'a std::collections::BTreeSet<String>,
-    /// Tool implementations (a tool must be allowed and registered).
-    pub(crate) tools: &'a ToolRegistry,
-    pub(crate) resolver: &'a dyn Resolve,
-    pub(crate) net: &'a std::sync::Arc<dyn Net>,
     /// The run's cancel switch, when it has one.
     pub(crate) cancel: Option<&'a crate::CancelHandle>,
     /// The grant's secrets with this run's placeholders.
     pub(crate) secrets: &'a net::RunSecrets,
-    /// The grant's key-value store, if it holds one, and its backend.
-    pub(crate) kv_grant: Option<&'a kv::KvGrant>,
-    pub(crate) kv: &'a dyn kv::KvStore,
 }
 
 /// What the gate lends an effect from the budgets.

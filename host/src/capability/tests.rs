@@ -34,16 +34,11 @@ impl Rig {
 
     fn held(&self) -> Held<'_> {
         Held {
+            caps: &self.caps,
+            services: &self.services,
             mounts: &self.mounts,
-            egress: self.caps.egress(),
-            allowed_tools: self.caps.tools(),
-            tools: &self.services.tools,
-            resolver: &*self.services.resolver,
-            net: &self.services.net,
             cancel: None,
             secrets: &self.secrets,
-            kv_grant: self.caps.kv(),
-            kv: &*self.services.kv,
         }
     }
 

@@ -20,16 +20,11 @@ impl Sandbox {
     /// The grant and the handles opened for it, as capabilities see them.
     pub(super) fn held(&self) -> Held<'_> {
         Held {
+            caps: &self.caps,
+            services: &self.services,
             mounts: &self.mounts,
-            egress: self.caps.egress(),
-            allowed_tools: self.caps.tools(),
-            tools: &self.tools,
-            resolver: &*self.resolver,
-            net: &self.net,
             cancel: self.cancel.as_ref(),
             secrets: &self.secrets,
-            kv_grant: self.caps.kv(),
-            kv: &*self.kv,
         }
     }
 

@@ -19,12 +19,11 @@ use crate::caps::Capabilities;
 use crate::error::Error;
 use crate::events::EventSink;
 use crate::fs::MountTable;
-use crate::net::{Net, Resolve, RunSecrets};
+use crate::net::RunSecrets;
 use crate::op::{Failure, Op, Output, SandboxResult};
 use crate::replay::Tape;
 use crate::report::{AuditEvent, DenialRecord, Limits, RunReport, Status};
 use crate::services::Services;
-use crate::tools::ToolRegistry;
 use crate::violation::{Denial, Violation};
 use std::sync::Arc;
 use std::time::Duration;
@@ -112,14 +111,11 @@ impl SandboxBuilder {
             host: m.host,
             source,
         })?;
-        let Services {
-            net,
-            resolver,
-            clock,
-            tools,
-            kv,
-        } = self.services;
-        let clock = clock.unwrap_or_else(|| Arc::new(MonotonicClock::new()));
+        let services = self.services;
+        let clock = services
+            .clock
+            .clone()
+            .unwrap_or_else(|| Arc::new(MonotonicClock::new()));
         let start = clock.now();
         let secrets = self
             .secrets
@@ -136,10 +132,7 @@ impl SandboxBuilder {
             writes,
             caps: self.caps,
             mounts,
-            net,
-            resolver,
-            tools,
-            kv,
+            services,
             clock,
             cancel: self.cancel,
             events: self.events,
@@ -160,7 +153,7 @@ impl SandboxBuilder {
 ///
 /// Each [`Sandbox::run`] charges `max_ops` and `max_wall` (hard), checks the
 /// capability (soft), performs the effect through the mount handles, the
-/// [`Net`] or the [`ToolRegistry`], then charges `max_output_bytes` (hard).
+/// [`Net`](crate::net::Net) or the [`ToolRegistry`](crate::tools::ToolRegistry), then charges `max_output_bytes` (hard).
 /// After a hard violation every later op is refused with `hard = true`.
 ///
 /// # Examples
@@ -182,10 +175,10 @@ impl SandboxBuilder {
 pub struct Sandbox {
     caps: Capabilities,
     mounts: MountTable,
-    net: Arc<dyn Net>,
-    resolver: Arc<dyn Resolve>,
-    tools: ToolRegistry,
-    kv: Arc<dyn crate::capability::kv::KvStore>,
+    /// The backends, whole: capabilities take what they need from them
+    /// (`Held`), so a new backend adds nothing here.
+    services: Services,
+    /// The services' clock, or the default started at build.
     clock: Arc<dyn Clock>,
     cancel: Option<CancelHandle>,
     events: Option<EventSink>,

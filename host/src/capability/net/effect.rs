@@ -24,12 +24,12 @@ pub(crate) fn fetch(
     };
     let timeout = lent.wall_left;
     let run = || {
-        let egress = held.egress;
+        let egress = held.caps.egress();
         gated_fetch(
             egress,
             held.secrets,
-            held.resolver,
-            held.net,
+            &*held.services.resolver,
+            &held.services.net,
             req.clone(),
             url,
             timeout,

@@ -315,7 +315,7 @@ impl Request for FetchRequest {
     }
 
     fn check(&self, held: &Held<'_>) -> Result<Permit, Denial> {
-        check_fetch(held.egress, self)
+        check_fetch(held.caps.egress(), self)
     }
 
     fn perform(
