@@ -68,8 +68,8 @@ pub(crate) fn finish_run(result: anyhow::Result<i32>) -> i32 {
 
 /// What `run` and `replay` exit with after a run: the guest's own code,
 /// or the code of how it was stopped.
-pub(crate) fn run_exit_code(r: &sbx_wasm::report::RunReport) -> i32 {
-    use sbx_wasm::report::Status;
+pub(crate) fn run_exit_code(r: &sbx_wasm::RunReport) -> i32 {
+    use sbx_wasm::Status;
     match r.status {
         Status::HardLimit => EXIT_RUN_HARD_LIMIT,
         Status::Trapped => EXIT_RUN_TRAP,

@@ -16,7 +16,7 @@ use crate::exit::Internal;
 use anyhow::{Context, Result};
 use cap_std::ambient_authority;
 use cap_std::fs::{Dir, OpenOptions};
-use sbx_wasm::report::{AuditEvent, RunReport};
+use sbx_wasm::{AuditEvent, RunReport};
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -156,12 +156,12 @@ impl WriteMeter {
     }
 
     /// Charge `n` bytes if they fit (nothing is charged otherwise).
-    pub fn try_bytes(&self, n: u64) -> bool {
+    pub(crate) fn try_bytes(&self, n: u64) -> bool {
         Self::charge(&self.bytes, self.max_bytes, n)
     }
 
     /// Charge `n` created files if they fit (nothing is charged otherwise).
-    pub fn try_files(&self, n: u64) -> bool {
+    pub(crate) fn try_files(&self, n: u64) -> bool {
         Self::charge(&self.files, self.max_files, n)
     }
 }
@@ -208,7 +208,7 @@ impl OutputMeter {
 
     /// Charge `n` bytes if they fit; otherwise charge nothing, record the
     /// breach and return `false`.
-    pub fn try_charge(&self, n: u64) -> bool {
+    pub(crate) fn try_charge(&self, n: u64) -> bool {
         let fit = self
             .used
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |used| {
@@ -223,7 +223,7 @@ impl OutputMeter {
 
     /// Record a breach without charging (a result that was too long to
     /// measure exactly).
-    pub fn mark_breached(&self) {
+    pub(crate) fn mark_breached(&self) {
         self.breached.store(true, Ordering::SeqCst);
     }
 }

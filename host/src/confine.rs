@@ -126,6 +126,7 @@ impl Policy {
 mod imp {
     use super::Policy;
     use crate::report::KernelWall;
+    use crate::report::Landlock;
     use landlock::{
         ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, NetPort, PathBeneath, PathFd,
         Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
@@ -154,11 +155,10 @@ mod imp {
             Ok((status, nnp)) => {
                 wall.no_new_privs = nnp;
                 wall.landlock = match status {
-                    RulesetStatus::FullyEnforced => "fully_enforced",
-                    RulesetStatus::PartiallyEnforced => "partially_enforced",
-                    RulesetStatus::NotEnforced => "not_enforced",
-                }
-                .into();
+                    RulesetStatus::FullyEnforced => Landlock::FullyEnforced,
+                    RulesetStatus::PartiallyEnforced => Landlock::PartiallyEnforced,
+                    RulesetStatus::NotEnforced => Landlock::NotEnforced,
+                };
                 wall.filesystem = status != RulesetStatus::NotEnforced;
                 if status != RulesetStatus::FullyEnforced {
                     wall.notes.push(format!(
@@ -168,7 +168,7 @@ mod imp {
                 }
             }
             Err(e) => {
-                wall.landlock = "not_enforced".into();
+                wall.landlock = Landlock::NotEnforced;
                 wall.notes.push(format!("landlock: {e}"));
             }
         }
@@ -178,7 +178,7 @@ mod imp {
                 Err(e) => wall.notes.push(format!("seccomp: {e}")),
             }
         }
-        wall.up = wall.landlock == "fully_enforced"
+        wall.up = wall.landlock == Landlock::FullyEnforced
             && wall.no_new_privs
             && (wall.seccomp || !p.seccomp)
             && p.tcp_connect.is_some();
@@ -334,7 +334,7 @@ mod imp {
     pub(super) fn apply(p: &Policy) -> KernelWall {
         KernelWall {
             network: p.network_summary(),
-            landlock: "not_enforced".into(),
+            landlock: crate::report::Landlock::NotEnforced,
             notes: vec!["kernel confinement is implemented for Linux only".into()],
             ..KernelWall::default()
         }

@@ -40,29 +40,29 @@
 #![warn(missing_docs)]
 #![warn(unreachable_pub)]
 
-pub mod agent;
+mod agent;
 pub mod bound;
 pub mod budget;
 mod cancel;
-pub mod capability;
-pub mod caps;
+mod capability;
+mod caps;
 #[cfg(feature = "wasm")]
 pub mod confine;
 mod digest;
-pub mod error;
+mod error;
 pub mod events;
 mod failure;
 #[cfg(feature = "fuzzing")]
 pub mod fuzz_agent;
-pub mod gate;
-pub mod op;
+mod gate;
+mod op;
 pub mod plan;
 pub mod policy;
 mod quiet_panic;
 pub mod replay;
-pub mod report;
+mod report;
 mod services;
-pub mod violation;
+mod violation;
 #[cfg(feature = "wasm")]
 pub mod wasm;
 
@@ -107,17 +107,22 @@ mod book {
     struct WasmAgents;
 }
 
-// Each capability is also at the crate root, where it has always been.
-pub use capability::{fs, net, tools};
+// One path per public type: the modules that define these are private,
+// and each type is here, at the crate root (each capability's own types
+// in its module: `sbx_wasm::fs`, `net`, `tools`, `kv`).
+pub use capability::{Content, Op, OpKind, Output, Permit, fs, kv, net, tools};
 
 pub use agent::{AgentRun, SandboxedAgent, StoppedReason};
 pub use budget::{Budget, Clock, ManualClock, MonotonicClock, TickClock, Usage, WriteMeter};
 pub use cancel::CancelHandle;
-pub use capability::Permit;
-pub use caps::{Capabilities, CapabilitiesBuilder, ProtectedPaths};
+pub use caps::{
+    Capabilities, CapabilitiesBuilder, DangerousCapabilities, Protected, ProtectedPaths,
+};
 pub use error::{CapsError, Error};
 pub use gate::{Sandbox, SandboxBuilder};
-pub use op::{Op, OpError, Output, SandboxResult};
-pub use report::{AuditEvent, KernelWall, RunReport, Status};
+pub use op::{ErrorKind, OpError, SandboxResult};
+pub use report::{
+    AuditEvent, Decision, DenialRecord, KernelWall, Landlock, Limits, RunReport, SecretUse, Status,
+};
 pub use services::Services;
 pub use violation::{Denial, Violation};

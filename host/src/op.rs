@@ -3,7 +3,7 @@
 //! The op itself is [`Op`], one variant per capability
 //! (`crate::capability`).
 
-pub use crate::capability::{Content, Op, Output};
+pub(crate) use crate::capability::{Op, Output};
 pub(crate) use crate::failure::Failure;
 pub use crate::failure::{ErrorKind, OpError};
 use crate::violation::{Denial, Violation};

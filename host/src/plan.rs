@@ -15,7 +15,7 @@
 //! a JSON list is an error.
 
 use crate::capability::op_from_plan;
-pub use crate::capability::plan_ops;
+pub use crate::capability::{op_aimed_at, plan_ops};
 use crate::error::Error;
 use crate::op::Op;
 use serde_json::Value;

@@ -7,9 +7,9 @@ use std::borrow::Cow;
 
 /// One gated decision, allowed or denied. Written as one JSON line each.
 ///
-/// `op` and `decision` are fixed names, borrowed rather than allocated per
-/// record (a gated call is on the guest's hot path); compare them with
-/// `==` against a `&str`, or read them through `&*`.
+/// `op` is a fixed name, borrowed rather than allocated per record (a
+/// gated call is on the guest's hot path); compare it with `==` against a
+/// `&str`, or read it through `&*`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuditEvent {
     /// 1-based sequence number within the run.
@@ -21,7 +21,7 @@ pub struct AuditEvent {
     /// `allowed`; `denied` (refused: not performed); or `interrupted`
     /// (allowed, begun, then cut short by a budget or a cancel: it may have
     /// taken effect, and `detail` says how far it is known to have got).
-    pub decision: Cow<'static, str>,
+    pub decision: Decision,
     /// The violation, when denied or interrupted.
     pub violation: Option<Violation>,
     /// Whether the decision halted the run.
@@ -177,14 +177,91 @@ pub struct SecretUse {
     pub secrets: Vec<String>,
 }
 
+/// What the gate decided about one op (`snake_case` on the wire). Compares
+/// equal to its name (`event.decision == "denied"`).
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// Allowed, and performed.
+    Allowed,
+    /// Refused: not performed.
+    Denied,
+    /// Allowed and begun, then cut short by a budget or a cancel: it may
+    /// have taken effect.
+    Interrupted,
+}
+
+impl Decision {
+    /// The `snake_case` name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Allowed => "allowed",
+            Decision::Denied => "denied",
+            Decision::Interrupted => "interrupted",
+        }
+    }
+}
+
+impl std::fmt::Display for Decision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<str> for Decision {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for Decision {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+/// Landlock's verdict on a run's kernel wall (`snake_case` on the wire).
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Landlock {
+    /// Every right asked for is enforced.
+    FullyEnforced,
+    /// This kernel's Landlock enforces some of them.
+    PartiallyEnforced,
+    /// Nothing is enforced (no Landlock, or it failed).
+    #[default]
+    NotEnforced,
+    /// The wall was not asked for (`--no-kernel-confinement`).
+    Off,
+}
+
+impl Landlock {
+    /// The `snake_case` name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Landlock::FullyEnforced => "fully_enforced",
+            Landlock::PartiallyEnforced => "partially_enforced",
+            Landlock::NotEnforced => "not_enforced",
+            Landlock::Off => "off",
+        }
+    }
+}
+
+impl std::fmt::Display for Landlock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// What the kernel enforced around a run, besides wasm isolation.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KernelWall {
     /// Everything asked for is enforced.
     pub up: bool,
-    /// Landlock's verdict: `fully_enforced`, `partially_enforced` or
-    /// `not_enforced`.
-    pub landlock: String,
+    /// Landlock's verdict.
+    pub landlock: Landlock,
     /// Files: reads only beneath read mounts, writes only beneath write
     /// mounts (plus the listed runtime paths).
     pub filesystem: bool,

@@ -5,8 +5,8 @@ use crate::common::{load_caps, sandbox};
 use crate::exit::{EXIT_DENIED, EXIT_OK};
 use anyhow::{Result, bail};
 use sbx_wasm::Op;
-use sbx_wasm::capability::op_aimed_at;
 use sbx_wasm::net::{Egress, Refusal, Resolve, StaticResolver, SystemResolver};
+use sbx_wasm::plan::op_aimed_at;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -34,7 +34,7 @@ impl CheckArgs {
 }
 
 /// Parse `check --explain` text into an op: each capability names its
-/// ops (`sbx_wasm::capability::op_aimed_at`).
+/// ops (`sbx_wasm::plan::op_aimed_at`).
 fn explain_op(text: &str) -> Result<Op> {
     let text = text.trim();
     let (verb, arg) = text.split_once(char::is_whitespace).unwrap_or((text, ""));

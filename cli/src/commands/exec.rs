@@ -5,7 +5,7 @@ use crate::common::{load_caps, sandbox};
 use crate::exit::{EXIT_HARD_LIMIT, EXIT_OK, Internal};
 use crate::output::OutputFiles;
 use anyhow::{Context, Result};
-use sbx_wasm::op::Output;
+use sbx_wasm::Output;
 use sbx_wasm::{AgentRun, SandboxResult, SandboxedAgent, StoppedReason};
 use std::io::Write;
 use std::path::{Path, PathBuf};

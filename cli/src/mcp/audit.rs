@@ -5,7 +5,7 @@
 //! once never interleave mid-line.
 
 use anyhow::{Context, Result};
-use sbx_wasm::report::AuditEvent;
+use sbx_wasm::AuditEvent;
 use serde_json::{Value, json};
 use std::io::Write;
 use std::path::Path;

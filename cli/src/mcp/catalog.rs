@@ -4,7 +4,7 @@
 
 use rmcp::model::{Tool, ToolAnnotations};
 use sbx_wasm::Capabilities;
-use sbx_wasm::capability::OpKind;
+use sbx_wasm::OpKind;
 use sbx_wasm::tools::ToolDefinition;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;

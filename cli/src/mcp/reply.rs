@@ -4,10 +4,10 @@
 //! protocol error.
 
 use rmcp::model::{CallToolResult, ContentBlock};
+use sbx_wasm::Output;
 use sbx_wasm::SandboxResult;
-use sbx_wasm::op::Output;
-use sbx_wasm::report::{RunReport, Status};
 use sbx_wasm::wasm::WasmRun;
+use sbx_wasm::{RunReport, Status};
 use serde_json::{Value, json};
 
 /// Which call an answer belongs to.

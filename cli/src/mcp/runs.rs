@@ -127,8 +127,8 @@ fn messages(event: &Event) -> Vec<Value> {
         Event::Stdout(b) => chunks("stdout", b),
         Event::Stderr(b) => chunks("stderr", b),
         // `denied`, or `interrupted` (begun, then cut short).
-        Event::Decision(d) if d.decision != "allowed" => vec![json!({
-            d.decision.as_ref(): {
+        Event::Decision(d) if d.decision != sbx_wasm::Decision::Allowed => vec![json!({
+            d.decision.as_str(): {
                 "op": d.op,
                 "target": d.target,
                 "violation": d.violation,

@@ -16,7 +16,7 @@ use std::fmt;
 /// # Examples
 ///
 /// ```
-/// use sbx_wasm::capability::OpKind;
+/// use sbx_wasm::OpKind;
 ///
 /// let kind = OpKind::from_name("fs_write").unwrap();
 /// assert_eq!(kind, OpKind::FsWrite);

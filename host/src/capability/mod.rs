@@ -248,7 +248,7 @@ pub(crate) fn op_from_plan(kind: &str, v: Value) -> Result<Op, String> {
 /// # Examples
 ///
 /// ```
-/// use sbx_wasm::capability::op_aimed_at;
+/// use sbx_wasm::plan::op_aimed_at;
 ///
 /// assert_eq!(op_aimed_at("read", "/work/a").unwrap(), sbx_wasm::Op::read("/work/a"));
 /// assert_eq!(op_aimed_at("net_fetch", "https://x.example/").unwrap().kind(), "net_fetch");

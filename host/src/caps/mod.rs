@@ -10,9 +10,9 @@
 
 mod budget;
 mod env;
-pub mod protected;
+pub(crate) mod protected;
 
-pub use protected::ProtectedPaths;
+pub use protected::{Protected, ProtectedPaths};
 
 use crate::budget::Budget;
 use crate::capability::fs::config::{FsSection, RequestedMounts};

@@ -114,14 +114,14 @@ impl ProtectedPaths {
 
 /// Whether one of `a` and `b` is the other or lies inside it (by whole
 /// components: `/work` and `/workshop` do not overlap).
-pub fn overlap(a: &Path, b: &Path) -> bool {
+pub(crate) fn overlap(a: &Path, b: &Path) -> bool {
     a.starts_with(b) || b.starts_with(a)
 }
 
 /// `path` made absolute and canonical as far as it exists: links in the
 /// part that exists are resolved (a mount reached through a link is the
 /// folder it names), the part that does not is kept, `.` dropped.
-pub fn resolve(path: &Path) -> PathBuf {
+pub(crate) fn resolve(path: &Path) -> PathBuf {
     let absolute = match path.is_absolute() {
         true => path.to_path_buf(),
         false => std::env::current_dir()

@@ -53,7 +53,7 @@ impl Sandbox {
             self.trip(&denial);
             return;
         };
-        event.decision = "denied".into();
+        event.decision = crate::report::Decision::Denied;
         event.violation = Some(denial.violation);
         event.hard = denial.hard;
         event.detail = Some(denial.message.clone());

@@ -6,7 +6,7 @@ use crate::bound::record_target;
 use crate::capability::Trace;
 use crate::events::Event;
 use crate::op::{Op, Output, SandboxResult};
-use crate::report::{AuditEvent, DenialRecord};
+use crate::report::{AuditEvent, Decision, DenialRecord};
 use crate::violation::Denial;
 use std::borrow::Cow;
 
@@ -44,7 +44,7 @@ impl Sandbox {
             seq: self.seq,
             op: Cow::Borrowed(op.kind()),
             target: record_target(op.target()),
-            decision: Cow::Borrowed("allowed"),
+            decision: Decision::Allowed,
             violation: None,
             hard: false,
             rule,
@@ -65,10 +65,10 @@ impl Sandbox {
                 // "denied" means not performed: a budget or cancel that cut
                 // an effect short once it had begun is `interrupted`.
                 let begun = trace.begun.as_ref().filter(|_| d.hard);
-                event.decision = Cow::Borrowed(match begun {
-                    Some(_) => "interrupted",
-                    None => "denied",
-                });
+                event.decision = match begun {
+                    Some(_) => Decision::Interrupted,
+                    None => Decision::Denied,
+                };
                 event.violation = Some(d.violation);
                 event.hard = d.hard;
                 // A fetch halted after its connection keeps the rule that

@@ -4,7 +4,7 @@
 use crate::capability::OpKind;
 use crate::caps::{Capabilities, CapabilitiesBuilder};
 use crate::error::CapsError;
-use crate::report::{AuditEvent, RunReport};
+use crate::report::{AuditEvent, Decision, RunReport};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -247,5 +247,5 @@ fn budgets(
 /// short by a budget or a cancel (`interrupted`), which needs the grant as
 /// much.
 fn passed(e: &AuditEvent) -> bool {
-    e.decision == "allowed" || e.decision == "interrupted"
+    matches!(e.decision, Decision::Allowed | Decision::Interrupted)
 }

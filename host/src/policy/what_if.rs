@@ -5,7 +5,7 @@ use crate::capability::op_aimed_at;
 use crate::caps::Capabilities;
 use crate::error::Error;
 use crate::gate::Sandbox;
-use crate::report::AuditEvent;
+use crate::report::{AuditEvent, Decision};
 use crate::violation::Violation;
 use serde::Serialize;
 
@@ -83,7 +83,7 @@ pub fn what_if(audit: &[AuditEvent], caps: Capabilities) -> Result<WhatIf, Error
         // An interrupted op passed its capability check: that decision is
         // decided again, like an allowed one.
         if let Some(v) = e.violation
-            && e.decision != "interrupted"
+            && e.decision != Decision::Interrupted
             && (e.hard || v == Violation::InvalidRequest)
         {
             out.skipped
@@ -102,7 +102,7 @@ pub fn what_if(audit: &[AuditEvent], caps: Capabilities) -> Result<WhatIf, Error
             }
         };
         let was = match e.violation {
-            Some(violation) if e.decision == "denied" => Verdict::Denied { violation },
+            Some(violation) if e.decision == Decision::Denied => Verdict::Denied { violation },
             _ => Verdict::Allowed {
                 rule: e.rule.clone().unwrap_or_default(),
             },

@@ -17,7 +17,7 @@ fn recording(dir: &std::path::Path) -> Recording {
         seq: 1,
         op: "fs_read".into(),
         target: "/work/a.txt".into(),
-        decision: "allowed".into(),
+        decision: crate::report::Decision::Allowed,
         violation: None,
         hard: false,
         rule: None,

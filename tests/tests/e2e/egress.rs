@@ -6,8 +6,8 @@
 use sbx_wasm::Services;
 use sbx_wasm::net::FetchRequest;
 use sbx_wasm::net::{Resolve, StaticResolver};
-use sbx_wasm::op::{ErrorKind, Output};
 use sbx_wasm::{Capabilities, Op, Sandbox, SandboxResult, Violation};
+use sbx_wasm::{ErrorKind, Output};
 use sbx_wasm_tests::{LoopbackServer, World};
 use std::io;
 use std::net::IpAddr;

@@ -4,8 +4,8 @@
 //! allowed neighbour that proves the denial is not just "everything fails".
 
 use sbx_wasm::Services;
-use sbx_wasm::op::{ErrorKind, Output};
 use sbx_wasm::tools::{CommandTool, ToolError, ToolRegistry};
+use sbx_wasm::{ErrorKind, Output};
 use sbx_wasm::{MonotonicClock, Op, Sandbox, SandboxedAgent, StoppedReason, Violation};
 use sbx_wasm_tests::{DATA, LoopbackServer, World, assert_denied};
 use std::os::unix::fs::symlink;

@@ -2,7 +2,7 @@
 //! under a grant, blocking and async, with output captured; a traceback
 //! never reads the runner's own files (a run's denials are the script's).
 
-use sbx_wasm::report::Status;
+use sbx_wasm::Status;
 use sbx_wasm::wasm::{ArtifactCache, PythonRunner, RunOptions, WasmHost};
 use sbx_wasm::{Capabilities, Violation};
 use sbx_wasm_tests::{mount_tree, python_runner, utf8};

@@ -8,9 +8,9 @@ use crate::output::{OutputFiles, write_records};
 use crate::{progress, python, tool_helper};
 use anyhow::{Context, Result};
 use sbx_wasm::confine::Policy;
-use sbx_wasm::report::{KernelWall, Status};
 use sbx_wasm::wasm::{CacheOutcome, PreparedAgent, RunOptions, WasmHost, WasmRun};
 use sbx_wasm::{Capabilities, Services};
+use sbx_wasm::{KernelWall, Landlock, Status};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -122,7 +122,7 @@ impl RunArgs {
         let budget = Capabilities::from_file(&self.caps)
             .map(|c| *c.budget())
             .unwrap_or_default();
-        let report = sbx_wasm::report::RunReport::refused(&budget, crate::exit::describe(e));
+        let report = sbx_wasm::RunReport::refused(&budget, crate::exit::describe(e));
         if let (Ok(text), Ok(record)) = (
             serde_json::to_string_pretty(&report),
             crate::output::Record::open(path),
@@ -276,7 +276,7 @@ fn run_inner(a: &RunArgs, mut ready: Option<&mut Ready>) -> Result<i32> {
     if a.no_kernel_confinement {
         // Every report of `run` says whether the second wall was up.
         run.report.kernel_wall = Some(KernelWall {
-            landlock: "off".into(),
+            landlock: Landlock::Off,
             network: "not restricted".into(),
             notes: vec!["turned off by --no-kernel-confinement".into()],
             ..KernelWall::default()
@@ -356,7 +356,7 @@ fn summary(run: &WasmRun) -> String {
     let (u, l) = (&r.usage, &r.limits);
     let wall = match &r.kernel_wall {
         Some(k) if k.up => "; kernel wall up".to_string(),
-        Some(k) if k.landlock == "off" => "; kernel wall off".to_string(),
+        Some(k) if k.landlock == Landlock::Off => "; kernel wall off".to_string(),
         Some(k) => format!(
             "; kernel wall partial (landlock {}, tcp {})",
             k.landlock, k.network

@@ -17,7 +17,7 @@ mod request;
 mod snapshot;
 
 pub(crate) use check::escape;
-pub use mount::{Access, Entry, Mount, Stat};
+pub use mount::{Access, Entry, EntryKind, Mount, Stat};
 pub(crate) use mount::{FsError, MountTable, OpenMount};
 pub use path::{GuestPath, MAX_PATH_BYTES, canonical, check_path, has_traversal};
 pub(crate) use plan::{PLAN_OPS, aimed_at, from_plan, plan_schema};

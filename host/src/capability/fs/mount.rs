@@ -107,30 +107,64 @@ pub(crate) struct OpenMount {
 pub struct Entry {
     /// File name (lossy UTF-8).
     pub name: String,
-    /// `file`, `dir`, `symlink` or `other`.
-    pub kind: String,
+    /// What it is.
+    pub kind: EntryKind,
+}
+
+/// What a path holds (`snake_case` on the wire: `file`, `dir`, `symlink`,
+/// `other`).
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EntryKind {
+    /// A regular file.
+    File,
+    /// A folder.
+    Dir,
+    /// A symbolic link (never followed out of its mount).
+    Symlink,
+    /// Anything else (a socket, a device, a pipe).
+    Other,
+}
+
+impl EntryKind {
+    /// The `snake_case` name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EntryKind::File => "file",
+            EntryKind::Dir => "dir",
+            EntryKind::Symlink => "symlink",
+            EntryKind::Other => "other",
+        }
+    }
+}
+
+impl std::fmt::Display for EntryKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// What `stat` reports.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Stat {
-    /// `file`, `dir`, `symlink` or `other`.
-    pub kind: String,
+    /// What it is.
+    pub kind: EntryKind,
     /// Size in bytes.
     pub size: u64,
     /// Whether the guest could write it through this mount.
     pub writable: bool,
 }
 
-pub(super) fn kind_name(ft: cap_std::fs::FileType) -> &'static str {
+pub(super) fn kind_name(ft: cap_std::fs::FileType) -> EntryKind {
     if ft.is_dir() {
-        "dir"
+        EntryKind::Dir
     } else if ft.is_file() {
-        "file"
+        EntryKind::File
     } else if ft.is_symlink() {
-        "symlink"
+        EntryKind::Symlink
     } else {
-        "other"
+        EntryKind::Other
     }
 }
 
@@ -201,7 +235,7 @@ impl OpenMount {
             let entry = entry?;
             out.push(Entry {
                 name: entry.file_name().to_string_lossy().into_owned(),
-                kind: kind_name(entry.file_type()?).to_string(),
+                kind: kind_name(entry.file_type()?),
             });
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));
@@ -212,7 +246,7 @@ impl OpenMount {
     pub(crate) fn stat(&self, rel: &str) -> Result<Stat, FsError> {
         let md = self.dir.metadata(Self::rel(rel))?;
         Ok(Stat {
-            kind: kind_name(md.file_type()).to_string(),
+            kind: kind_name(md.file_type()),
             size: md.len(),
             writable: self.mount.access == Access::ReadWrite && !md.permissions().readonly(),
         })

@@ -107,7 +107,7 @@ impl OpenMount {
                 .flatten()
                 .map(|t| t.to_string_lossy().into_owned());
             out.push(Listed {
-                kind: kind_name(md.file_type()),
+                kind: kind_name(md.file_type()).as_str(),
                 size: if md.is_file() { md.len() } else { 0 },
                 target,
                 name,

@@ -21,9 +21,10 @@ pub(crate) use effect::fetch;
 pub(crate) use fetch::{FetchFailure, gated_fetch};
 pub use http::HttpNet;
 pub(crate) use plan::{PLAN_OPS, aimed_at, from_plan, plan_schema};
+pub(crate) use request::check_request;
 pub use request::{
     CROSS_ORIGIN_SAFE_HEADERS, MAX_HEADER_BYTES, MAX_REQUEST_BODY_BYTES, MAX_REQUEST_HEADERS,
-    MAX_RESPONSE_HEADER_BYTES, check_request, cross_origin_safe, forbidden_header,
+    MAX_RESPONSE_HEADER_BYTES, cross_origin_safe, forbidden_header,
 };
 pub use resolve::{Resolve, StaticResolver, SystemResolver};
 pub use rules::{EgressRule, HostPattern, PortPattern, RULE_FORM, RuleError, Scheme};
@@ -251,7 +252,7 @@ pub struct FetchResponse {
 
 /// Bytes of header names and values: text a server chose, returned to the
 /// caller beside the body, so charged to `max_output_bytes` like it.
-pub fn header_bytes(headers: &[(String, String)]) -> u64 {
+pub(crate) fn header_bytes(headers: &[(String, String)]) -> u64 {
     headers
         .iter()
         .map(|(k, v)| (k.len() + v.len()) as u64)

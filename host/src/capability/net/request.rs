@@ -93,7 +93,7 @@ fn invalid(msg: String) -> Denial {
 }
 
 /// Check method, URL size, headers and body before anything else happens.
-pub fn check_request(
+pub(crate) fn check_request(
     method: &str,
     url: &str,
     headers: &[(String, String)],

@@ -9,7 +9,7 @@ mod guests;
 mod prepared;
 
 use sbx_wasm::Services;
-use sbx_wasm::report::Status;
+use sbx_wasm::Status;
 use sbx_wasm::wasm::{RunOptions, Sink, WasmHost, WasmRun};
 use sbx_wasm::{Capabilities, CapabilitiesBuilder, Violation};
 use sbx_wasm_tests::{LoopbackServer, Node, guest, mount_tree, sbx_bin, snapshot};
