@@ -142,15 +142,24 @@ pub(crate) struct Trace {
     pub begun: Option<String>,
 }
 
-/// What the gate hands a capability: the grant, the run's backends and
-/// the handles it opened. Whole values, so a capability added later reads
-/// its own section and backend here and the gate does not change.
+/// What the gate hands a capability: its part of the grant, its backend
+/// and the handles the gate opened. Pieces, not the whole grant: the grant
+/// (`crate::caps`) and the backends (`crate::Services`) are made of the
+/// capabilities' types, so a capability never reaches for them whole. A
+/// capability added later adds its fields here and one line where the gate
+/// builds it (`gate/check.rs`).
 pub(crate) struct Held<'a> {
-    /// The grant (each capability reads its own section).
-    pub(crate) caps: &'a crate::Capabilities,
-    /// The backends (network, resolver, tools, key-value store, ...).
-    pub(crate) services: &'a crate::Services,
     pub(crate) mounts: &'a MountTable,
+    pub(crate) egress: &'a net::Egress,
+    /// Tool names the grant allows.
+    pub(crate) allowed_tools: &'a std::collections::BTreeSet<String>,
+    /// Tool implementations (a tool must be allowed and registered).
+    pub(crate) tools: &'a tools::ToolRegistry,
+    pub(crate) resolver: &'a dyn net::Resolve,
+    pub(crate) net: &'a Arc<dyn net::Net>,
+    /// The grant's key-value store, if it holds one, and its backend.
+    pub(crate) kv_grant: Option<&'a kv::KvGrant>,
+    pub(crate) kv: &'a dyn kv::KvStore,
     /// The run's cancel switch, when it has one.
     pub(crate) cancel: Option<&'a crate::CancelHandle>,
     /// The grant's secrets with this run's placeholders.

@@ -34,9 +34,14 @@ impl Rig {
 
     fn held(&self) -> Held<'_> {
         Held {
-            caps: &self.caps,
-            services: &self.services,
             mounts: &self.mounts,
+            egress: self.caps.egress(),
+            allowed_tools: self.caps.tools(),
+            tools: &self.services.tools,
+            resolver: &*self.services.resolver,
+            net: &self.services.net,
+            kv_grant: self.caps.kv(),
+            kv: &*self.services.kv,
             cancel: None,
             secrets: &self.secrets,
         }

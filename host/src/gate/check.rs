@@ -20,9 +20,14 @@ impl Sandbox {
     /// The grant and the handles opened for it, as capabilities see them.
     pub(super) fn held(&self) -> Held<'_> {
         Held {
-            caps: &self.caps,
-            services: &self.services,
             mounts: &self.mounts,
+            egress: self.caps.egress(),
+            allowed_tools: self.caps.tools(),
+            tools: &self.services.tools,
+            resolver: &*self.services.resolver,
+            net: &self.services.net,
+            kv_grant: self.caps.kv(),
+            kv: &*self.services.kv,
             cancel: self.cancel.as_ref(),
             secrets: &self.secrets,
         }

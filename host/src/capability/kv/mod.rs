@@ -86,7 +86,7 @@ impl Request for KvOp {
     }
 
     fn check(&self, held: &Held<'_>) -> Result<Permit, Denial> {
-        check::check(self, held.caps.kv())
+        check::check(self, held.kv_grant)
     }
 
     fn perform(
@@ -96,7 +96,7 @@ impl Request for KvOp {
         lent: &Lent<'_>,
     ) -> (Result<Output, Failure>, Trace) {
         (
-            effect::perform(self, permit, &*held.services.kv, lent),
+            effect::perform(self, permit, held.kv, lent),
             Trace::default(),
         )
     }

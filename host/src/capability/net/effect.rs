@@ -24,12 +24,12 @@ pub(crate) fn fetch(
     };
     let timeout = lent.wall_left;
     let run = || {
-        let egress = held.caps.egress();
+        let egress = held.egress;
         gated_fetch(
             egress,
             held.secrets,
-            &*held.services.resolver,
-            &held.services.net,
+            held.resolver,
+            held.net,
             req.clone(),
             url,
             timeout,

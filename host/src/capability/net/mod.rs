@@ -316,7 +316,7 @@ impl Request for FetchRequest {
     }
 
     fn check(&self, held: &Held<'_>) -> Result<Permit, Denial> {
-        check_fetch(held.caps.egress(), self)
+        check_fetch(held.egress, self)
     }
 
     fn perform(

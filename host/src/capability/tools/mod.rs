@@ -261,12 +261,7 @@ impl Request for ToolCall {
     }
 
     fn check(&self, held: &Held<'_>) -> Result<Permit, Denial> {
-        check::check_call(
-            held.caps.tools(),
-            &held.services.tools,
-            &self.name,
-            &self.input,
-        )
+        check::check_call(held.allowed_tools, held.tools, &self.name, &self.input)
     }
 
     fn perform(
