@@ -3,33 +3,8 @@
 
 use crate::gate::Sandbox;
 use crate::op::{Op, SandboxResult};
-use crate::report::RunReport;
+use crate::report::{RunReport, Status};
 use serde::{Deserialize, Serialize};
-
-/// Why a sequence stopped.
-#[non_exhaustive]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StoppedReason {
-    /// Every op was decided.
-    Completed,
-    /// A budget halted the run; later ops were not attempted.
-    HardLimit,
-    /// The run was cancelled ([`SandboxBuilder::cancel`](crate::SandboxBuilder::cancel));
-    /// later ops were not attempted.
-    Cancelled,
-}
-
-impl StoppedReason {
-    /// `completed`, `hard_limit` or `cancelled`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StoppedReason::Completed => "completed",
-            StoppedReason::HardLimit => "hard_limit",
-            StoppedReason::Cancelled => "cancelled",
-        }
-    }
-}
 
 /// The outcome of [`SandboxedAgent::run_all`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,8 +12,9 @@ pub struct AgentRun {
     /// One result per attempted op, in order; the last is the hard one when
     /// the run stopped on a hard limit.
     pub results: Vec<SandboxResult>,
-    /// Why it stopped.
-    pub stopped_reason: StoppedReason,
+    /// How it ended: `completed`, `hard_limit` or `cancelled` (the run
+    /// report's [`Status`], the one "how it ended" type of every door).
+    pub stopped_reason: Status,
     /// The run report.
     pub report: RunReport,
 }
@@ -48,12 +24,12 @@ pub struct AgentRun {
 /// # Examples
 ///
 /// ```
-/// use sbx_wasm::{Capabilities, Op, Sandbox, SandboxedAgent, StoppedReason};
+/// use sbx_wasm::{Capabilities, Op, Sandbox, SandboxedAgent, Status};
 ///
 /// let caps = Capabilities::builder().max_ops(2).build()?;
 /// let mut agent = SandboxedAgent::new(Sandbox::new(caps)?);
 /// let run = agent.run_all([Op::read("/a"), Op::read("/b"), Op::read("/c"), Op::read("/d")]);
-/// assert_eq!(run.stopped_reason, StoppedReason::HardLimit);
+/// assert_eq!(run.stopped_reason, Status::HardLimit);
 /// assert_eq!(run.results.len(), 3);
 /// assert!(run.results.last().unwrap().hard());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -76,13 +52,13 @@ impl SandboxedAgent {
     /// Run ops in order; stop after the first hard result.
     pub fn run_all(&mut self, ops: impl IntoIterator<Item = Op>) -> AgentRun {
         let mut results = Vec::new();
-        let mut stopped_reason = StoppedReason::Completed;
+        let mut stopped_reason = Status::Completed;
         for op in ops {
             let r = self.sandbox.run(op);
             let stop = match (r.hard(), r.violation()) {
                 (false, _) => None,
-                (true, Some(crate::Violation::Cancelled)) => Some(StoppedReason::Cancelled),
-                (true, _) => Some(StoppedReason::HardLimit),
+                (true, Some(crate::Violation::Cancelled)) => Some(Status::Cancelled),
+                (true, _) => Some(Status::HardLimit),
             };
             results.push(r);
             if let Some(reason) = stop {

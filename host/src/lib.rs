@@ -10,7 +10,7 @@
 //! # Examples
 //!
 //! ```
-//! use sbx_wasm::{Capabilities, Op, Sandbox, SandboxedAgent, StoppedReason, Violation};
+//! use sbx_wasm::{Capabilities, Op, Sandbox, SandboxedAgent, Status, Violation};
 //!
 //! let work = tempfile::tempdir()?;
 //! let out = tempfile::tempdir()?;
@@ -31,7 +31,7 @@
 //! ]);
 //! let got: Vec<_> = run.results.iter().map(|r| r.violation()).collect();
 //! assert_eq!(got, [None, Some(Violation::PathTraversal), Some(Violation::EgressDenied), Some(Violation::MaxOps)]);
-//! assert_eq!(run.stopped_reason, StoppedReason::HardLimit);
+//! assert_eq!(run.stopped_reason, Status::HardLimit);
 //! assert!(!out.path().join("report.txt").exists());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -112,7 +112,7 @@ mod book {
 // in its module: `sbx_wasm::fs`, `net`, `tools`, `kv`).
 pub use capability::{Content, Op, OpKind, Output, Permit, fs, kv, net, tools};
 
-pub use agent::{AgentRun, SandboxedAgent, StoppedReason};
+pub use agent::{AgentRun, SandboxedAgent};
 pub use budget::{Budget, Clock, ManualClock, MonotonicClock, TickClock, Usage, WriteMeter};
 pub use cancel::CancelHandle;
 pub use caps::{

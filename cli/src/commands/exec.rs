@@ -6,7 +6,7 @@ use crate::exit::{EXIT_HARD_LIMIT, EXIT_OK, Internal};
 use crate::output::OutputFiles;
 use anyhow::{Context, Result};
 use sbx_wasm::Output;
-use sbx_wasm::{AgentRun, SandboxResult, SandboxedAgent, StoppedReason};
+use sbx_wasm::{AgentRun, SandboxResult, SandboxedAgent, Status};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -76,8 +76,8 @@ fn exec(
         print_run(&mut out, &run)?;
     }
     Ok(match run.stopped_reason {
-        StoppedReason::HardLimit => EXIT_HARD_LIMIT,
-        StoppedReason::Cancelled => crate::exit::EXIT_CANCELLED,
+        Status::HardLimit => EXIT_HARD_LIMIT,
+        Status::Cancelled => crate::exit::EXIT_CANCELLED,
         _ => EXIT_OK,
     })
 }

@@ -6,7 +6,7 @@
 use sbx_wasm::Services;
 use sbx_wasm::tools::{CommandTool, ToolError, ToolRegistry};
 use sbx_wasm::{ErrorKind, Output};
-use sbx_wasm::{MonotonicClock, Op, Sandbox, SandboxedAgent, StoppedReason, Violation};
+use sbx_wasm::{MonotonicClock, Op, Sandbox, SandboxedAgent, Status, Violation};
 use sbx_wasm_tests::{DATA, LoopbackServer, World, assert_denied};
 use std::os::unix::fs::symlink;
 use std::sync::Arc;
@@ -153,7 +153,7 @@ fn ten_thousand_denied_ops_are_counted_then_halted() {
         _ => Op::fetch(format!("http://evil{i}.example/")),
     });
     let run = agent.run_all(ops);
-    assert_eq!(run.stopped_reason, StoppedReason::HardLimit);
+    assert_eq!(run.stopped_reason, Status::HardLimit);
     assert_eq!(run.results.len(), 10_001);
     assert!(run.results[..10_000].iter().all(|r| !r.ok && !r.hard()));
     assert_eq!(run.results[10_000].violation(), Some(Violation::MaxOps));

@@ -206,7 +206,7 @@ fn run_all_stops_on_first_hard_limit() {
         Op::read("/work/data.txt"),
         Op::write("/work/out/never.txt", "x"),
     ]);
-    assert_eq!(run.stopped_reason, StoppedReason::HardLimit);
+    assert_eq!(run.stopped_reason, Status::HardLimit);
     assert_eq!(
         run.results.len(),
         3,
@@ -222,7 +222,7 @@ fn run_all_completes_without_hard_limit() {
     let w = World::new();
     let mut agent = SandboxedAgent::new(sandbox(&w, w.caps_builder().build().unwrap()));
     let run = agent.run_all([Op::read("/work/data.txt"), Op::read("/etc/passwd")]);
-    assert_eq!(run.stopped_reason, StoppedReason::Completed);
+    assert_eq!(run.stopped_reason, Status::Completed);
     assert_eq!(run.results.len(), 2);
     assert_eq!(run.report.denials.len(), 1);
 }
@@ -256,7 +256,7 @@ fn hostile_sequence_is_contained() {
     ];
     ops.extend((0..100).map(|i| Op::read(format!("/work/../../guess{i}"))));
     let run = agent.run_all(ops);
-    assert_eq!(run.stopped_reason, StoppedReason::HardLimit);
+    assert_eq!(run.stopped_reason, Status::HardLimit);
     assert!(run.results.iter().all(|r| !r.ok));
     assert_eq!(run.results.len(), 21);
     assert_eq!(w.snapshot(), before);

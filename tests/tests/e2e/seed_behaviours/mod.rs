@@ -8,7 +8,7 @@ mod capabilities;
 use sbx_wasm::Services;
 use sbx_wasm::fs::{canonical, has_traversal};
 use sbx_wasm::tools::{ToolError, ToolRegistry};
-use sbx_wasm::{Capabilities, Op, Sandbox, SandboxedAgent, StoppedReason, TickClock, Violation};
+use sbx_wasm::{Capabilities, Op, Sandbox, SandboxedAgent, Status, TickClock, Violation};
 use sbx_wasm_tests::{DATA, LoopbackServer, World, assert_denied, result_text};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
