@@ -30,11 +30,28 @@ enum PlanOp {
 
 /// Headers as pairs (the order kept) or as an object (as MCP clients send
 /// them).
-#[derive(Deserialize, schemars::JsonSchema)]
+#[derive(schemars::JsonSchema)]
 #[serde(untagged)]
 enum Headers {
     Pairs(Vec<(String, String)>),
     Object(BTreeMap<String, String>),
+}
+
+impl<'de> Deserialize<'de> for Headers {
+    /// By hand, for an error that names both forms (an untagged enum's
+    /// says only that nothing matched).
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        const FORM: &str = "headers must be [[name, value], ...] or an object of names to values";
+        match Value::deserialize(d)? {
+            v @ Value::Array(_) => serde_json::from_value(v)
+                .map(Headers::Pairs)
+                .map_err(|e| serde::de::Error::custom(format!("{FORM}: {e}"))),
+            v @ Value::Object(_) => serde_json::from_value(v)
+                .map(Headers::Object)
+                .map_err(|e| serde::de::Error::custom(format!("{FORM}: {e}"))),
+            _ => Err(serde::de::Error::custom(FORM)),
+        }
+    }
 }
 
 impl Default for Headers {

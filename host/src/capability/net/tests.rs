@@ -99,3 +99,34 @@ fn a_granted_name_that_resolves_to_a_private_address_is_refused_at_the_effect_be
     }
     assert!(dialled.0.lock().unwrap().is_empty());
 }
+
+#[test]
+fn a_plan_gives_headers_as_pairs_or_as_an_object_and_anything_else_is_named() {
+    use crate::plan::op_from_json;
+    let pairs = op_from_json(serde_json::json!({
+        "op": "net_fetch", "url": "http://allowed.test/", "headers": [["Accept", "text/plain"]]
+    }));
+    let object = op_from_json(serde_json::json!({
+        "op": "net_fetch", "url": "http://allowed.test/", "headers": {"Accept": "text/plain"}
+    }));
+    assert_eq!(pairs, object);
+    let Op::Net(req) = pairs else {
+        panic!("{pairs:?}")
+    };
+    assert_eq!(
+        req.headers,
+        [("Accept".to_string(), "text/plain".to_string())]
+    );
+    for bad in [
+        serde_json::json!(5),
+        serde_json::json!([["a", 1]]),
+        serde_json::json!({"a": 1}),
+    ] {
+        match op_from_json(
+            serde_json::json!({"op": "net_fetch", "url": "http://x/", "headers": bad}),
+        ) {
+            Op::Invalid { reason, .. } => assert!(reason.contains("headers must be"), "{reason}"),
+            other => panic!("{other:?}"),
+        }
+    }
+}
