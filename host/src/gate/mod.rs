@@ -32,7 +32,7 @@ use std::time::Duration;
 ///
 /// | setting | default |
 /// |---|---|
-/// | [`services`](SandboxBuilder::services) | [`Services::default`]: [`HttpNet`](crate::net::HttpNet), the system resolver, a [`MonotonicClock`] started at [`build`](SandboxBuilder::build), no tools |
+/// | [`services`](SandboxBuilder::services) | [`Services::default`]: [`HttpNet`](crate::net::HttpNet), the system resolver, a [`MonotonicClock`] started at [`build`](SandboxBuilder::build), no tools, an empty in-memory key-value store |
 /// | [`output_meter`](SandboxBuilder::output_meter) | a meter of its own with the caps' `max_output_bytes` |
 /// | [`write_meter`](SandboxBuilder::write_meter) | a meter of its own with the caps' `max_write_bytes` and `max_files` |
 /// | [`cancel`](SandboxBuilder::cancel) | none: the run cannot be cancelled from outside |
@@ -97,7 +97,7 @@ impl SandboxBuilder {
     }
 
     /// Perform allowed effects with `services` (the network client, the
-    /// resolver, the clock and the tools; see [`Services`] for each
+    /// resolver, the clock, the tools, the key-value store; see [`Services`] for each
     /// default).
     pub fn services(mut self, services: Services) -> Self {
         self.services = services;

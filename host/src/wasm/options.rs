@@ -20,7 +20,7 @@ use std::sync::Arc;
 /// | [`args`](RunOptions::args) | none |
 /// | [`stdin`](RunOptions::stdin) | empty; [`inherit_stdin`](RunOptions::inherit_stdin) off |
 /// | [`stdout`](RunOptions::stdout), [`stderr`](RunOptions::stderr) | captured: returned in [`WasmRun::stdout`] and [`WasmRun::stderr`] (bounded by `max_output_bytes`) |
-/// | [`services`](RunOptions::services) | [`Services::default`]: [`HttpNet`](crate::net::HttpNet), the system resolver, a [`MonotonicClock`](crate::MonotonicClock) (a 1 ms [`TickClock`](crate::TickClock) when deterministic), no tools |
+/// | [`services`](RunOptions::services) | [`Services::default`]: [`HttpNet`](crate::net::HttpNet), the system resolver, a [`MonotonicClock`](crate::MonotonicClock) (a 1 ms [`TickClock`](crate::TickClock) when deterministic), no tools, an empty in-memory key-value store |
 /// | [`deterministic`](RunOptions::deterministic) | off: real clocks and randomness |
 /// | [`cancel`](RunOptions::cancel) | none |
 /// | [`events`](RunOptions::events) | none |
@@ -180,7 +180,7 @@ impl RunOptions {
     }
 
     /// Perform allowed effects with `services` (the network client, the
-    /// resolver, the clock and the tools; see [`Services`] for each
+    /// resolver, the clock, the tools, the key-value store; see [`Services`] for each
     /// default). The clock is the gate's wall meter, the epoch deadline
     /// (read at every epoch tick, every 10 ms, while guest code runs) and
     /// the report's `wall_ms`; whatever it says, a real-time timeout at
