@@ -1,5 +1,5 @@
-//! `read_file`, `write_file`, `list_files`, `fetch` and each granted tool:
-//! one op through the gate, under the session's grant, with the violation
+//! `read_file`, `write_file`, `list_files`, `fetch`, the `kv_*` tools and
+//! each granted tool: one op through the gate, under the session's grant, with the violation
 //! names of every other door. The MCP arguments become the op's plan form,
 //! so a wrong type is the gate's `invalid_request`, recorded like any
 //! other denial.
