@@ -179,66 +179,67 @@ pub(crate) struct Lent<'a> {
     pub(crate) over_budget: &'a dyn Fn() -> Denial,
 }
 
-/// A capability's plan form: the op names it answers to, and the parse of
-/// one plan object carrying one of them into an [`Op`].
+/// A capability's plan form: the parse of one plan object carrying one of
+/// its op kinds (the kinds whose [`OpKind::capability`] it is) into an
+/// [`Op`].
 struct PlanForm {
-    ops: &'static [OpKind],
+    capability: &'static str,
     parse: fn(OpKind, Value) -> Result<Op, String>,
-    /// The op of one of `ops` aimed at a target, with an empty payload.
+    /// The op of one of its kinds aimed at a target, with an empty payload.
     aimed: fn(OpKind, String) -> Op,
-    /// The JSON schema of the plan arguments of one of `ops`.
+    /// The JSON schema of the plan arguments of one of its kinds.
     schema: fn(OpKind) -> Value,
 }
 
 /// The plan forms, one per capability.
-const PLAN_FORMS: [PlanForm; 4] = [
+static PLAN_FORMS: [PlanForm; 4] = [
     PlanForm {
-        ops: fs::PLAN_OPS,
+        capability: "fs",
         parse: fs::from_plan,
         aimed: fs::aimed_at,
         schema: fs::plan_schema,
     },
     PlanForm {
-        ops: net::PLAN_OPS,
+        capability: "net",
         parse: net::from_plan,
         aimed: net::aimed_at,
         schema: net::plan_schema,
     },
     PlanForm {
-        ops: tools::PLAN_OPS,
+        capability: "tools",
         parse: tools::from_plan,
         aimed: tools::aimed_at,
         schema: tools::plan_schema,
     },
     PlanForm {
-        ops: kv::PLAN_OPS,
+        capability: "kv",
         parse: kv::from_plan,
         aimed: kv::aimed_at,
         schema: kv::plan_schema,
     },
 ];
 
+/// The plan form of `kind`'s capability.
+fn form_of(kind: OpKind) -> Option<&'static PlanForm> {
+    PLAN_FORMS
+        .iter()
+        .find(|f| f.capability == kind.capability())
+}
+
 /// Op names a plan may use, every capability's, comma-separated.
 pub fn plan_ops() -> String {
-    let names: Vec<&str> = PLAN_FORMS
-        .iter()
-        .flat_map(|f| f.ops.iter().map(|k| k.name()))
-        .collect();
+    let names: Vec<&str> = OpKind::ALL.iter().map(|k| k.name()).collect();
     names.join(", ")
 }
 
 /// The plan arguments of `kind`, from its capability's plan form.
 fn plan_schema(kind: OpKind) -> Value {
-    match PLAN_FORMS.iter().find(|f| f.ops.contains(&kind)) {
-        Some(form) => (form.schema)(kind),
-        None => Value::Null,
-    }
+    form_of(kind).map_or(Value::Null, |form| (form.schema)(kind))
 }
 
 /// The op a plan object with op name `kind` asks for, or why it cannot be.
 pub(crate) fn op_from_plan(kind: &str, v: Value) -> Result<Op, String> {
-    let form = OpKind::from_name(kind)
-        .and_then(|k| Some((k, PLAN_FORMS.iter().find(|f| f.ops.contains(&k))?)));
+    let form = OpKind::from_name(kind).and_then(|k| Some((k, form_of(k)?)));
     match form {
         Some((kind, form)) => (form.parse)(kind, v),
         None => Err(format!(
@@ -269,10 +270,9 @@ pub fn op_aimed_at(verb: &str, target: &str) -> Result<Op, String> {
             || n.strip_suffix(verb).is_some_and(|p| p.ends_with('_'))
             || n.strip_prefix(verb).is_some_and(|p| p.starts_with('_'))
     };
-    for form in &PLAN_FORMS {
-        if let Some(kind) = form.ops.iter().find(|k| names(k.name())) {
-            return Ok((form.aimed)(*kind, target.to_string()));
-        }
+    let found = OpKind::ALL.iter().find(|k| names(k.name()));
+    if let Some((kind, form)) = found.and_then(|k| Some((*k, form_of(*k)?))) {
+        return Ok((form.aimed)(kind, target.to_string()));
     }
     Err(format!(
         "unknown op {}; use one of {} (or its short form: read, fetch, tool, ...)",

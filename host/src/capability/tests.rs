@@ -3,53 +3,31 @@
 //! and effect are exercised without the gate's pipeline and without
 //! wasmtime (each capability's `tests.rs` beside its code).
 
-use super::{Held, Lent, Op, Output, Permit};
+use super::{Lent, Op, Output, Permit};
 use crate::caps::Capabilities;
 use crate::failure::Failure;
-use crate::fs::MountTable;
-use crate::net::RunSecrets;
+use crate::gate::Sandbox;
 use crate::services::Services;
 use crate::violation::{Denial, Violation};
 use std::time::Duration;
 
-/// A grant, its open mounts and its backends.
+/// A grant, its open mounts and its backends: a sandbox, whose `Held` the
+/// capabilities are handed directly, without the pipeline around them.
 pub(crate) struct Rig {
-    pub(crate) caps: Capabilities,
-    mounts: MountTable,
-    services: Services,
-    secrets: RunSecrets,
+    sandbox: Sandbox,
 }
 
 impl Rig {
     pub(crate) fn new(caps: Capabilities, services: Services) -> Rig {
-        let mounts = MountTable::open(caps.mounts()).expect("the mounts open");
-        let secrets = RunSecrets::bind(caps.secrets(), Some(1));
+        let sandbox = Sandbox::builder(caps).services(services).build();
         Rig {
-            caps,
-            mounts,
-            services,
-            secrets,
-        }
-    }
-
-    fn held(&self) -> Held<'_> {
-        Held {
-            mounts: &self.mounts,
-            egress: self.caps.egress(),
-            allowed_tools: self.caps.tools(),
-            tools: &self.services.tools,
-            resolver: &*self.services.resolver,
-            net: &self.services.net,
-            kv_grant: self.caps.kv(),
-            kv: &*self.services.kv,
-            cancel: None,
-            secrets: &self.secrets,
+            sandbox: sandbox.expect("the mounts open"),
         }
     }
 
     /// The capability's check of `op`.
     pub(crate) fn check(&self, op: &Op) -> Result<Permit, Denial> {
-        op.check(&self.held())
+        self.sandbox.check(op)
     }
 
     /// The capability's effect for `op` under `permit`, with a second of
@@ -64,7 +42,7 @@ impl Rig {
             over_budget: &over,
         };
         let request = op.request().expect("a capability's op");
-        request.perform(permit, &self.held(), &lent).0
+        request.perform(permit, &self.sandbox.held(), &lent).0
     }
 
     /// Check, then perform what the check allowed.

@@ -18,7 +18,7 @@ impl Sandbox {
     }
 
     /// The grant and the handles opened for it, as capabilities see them.
-    pub(super) fn held(&self) -> Held<'_> {
+    pub(crate) fn held(&self) -> Held<'_> {
         Held {
             mounts: &self.mounts,
             egress: self.caps.egress(),

@@ -20,7 +20,7 @@ pub(crate) use check::escape;
 pub use mount::{Access, Entry, EntryKind, Mount, Stat};
 pub(crate) use mount::{FsError, MountTable, OpenMount};
 pub use path::{GuestPath, MAX_PATH_BYTES, canonical, check_path, has_traversal};
-pub(crate) use plan::{PLAN_OPS, aimed_at, from_plan, plan_schema};
+pub(crate) use plan::{aimed_at, from_plan, plan_schema};
 pub use request::FsOp;
 pub(crate) use snapshot::Found;
 

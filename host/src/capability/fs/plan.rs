@@ -8,16 +8,6 @@ use base64::Engine as _;
 use serde::Deserialize;
 use serde_json::Value;
 
-/// Op kinds of the file capability in plans.
-pub(crate) const PLAN_OPS: &[OpKind] = &[
-    OpKind::FsRead,
-    OpKind::FsWrite,
-    OpKind::FsList,
-    OpKind::FsStat,
-    OpKind::FsRemove,
-    OpKind::FsMkdir,
-];
-
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(tag = "op", deny_unknown_fields)]
 enum PlanOp {

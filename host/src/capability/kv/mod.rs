@@ -22,7 +22,7 @@ pub use check::MAX_KEY_BYTES;
 pub use config::{DEFAULT_MAX_BYTES, DEFAULT_MAX_KEYS, KvGrant};
 pub use store::{KvError, KvStore, MemoryKv};
 
-pub(crate) use plan::{PLAN_OPS, aimed_at, from_plan, plan_schema};
+pub(crate) use plan::{aimed_at, from_plan, plan_schema};
 
 use crate::capability::{Held, Lent, OpKind, Output, Permit, Request, Trace};
 use crate::failure::Failure;

@@ -7,14 +7,6 @@ use crate::capability::kind::{OpKind, variant_schema};
 use serde::Deserialize;
 use serde_json::Value;
 
-/// Op kinds of the key-value capability in plans.
-pub(crate) const PLAN_OPS: &[OpKind] = &[
-    OpKind::KvGet,
-    OpKind::KvPut,
-    OpKind::KvDelete,
-    OpKind::KvList,
-];
-
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(tag = "op", deny_unknown_fields)]
 enum PlanOp {

@@ -20,7 +20,7 @@ pub(crate) use check::check_fetch;
 pub(crate) use effect::fetch;
 pub(crate) use fetch::{FetchFailure, gated_fetch};
 pub use http::HttpNet;
-pub(crate) use plan::{PLAN_OPS, aimed_at, from_plan, plan_schema};
+pub(crate) use plan::{aimed_at, from_plan, plan_schema};
 pub(crate) use request::check_request;
 pub use request::{
     CROSS_ORIGIN_SAFE_HEADERS, MAX_HEADER_BYTES, MAX_REQUEST_BODY_BYTES, MAX_REQUEST_HEADERS,

@@ -8,9 +8,6 @@ use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-/// Op kinds of the network capability in plans.
-pub(crate) const PLAN_OPS: &[OpKind] = &[OpKind::NetFetch];
-
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
 enum PlanOp {

@@ -16,7 +16,7 @@ mod plan;
 mod request;
 
 pub use described::{ToolDefinition, ToolFormat};
-pub(crate) use plan::{PLAN_OPS, aimed_at, from_plan, plan_schema};
+pub(crate) use plan::{aimed_at, from_plan, plan_schema};
 pub use request::ToolCall;
 
 use crate::CancelHandle;

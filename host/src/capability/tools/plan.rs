@@ -8,9 +8,6 @@ use crate::capability::kind::{OpKind, variant_schema};
 use serde::Deserialize;
 use serde_json::Value;
 
-/// Op kinds of the tool capability in plans.
-pub(crate) const PLAN_OPS: &[OpKind] = &[OpKind::ToolCall];
-
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
 enum PlanOp {

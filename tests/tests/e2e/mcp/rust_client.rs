@@ -65,6 +65,12 @@ async fn call(s: &Session, tool: &str, args: Value) -> CallToolResult {
         .unwrap()
 }
 
+/// The names of the tools a session lists.
+async fn tool_names(s: &Session) -> Vec<String> {
+    let tools = s.list_all_tools().await.unwrap();
+    tools.into_iter().map(|t| t.name.to_string()).collect()
+}
+
 fn text(r: &CallToolResult) -> String {
     r.content
         .iter()
@@ -89,13 +95,7 @@ async fn rust_sdk_over_stdio() {
         s.peer_info().unwrap().server_info.clone().unwrap().name,
         "sbx-wasm"
     );
-    let tools: Vec<String> = s
-        .list_all_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name.to_string())
-        .collect();
+    let tools = tool_names(&s).await;
     assert!(tools.contains(&"run_wasm".to_string()), "{tools:?}");
 
     // A component from the components folder; a path is not a name.
@@ -369,13 +369,7 @@ async fn a_sessions_key_value_store_is_its_own_and_outlives_its_calls() {
     let mut server = f.http(&["--token-file", &token_file]);
     let a = http(&server.url, "kv-token-of-sixteen-chars").await;
     let b = http(&server.url, "kv-token-of-sixteen-chars").await;
-    let listed: Vec<String> = a
-        .list_all_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name.to_string())
-        .collect();
+    let listed = tool_names(&a).await;
     for tool in ["kv_get", "kv_put", "kv_delete", "kv_list"] {
         assert!(listed.iter().any(|n| n == tool), "{tool} in {listed:?}");
     }
