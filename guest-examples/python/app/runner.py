@@ -15,15 +15,24 @@ import inspect
 import io
 import linecache
 import os
+import pkgutil
 import sys
 import traceback
+import types
 
 from wit_world import exports
 
 import bundled_packages
 import bundled_tz
+import cooperative_threads
+import http_clients
 import sbx
 import wasi_waits
+
+# Before any import below: urllib.request defines its HTTPS handler only if
+# http.client has HTTPS, and no socket may be made into the snapshot.
+http_clients.install_http_client()
+http_clients.refuse_sockets()
 
 # The standard library a script can import. componentize-py snapshots the
 # interpreter after this module loads: modules imported here live in the
@@ -67,6 +76,21 @@ xmlrpc.server ftplib imaplib poplib smtplib socketserver sre_compile sre_constan
 webbrowser dbm dbm.dumb dbm.sqlite3 shelve compression.gzip compression.zlib nturl2path pydoc pydoc_data pydoc_data.topics code codeop _ast_unparse
 """.split()
 
+# Every submodule of these packages (every codec, the CJK ones included;
+# logging.handlers, http.cookiejar, json.tool, email.mime.*, ...), where
+# this build has it. A package's __main__ is a command, not a module.
+WHOLE_PACKAGES = """
+asyncio collections concurrent email encodings html http importlib json logging sqlite3
+unittest urllib wsgiref xml xmlrpc zoneinfo
+""".split()
+for _package in WHOLE_PACKAGES:
+    for _info in pkgutil.walk_packages(sys.modules[_package].__path__ if _package in sys.modules
+                                       else __import__(_package).__path__, _package + ".",
+                                       onerror=lambda name: None):
+        if _info.name.rsplit(".", 1)[-1] == "__main__" or _info.name in OPTIONAL:
+            continue
+        OPTIONAL.append(_info.name)
+
 # The standard library modules that cannot work here, and why: importing
 # one fails at once with this reason.
 NOT_HERE = {}
@@ -92,15 +116,29 @@ for _names, _why in (
         NOT_HERE[_name] = _why
 UNAVAILABLE = {}
 for _name in OPTIONAL:
+    if _name in NOT_HERE:
+        continue
+    _before = set(sys.modules)
     try:
         __import__(_name)
-        PRELOADED.append(_name)
     except Exception as _e:  # noqa: BLE001 - any failure means "not here"
         UNAVAILABLE[_name] = f"{type(_e).__name__}: {_e}"
+        continue
+    # A module that drags in one that cannot work here (concurrent.futures
+    # .process imports multiprocessing) is left out with it, so neither is
+    # half-importable from the snapshot.
+    _dragged = sorted((set(sys.modules) - _before) & NOT_HERE.keys())
+    if _dragged:
+        for _new in set(sys.modules) - _before:
+            del sys.modules[_new]
+        UNAVAILABLE[_name] = f"it needs {_dragged[0]}: {NOT_HERE[_dragged[0]]}"
+        continue
+    PRELOADED.append(_name)
 
 # The pure-Python packages bundled into this runner, every module of each.
 PACKAGES = bundled_packages.preload(UNAVAILABLE)
 PRELOADED.extend(PACKAGES)
+http_clients.install_urllib3()
 
 
 class _NotInSandbox:
@@ -163,9 +201,10 @@ def _no_host_config_files():
 
 _no_host_config_files()
 
-# asyncio.run with an event loop that needs no socket (WASI has none here),
-# and untimed threading waits that block (until max_wall) instead of trap.
+# asyncio.run with an event loop that needs no socket (WASI has none here).
 wasi_waits.install()
+# Threads and thread pools, run cooperatively (see the module's notes).
+cooperative_threads.install()
 
 # Imports look only at the snapshot until a script adds a mount folder.
 sys.path.clear()
@@ -281,18 +320,46 @@ def main(argv):
         print(f"sbx-python: cannot read {argv[0]}: {e}", file=sys.stderr)
         return 2
     sys.argv = script_argv
+    _process_environment()
     # The script's own lines, for its tracebacks (no file is read for them).
     linecache.cache[name] = (len(source), None, source.splitlines(True), name)
-    scope = {"__name__": "__main__", "__file__": name, "__builtins__": __builtins__}
+    # A real __main__ module, as python makes one: pickle finds the
+    # script's classes in it, unittest.main() and doctest.testmod() its
+    # tests. `python -c` sets no __file__.
+    main_module = types.ModuleType("__main__")
+    main_module.__builtins__ = __builtins__
+    if name != "-c":
+        main_module.__file__ = name
+    sys.modules["__main__"] = main_module
     try:
         code = compile(source, name, "exec")
-        exec(code, scope)
+        exec(code, main_module.__dict__)
+        status = 0
     except SystemExit as e:
-        return _exit_code(e.code)
+        status = _exit_code(e.code)
     except BaseException:
         traceback.print_exc()
-        return 1
-    return 0
+        status = 1
+    # As python waits for its threads (and thread pools) before it exits.
+    try:
+        cooperative_threads.run_pending()
+    except SystemExit as e:
+        status = status or _exit_code(e.code)
+    except BaseException:
+        traceback.print_exc()
+        status = status or 1
+    return status
+
+
+# What an ordinary process finds in its environment, where the grant's
+# `env` does not say otherwise: a home (the run's private /tmp) and a
+# user name, for Path.home(), expanduser and getpass.getuser().
+PROCESS_ENVIRONMENT = {"HOME": "/tmp", "USER": "sandbox", "LOGNAME": "sandbox"}
+
+
+def _process_environment():
+    for key, value in PROCESS_ENVIRONMENT.items():
+        os.environ.setdefault(key, value)
 
 
 class _WholeWrites(io.RawIOBase):

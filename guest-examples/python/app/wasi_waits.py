@@ -1,20 +1,14 @@
-"""Waiting without sockets or threads, as a sandboxed script must.
+"""asyncio without sockets, as a sandboxed script must have it.
 
 asyncio: WASI 0.2 gives the script no socket, and CPython's event loop
 wants one (a self-pipe made with socketpair()). SandboxEventLoop keeps no
 self-pipe and waits on nothing but time, so asyncio.run works for
 coroutines that need no sockets: timers, gather, queues, tasks, async
 generators, and sbx calls (which block the loop while they run). Opening a
-connection or a server says sockets are not available.
-
-threading: a wait on a condition (Event().wait(), Queue().get()) traps in
-this WASI build of CPython when untimed, and spins the CPU when timed. With
-no other thread to wake it, waiting is sleeping: for the timeout, or until
-max_wall ends the run like any blocked call."""
+connection or a server says sockets are not available. (Threads: cooperative_threads.)"""
 
 import asyncio
 import selectors
-import threading
 import time
 from asyncio import unix_events
 
@@ -86,24 +80,8 @@ class SandboxEventLoop(unix_events._UnixSelectorEventLoop):
         raise OSError(_NO_SOCKETS)
 
 
-def _sleeping_wait(self, timeout=None):
-    """Condition.wait for a process with one thread: nothing can notify,
-    so waiting is sleeping (for `timeout`, or until max_wall ends the run)
-    and the answer is "not notified"."""
-    if not self._is_owned():
-        raise RuntimeError("cannot wait on un-acquired lock")
-    if timeout is None:
-        while True:
-            time.sleep(3600)
-    if timeout > 0:
-        time.sleep(timeout)
-    return False
-
-
 def install():
-    """Make SandboxEventLoop the loop every new event loop is, and
-    condition waits sleep."""
-    threading.Condition.wait = _sleeping_wait
+    """Make SandboxEventLoop the loop every new event loop is."""
     unix_events._UnixDefaultEventLoopPolicy._loop_factory = SandboxEventLoop
     asyncio.SelectorEventLoop = SandboxEventLoop
     unix_events.SelectorEventLoop = SandboxEventLoop

@@ -16,6 +16,7 @@ mod mcp;
 mod policy;
 mod python;
 mod python_api;
+mod python_corpus;
 mod python_packages;
 mod python_serve;
 mod python_stdlib;
