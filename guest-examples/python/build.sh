@@ -11,14 +11,21 @@
 # imported into the snapshot, and a wheel with native code is refused,
 # named. `sbx-wasm python build` calls this.
 #
-# Everything lives in the project's build folder (target/py): a virtual
-# environment for componentize-py, the staged WIT, the component. Nothing is
-# installed globally. A rebuild happens only when an input changed.
+# Everything lives in a build folder: the project's target/py, or
+# $SBX_WASM_PY_BUILD_DIR (`sbx-wasm python build` sets it to the cache
+# folder, so a read-only checkout builds too): a virtual environment for
+# componentize-py, the staged WIT, the component. Nothing is installed
+# globally, nothing written into the source tree but target/. A rebuild
+# happens only when an input changed.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-out="$root/target/py"
+out="${SBX_WASM_PY_BUILD_DIR:-$root/target/py}"
 componentize_py_version="0.25.1"
+# The CPython inside that componentize-py (a test checks the runner says
+# so): wheels and their dependencies are chosen for it, not for the
+# python3 that runs pip.
+runner_python="3.14"
 mkdir -p "$out"
 
 extra=""
@@ -87,7 +94,7 @@ done
 pylib="$work/pylib"
 rm -rf "$pylib"
 "$venv/bin/pip" install --quiet --disable-pip-version-check --only-binary=:all: \
-    --require-hashes -r "$here/requirements.txt" ${extra:+-r "$extra"} --target "$pylib"
+    --python-version "$runner_python" --implementation cp --require-hashes -r "$here/requirements.txt" ${extra:+-r "$extra"} --target "$pylib"
 "$venv/bin/python" - "$pylib" <<'PY'
 import pathlib, sys
 native = []

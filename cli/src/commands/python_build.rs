@@ -66,17 +66,21 @@ impl BuildArgs {
                 script.display()
             );
         }
+        let cache = ArtifactCache::default_dir()
+            .context("no cache folder: set SBX_WASM_CACHE_DIR (or HOME / XDG_CACHE_HOME)")?
+            .join("python");
         let out = match &self.out {
             Some(out) => out.clone(),
             None => {
                 let hash = sbx_wasm::replay::sha256_hex(&requirements);
-                ArtifactCache::default_dir()
-                    .context("no cache folder: set SBX_WASM_CACHE_DIR (or HOME / XDG_CACHE_HOME)")?
-                    .join("python")
-                    .join(format!("runner-{}.wasm", &hash[..16]))
+                cache.join(format!("runner-{}.wasm", &hash[..16]))
             }
         };
         let status = std::process::Command::new("bash")
+            // The build's own folder (componentize-py's environment, the
+            // staged packages) in the cache, never in the source tree: a
+            // read-only checkout builds too.
+            .env("SBX_WASM_PY_BUILD_DIR", cache.join("build"))
             .arg(&script)
             .arg("--requirements")
             .arg(&self.requirements)

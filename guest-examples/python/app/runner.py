@@ -26,6 +26,7 @@ import bundled_packages
 import bundled_tz
 import cooperative_threads
 import http_clients
+import process_env
 import sbx
 import wasi_waits
 
@@ -205,6 +206,8 @@ _no_host_config_files()
 wasi_waits.install()
 # Threads and thread pools, run cooperatively (see the module's notes).
 cooperative_threads.install()
+# A home and a user name (see the module's notes).
+process_env.install()
 
 # Imports look only at the snapshot until a script adds a mount folder.
 sys.path.clear()
@@ -320,7 +323,6 @@ def main(argv):
         print(f"sbx-python: cannot read {argv[0]}: {e}", file=sys.stderr)
         return 2
     sys.argv = script_argv
-    _process_environment()
     # The script's own lines, for its tracebacks (no file is read for them).
     linecache.cache[name] = (len(source), None, source.splitlines(True), name)
     # A real __main__ module, as python makes one: pickle finds the
@@ -349,17 +351,6 @@ def main(argv):
         traceback.print_exc()
         status = status or 1
     return status
-
-
-# What an ordinary process finds in its environment, where the grant's
-# `env` does not say otherwise: a home (the run's private /tmp) and a
-# user name, for Path.home(), expanduser and getpass.getuser().
-PROCESS_ENVIRONMENT = {"HOME": "/tmp", "USER": "sandbox", "LOGNAME": "sandbox"}
-
-
-def _process_environment():
-    for key, value in PROCESS_ENVIRONMENT.items():
-        os.environ.setdefault(key, value)
 
 
 class _WholeWrites(io.RawIOBase):

@@ -152,3 +152,24 @@ print(attempt(lambda: os.makedirs("/work/other", exist_ok=True)),
     expected.insert("out/a/b".into(), sbx_wasm_tests::Node::Dir);
     assert_eq!(snapshot(dir.path()), expected);
 }
+
+#[test]
+fn the_runner_is_the_python_its_build_picks_wheels_for() {
+    let build =
+        std::fs::read_to_string(repo_root().join("guest-examples/python/build.sh")).unwrap();
+    let picked = build
+        .lines()
+        .find_map(|l| l.strip_prefix("runner_python=\""))
+        .and_then(|l| l.strip_suffix('"'))
+        .expect("build.sh names runner_python");
+    let (host, py) = python();
+    let caps = Capabilities::builder().build().unwrap();
+    let run = py
+        .run_source(
+            host,
+            "import sys; print('%d.%d' % sys.version_info[:2])",
+            RunOptions::new(caps),
+        )
+        .unwrap();
+    assert_eq!(utf8(&run.stdout).trim(), picked);
+}
