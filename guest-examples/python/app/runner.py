@@ -99,9 +99,10 @@ for _names, _why in (
     ("multiprocessing _multiprocessing _posixsubprocess _posixshmem pty venv ensurepip",
      "it starts processes, and a WASI guest has none (subprocess imports, and fails at call)"),
     ("_interpreters _interpchannels _interpqueues _remote_debugging",
-     "it needs subinterpreters or threads, and the runner has one thread"),
+     "it needs subinterpreters or real threads; the runner runs threads cooperatively"),
     ("ctypes _ctypes", "it loads native code, which a wasm guest cannot"),
-    ("ssl _ssl", "there is no TLS inside the runner; fetch https URLs with sbx.fetch"),
+    ("ssl _ssl", "there is no TLS inside the runner: https goes through the host's egress "
+     "broker (urllib.request, http.client, requests or sbx.fetch)"),
     ("curses _curses _curses_panel readline termios tty tkinter _tkinter turtle turtledemo "
      "idlelib", "it needs a terminal or a display, and the runner has plain streams"),
     ("fcntl grp pwd resource syslog mmap",
