@@ -9,30 +9,60 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 
 /// The run's exit code, if a warm worker of a server for `runner` ran it;
-/// `None`: run it here (no server, or it did not take the run).
+/// `None`: run it here (no server, or it did not take the run). Under
+/// `--verbose` a run not handed over says why.
 pub(crate) fn hand_over(runner: &Path, verbose: bool) -> Option<i32> {
-    let dir = sbx_wasm::wasm::ArtifactCache::default_dir()?;
-    let socket = wire::socket_path(&dir, runner).ok()?;
-    let conn = UnixStream::connect(&socket).ok()?;
-    // The folder is this user's (0700); the peer must be too.
-    let peer = rustix::net::sockopt::socket_peercred(&conn).ok()?;
-    if peer.uid != rustix::process::getuid() {
-        return None;
+    match connect(runner) {
+        Ok((conn, request)) => {
+            wire::send_with_fds(&conn, &request, &wire::stdio()).ok()?;
+            await_answer(&conn, verbose)
+        }
+        Err(why) => {
+            if verbose {
+                eprintln!("sbx-wasm: running here, not in a warm worker: {why}");
+            }
+            None
+        }
     }
+}
+
+/// A connection to the server for `runner`, and the request to send it.
+fn connect(runner: &Path) -> Result<(UnixStream, Request), String> {
+    let dir = sbx_wasm::wasm::ArtifactCache::default_dir()
+        .ok_or("no cache folder, so no server's socket to look for")?;
+    let socket = wire::socket_path(&dir, runner)
+        .map_err(|e| format!("no socket name for {}: {e}", runner.display()))?;
+    let conn = UnixStream::connect(&socket).map_err(|e| {
+        format!(
+            "no `python serve` for the runner {} ({}: {e}; a server serves the runner \
+             file it was started with, from this sbx-wasm binary)",
+            runner.display(),
+            socket.display()
+        )
+    })?;
+    // The folder is this user's (0700); the peer must be too.
+    let peer = rustix::net::sockopt::socket_peercred(&conn)
+        .map_err(|e| format!("cannot tell who serves {}: {e}", socket.display()))?;
+    if peer.uid != rustix::process::getuid() {
+        return Err(format!("{} is served by another user", socket.display()));
+    }
+    let args = std::env::args_os()
+        .skip(2)
+        .map(|a| a.into_string().ok())
+        .collect::<Option<_>>()
+        .ok_or("an argument is not UTF-8")?;
+    let env = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect();
     let request = Request {
-        args: std::env::args_os()
-            .skip(2)
-            .map(|a| a.into_string().ok())
-            .collect::<Option<_>>()?,
-        cwd: std::env::current_dir().ok()?,
-        env: std::env::vars_os()
-            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-            .collect(),
-        runner: std::fs::canonicalize(runner).ok()?,
+        args,
+        cwd: std::env::current_dir().map_err(|e| format!("no current folder: {e}"))?,
+        env,
+        runner: std::fs::canonicalize(runner)
+            .map_err(|e| format!("cannot resolve {}: {e}", runner.display()))?,
         context: super::context::Context::here(),
     };
-    wire::send_with_fds(&conn, &request, &wire::stdio()).ok()?;
-    await_answer(&conn, verbose)
+    Ok((conn, request))
 }
 
 /// The worker's answer. The first Ctrl-C (or SIGTERM) cancels the run, as

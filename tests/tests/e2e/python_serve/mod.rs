@@ -446,3 +446,33 @@ fn a_client_whose_umask_limits_or_network_differ_runs_its_script_itself() {
     assert!(!ran.served(), "{}", ran.stderr());
     assert!(ran.stderr().contains("net namespace"), "{}", ran.stderr());
 }
+
+#[test]
+fn a_run_for_another_runner_file_says_under_verbose_why_it_was_not_served() {
+    let t = tree("", &[("p.py", "print('here')\n")]);
+    let served = Served::start(&[]);
+    // The allowed neighbour: the server's own runner file is served.
+    let same = served.run(t.path(), "p.py", &["--verbose"], &[]);
+    assert!(same.served(), "{}", same.stderr());
+    // The same runner under another path is another runner to a server.
+    let other = t.path().join("other-runner.wasm");
+    std::fs::hard_link(&served.runner, &other).unwrap();
+    let out = Command::new(sbx_bin())
+        .current_dir(t.path())
+        .env("SBX_WASM_CACHE_DIR", warm_cache())
+        .args(["run", "--verbose", "--caps", "caps.toml", "--python-runner"])
+        .arg(&other)
+        .arg("p.py")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let ran = Ran::read(t.path(), out);
+    assert_eq!(ran.stdout(), "here\n");
+    assert!(!ran.served(), "{}", ran.stderr());
+    assert!(
+        ran.stderr()
+            .contains("running here, not in a warm worker: no `python serve` for the runner"),
+        "{}",
+        ran.stderr()
+    );
+}
