@@ -76,11 +76,14 @@ impl BuildArgs {
                 cache.join(format!("runner-{}.wasm", &hash[..16]))
             }
         };
-        let status = std::process::Command::new("bash")
-            // The build's own folder (componentize-py's environment, the
-            // staged packages) in the cache, never in the source tree: a
-            // read-only checkout builds too.
-            .env("SBX_WASM_PY_BUILD_DIR", cache.join("build"))
+        let mut build = std::process::Command::new("bash");
+        // The build's own folder (componentize-py's environment, the
+        // staged packages) in the cache, never in the source tree, so a
+        // read-only checkout builds too; unless the caller names one.
+        if std::env::var_os("SBX_WASM_PY_BUILD_DIR").is_none() {
+            build.env("SBX_WASM_PY_BUILD_DIR", cache.join("build"));
+        }
+        let status = build
             .arg(&script)
             .arg("--requirements")
             .arg(&self.requirements)

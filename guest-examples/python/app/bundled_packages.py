@@ -5,6 +5,7 @@ files to import from later. A module that cannot load here (an optional
 dependency missing, another platform's code) is left out, and importing it
 says why."""
 
+import contextlib
 import importlib
 import os
 import sys
@@ -35,9 +36,10 @@ def _modules(folder, info):
     return sorted(modules)
 
 
-def preload(unavailable):
+def preload(unavailable, around=lambda name: contextlib.nullcontext()):
     """Import every bundled module; return their names, and put each one
-    that fails in `unavailable` with its reason."""
+    that fails in `unavailable` with its reason. Each import happens inside
+    `around(name)`."""
     loaded = []
     for folder in list(sys.path):
         try:
@@ -52,7 +54,8 @@ def preload(unavailable):
                 continue
             for name in _modules(folder, info):
                 try:
-                    importlib.import_module(name)
+                    with around(name):
+                        importlib.import_module(name)
                     loaded.append(name)
                 except Exception as e:  # noqa: BLE001 - any failure means "not here"
                     unavailable[name] = f"{type(e).__name__}: {e}"

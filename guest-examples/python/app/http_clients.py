@@ -16,6 +16,8 @@ so the client's own parser, cookies, redirects and errors work as usual.
 - urllib3 and requests: the connection pool's `urlopen` goes to the broker
   (one attempt: the broker decides redirects hop by hop; `verify=False`
   does not turn verification off).
+- httpx (in a runner built with it): its transports, sync and async, go
+  to the broker (the async one blocks the event loop while it waits).
 - Raw sockets: `connect` and `create_connection` raise PermissionError
   naming egress; name lookups raise `socket.gaierror` saying why.
 
@@ -26,12 +28,14 @@ in its own error type (`urllib.error.URLError`,
 message. Nothing was sent.
 """
 
+import contextlib
 import errno
 import http
 import http.client
 import io
 import socket
 import sys
+import types
 
 import sbx
 
@@ -385,3 +389,110 @@ class _Replay:
 
     def makefile(self, mode="rb", buffering=None, **kwargs):
         return io.BufferedReader(io.BytesIO(self._data))
+
+
+# --- httpx ------------------------------------------------------------------
+
+# Packages that import `ssl` at the top for its names alone (annotations,
+# except clauses) and use TLS only through the transports patched here.
+_IMPORT_SSL_FOR_NAMES = {"httpx", "httpcore", "anyio"}
+
+
+class _NoTLSHere(OSError):
+    pass
+
+
+def _import_only_ssl():
+    """An `ssl` with the names those packages read while they are
+    imported, and nothing that does TLS. It is in sys.modules only while
+    one of them is imported into the runner: a script's `import ssl`
+    still fails, saying why."""
+    ssl = types.ModuleType("ssl", "Names only, for importing httpx: TLS is the broker's.")
+
+    class SSLContext:
+        def __init__(self, *args, **kwargs):
+            raise _NoTLSHere("there is no TLS inside the runner: https goes through the broker")
+
+    ssl.SSLContext = SSLContext
+    for name in ("SSLError", "SSLSyscallError", "SSLWantReadError", "SSLWantWriteError"):
+        setattr(ssl, name, type(name, (_NoTLSHere,), {}))
+    return ssl
+
+
+@contextlib.contextmanager
+def ssl_names_for(module):
+    """While `module` is imported at build time, if it is one of the
+    packages above, let its `import ssl` find the names it reads."""
+    if module.split(".")[0] not in _IMPORT_SSL_FOR_NAMES or "ssl" in sys.modules:
+        yield
+        return
+    sys.modules["ssl"] = _import_only_ssl()
+    try:
+        yield
+    finally:
+        del sys.modules["ssl"]
+
+
+def _httpx_exchange(httpx, request):
+    body = request.read()
+    pairs = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw]
+    authority = request.url.netloc.decode("ascii")
+    try:
+        status, reason, headers, data = exchange(
+            request.method, str(request.url), _request_headers(pairs, authority), body
+        )
+    except OSError as e:
+        raise httpx.ConnectError(str(e), request=request) from e
+    keep = [(k, v) for k, v in headers if k.lower() != "transfer-encoding"
+            and (k.lower() != "content-length" or request.method == "HEAD")]
+    if request.method != "HEAD":
+        keep.append(("content-length", str(len(data))))
+    return httpx.Response(
+        status, headers=keep, stream=httpx.ByteStream(data), request=request,
+        extensions={"http_version": b"HTTP/1.1", "reason_phrase": reason.encode("ascii", "replace")},
+    )
+
+
+def install_httpx():
+    """Patch httpx's transports, when it is bundled: no connection pool
+    (and no TLS context) is made, each request goes to the broker."""
+    httpx = sys.modules.get("httpx")
+    if httpx is None:
+        return
+
+    def init(self, *args, **kwargs):
+        pass
+
+    def handle_request(self, request):
+        return _httpx_exchange(httpx, request)
+
+    async def handle_async_request(self, request):
+        # Read the (async) body first; the exchange itself blocks the loop.
+        await request.aread()
+        return _httpx_exchange(httpx, request)
+
+    async def aclose(self):
+        pass
+
+    def enter(self):
+        return self
+
+    def exit(self, *exc):
+        pass
+
+    async def aenter(self):
+        return self
+
+    async def aexit(self, *exc):
+        pass
+
+    httpx.HTTPTransport.__enter__ = enter
+    httpx.HTTPTransport.__exit__ = exit
+    httpx.AsyncHTTPTransport.__aenter__ = aenter
+    httpx.AsyncHTTPTransport.__aexit__ = aexit
+    httpx.HTTPTransport.__init__ = init
+    httpx.HTTPTransport.handle_request = handle_request
+    httpx.HTTPTransport.close = lambda self: None
+    httpx.AsyncHTTPTransport.__init__ = init
+    httpx.AsyncHTTPTransport.handle_async_request = handle_async_request
+    httpx.AsyncHTTPTransport.aclose = aclose

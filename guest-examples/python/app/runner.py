@@ -138,9 +138,10 @@ for _name in OPTIONAL:
     PRELOADED.append(_name)
 
 # The pure-Python packages bundled into this runner, every module of each.
-PACKAGES = bundled_packages.preload(UNAVAILABLE)
+PACKAGES = bundled_packages.preload(UNAVAILABLE, around=http_clients.ssl_names_for)
 PRELOADED.extend(PACKAGES)
 http_clients.install_urllib3()
+http_clients.install_httpx()
 
 
 class _NotInSandbox:

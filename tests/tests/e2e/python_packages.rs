@@ -8,7 +8,7 @@
 use super::python::warm_cache;
 use sbx_wasm::Capabilities;
 use sbx_wasm::wasm::{ArtifactCache, PythonRunner, RunOptions, WasmHost};
-use sbx_wasm_tests::{python_runner, repo_root, sbx_bin, utf8};
+use sbx_wasm_tests::{LoopbackServer, python_runner, repo_root, sbx_bin, utf8};
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -33,6 +33,8 @@ fn a_runner_with_packages_is_built_cached_and_used_by_the_cli_and_library() {
         runner.starts_with(&scratch.path().join("python/runner-").display().to_string()),
         "{runner}"
     );
+    // The build worked in the cache folder, not in the source tree.
+    assert!(scratch.path().join("python/build/venv").is_dir());
     // The same requirements again: the runner is up to date, not rebuilt.
     let again = build(scratch.path(), &requirements);
     assert_eq!(utf8(&again.stdout).trim(), runner);
@@ -148,4 +150,75 @@ fn unpinned_requirements_and_wheels_with_native_code_are_refused() {
         "{}",
         utf8(&out.stderr)
     );
+}
+
+#[test]
+fn httpx_in_a_runner_built_with_it_goes_through_the_broker_sync_and_async() {
+    let scratch = tempfile::tempdir().unwrap();
+    let requirements = repo_root().join("tests/python/httpx/requirements.txt");
+    // componentize-py's environment shared with the stock runner's build.
+    let out = Command::new(sbx_bin())
+        .env("SBX_WASM_CACHE_DIR", scratch.path())
+        .env("SBX_WASM_PY_BUILD_DIR", repo_root().join("target/py"))
+        .args(["python", "build", "--requirements"])
+        .arg(&requirements)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", utf8(&out.stderr));
+    let runner = utf8(&out.stdout).trim().to_string();
+    let server = LoopbackServer::start();
+    let script = format!(
+        r#"
+import asyncio, httpx
+API = "{origin}"
+r = httpx.get(API + "/api/items", params={{"limit": 2}})
+print(r.status_code, [i["name"] for i in r.json()["items"]])
+with httpx.Client(base_url=API, headers={{"Authorization": "Bearer t"}}) as c:
+    e = c.post("/api/echo", json={{"a": 1}}).json()
+    print(e["method"], e["authorization"], e["body"])
+async def main():
+    async with httpx.AsyncClient() as c:
+        r = await c.get(API + "/api/nothing")
+        print("async", r.status_code, r.json()["error"])
+asyncio.run(main())
+try:
+    httpx.get("http://127.0.0.1:1/x")
+except httpx.ConnectError as e:
+    print("ConnectError", str(e).startswith("egress_denied"))
+try:
+    import ssl
+except ModuleNotFoundError as e:
+    print("no ssl:", "no TLS inside the runner" in str(e))
+"#,
+        origin = server.origin()
+    );
+    std::fs::write(scratch.path().join("h.py"), script).unwrap();
+    let caps = format!("[net]\nallow = [\"{}\"]\n", server.origin());
+    std::fs::write(scratch.path().join("caps.toml"), caps).unwrap();
+    let run = Command::new(sbx_bin())
+        .env("SBX_WASM_CACHE_DIR", warm_cache())
+        .current_dir(scratch.path())
+        .args([
+            "run",
+            "--no-stdin",
+            "--caps",
+            "caps.toml",
+            "--python-runner",
+        ])
+        .arg(&runner)
+        .arg("h.py")
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(0), "{}", utf8(&run.stderr));
+    assert_eq!(
+        utf8(&run.stdout),
+        "200 ['alpha', 'beta', 'gamma']\n\
+         POST Bearer t {\"a\":1}\n\
+         async 404 no such resource\n\
+         ConnectError True\n\
+         no ssl: True\n"
+    );
+    // The three allowed requests reached the server; the denied one did
+    // not leave (it named another port).
+    assert_eq!(server.connections(), 3);
 }
