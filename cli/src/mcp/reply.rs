@@ -115,9 +115,19 @@ pub(crate) fn refused(status: &str, reason: &str, ids: &Ids<'_>) -> CallToolResu
 }
 
 /// The answer of a single op (`read_file`, `fetch`, a granted tool, ...).
+/// The rule that decided, as the model is told it: a mount by its guest
+/// path alone. Where the grant's folders live on the host is the
+/// operator's to know (the audit keeps the whole rule).
+fn guest_facing(rule: &str) -> &str {
+    rule.split_once(" (host ").map_or(rule, |(named, _)| named)
+}
+
 pub(crate) fn op(result: &SandboxResult, report: &RunReport, ids: &Ids<'_>) -> CallToolResult {
     let mut structured = serde_json::to_value(result).unwrap_or(Value::Null);
     if let Some(o) = structured.as_object_mut() {
+        if let Some(rule) = &result.rule {
+            o.insert("rule".into(), json!(guest_facing(rule)));
+        }
         o.insert("violation".into(), json!(result.violation()));
         o.insert("usage_line".into(), json!(usage_line(report)));
         o.insert("session".into(), json!(ids.session));

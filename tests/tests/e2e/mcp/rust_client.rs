@@ -134,6 +134,16 @@ async fn rust_sdk_over_stdio() {
     .await;
     assert_eq!(r.is_error, Some(false), "{}", text(&r));
     assert_eq!(std::fs::read_to_string(f.path("out/r.txt")).unwrap(), "ok");
+    // The model is told the mount by its guest path, never the host's
+    // folder (the operator's audit keeps that).
+    assert_eq!(field(&r, "rule"), "write mount /work/out");
+    assert!(
+        !r.structured_content
+            .as_ref()
+            .unwrap()
+            .to_string()
+            .contains(&*f.path("").to_string_lossy())
+    );
     // A wrong type is the gate's invalid_request, not a protocol error.
     let r = call(&s, "read_file", json!({"path": 7})).await;
     assert_eq!(field(&r, "violation"), "invalid_request");
