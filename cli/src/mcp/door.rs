@@ -278,6 +278,11 @@ impl Door {
         (cancel, Watch(task))
     }
 
+    /// Whether as many sessions are open as `--max-sessions` allows.
+    pub(crate) fn sessions_full(&self) -> bool {
+        self.open.load(Ordering::SeqCst) >= self.max_sessions
+    }
+
     /// A new session: its id, its grant, its scratch folder.
     pub(crate) fn session(&self) -> Result<Session> {
         let open = OpenSession::count(&self.open, self.max_sessions)?;

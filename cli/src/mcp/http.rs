@@ -101,15 +101,17 @@ pub(crate) async fn serve(door: Arc<Door>, o: HttpOptions) -> Result<()> {
             },
             () = &mut stop => break,
         };
-        let (service, token) = (service.clone(), token.clone());
+        let (service, token, door) = (service.clone(), token.clone(), door.clone());
         let conn = hyper::server::conn::http1::Builder::new()
             .timer(TokioTimer::new())
             .header_read_timeout(Duration::from_secs(10))
             .serve_connection(
                 TokioIo::new(stream),
                 hyper::service::service_fn(move |req| {
-                    let (service, token) = (service.clone(), token.clone());
-                    async move { Ok::<_, Infallible>(answer(&service, token.as_deref(), req).await) }
+                    let (service, token, door) = (service.clone(), token.clone(), door.clone());
+                    async move {
+                        Ok::<_, Infallible>(answer(&service, &door, token.as_deref(), req).await)
+                    }
                 }),
             );
         let conn = graceful.watch(conn);
@@ -126,7 +128,12 @@ pub(crate) async fn serve(door: Arc<Door>, o: HttpOptions) -> Result<()> {
     Ok(())
 }
 
-async fn answer(service: &Service, token: Option<&str>, req: Request<Incoming>) -> Reply {
+async fn answer(
+    service: &Service,
+    door: &Door,
+    token: Option<&str>,
+    req: Request<Incoming>,
+) -> Reply {
     if req.uri().path() != PATH {
         return plain(StatusCode::NOT_FOUND, "not found: the MCP endpoint is /mcp");
     }
@@ -144,6 +151,22 @@ async fn answer(service: &Service, token: Option<&str>, req: Request<Incoming>) 
             );
             return r;
         }
+    }
+    // A request that would open a session when the door holds its most:
+    // 503 with a time to come back, not the 500 the session factory's
+    // refusal would become. (The factory's count stays the hard limit.)
+    let opens_session =
+        req.method() == hyper::Method::POST && !req.headers().contains_key("mcp-session-id");
+    if opens_session && door.sessions_full() {
+        let mut r = plain(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "busy: the server holds as many sessions as it takes (--max-sessions); try again later",
+        );
+        r.headers_mut().insert(
+            hyper::header::RETRY_AFTER,
+            hyper::header::HeaderValue::from_static("5"),
+        );
+        return r;
     }
     service.handle(req).await
 }

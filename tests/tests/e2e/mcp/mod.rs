@@ -181,6 +181,13 @@ impl HttpServer {
 
     /// The status code of one raw HTTP request to the server.
     pub(crate) fn status_of(&self, method: &str, headers: &[(&str, &str)], body: &str) -> u16 {
+        let head = self.head_of(method, headers, body);
+        head[9..12].parse().unwrap()
+    }
+
+    /// The response head (status line and headers) of one raw HTTP
+    /// request to the server.
+    pub(crate) fn head_of(&self, method: &str, headers: &[(&str, &str)], body: &str) -> String {
         let addr = self
             .url
             .trim_start_matches("http://")
@@ -197,9 +204,12 @@ impl HttpServer {
         req += "\r\n";
         s.write_all(req.as_bytes()).unwrap();
         s.write_all(body.as_bytes()).unwrap();
-        let mut head = [0u8; 12];
-        s.read_exact(&mut head).unwrap();
-        String::from_utf8_lossy(&head[9..12]).parse().unwrap()
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") && s.read(&mut byte).unwrap() == 1 {
+            head.push(byte[0]);
+        }
+        String::from_utf8_lossy(&head).into_owned()
     }
 }
 
@@ -322,4 +332,35 @@ fn a_scratch_root_a_mount_reaches_is_refused_at_start() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("overlaps"), "{err}");
     assert!(err.contains("the MCP client did not initialize"), "{err}");
+}
+
+#[test]
+fn a_session_over_max_sessions_is_503_with_retry_after_and_the_open_one_goes_on() {
+    let f = Fixture::new();
+    let server = f.http(&["--max-sessions", "1"]);
+    // The allowed neighbour: the first session opens.
+    let first = server.head_of("POST", &[], INITIALIZE);
+    assert!(first.starts_with("HTTP/1.1 200"), "{first}");
+    let id = first
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| v.trim().to_string())
+        })
+        .expect("a session id");
+    // A second is refused as busy, with a time to come back.
+    let second = server.head_of("POST", &[], INITIALIZE);
+    assert!(second.starts_with("HTTP/1.1 503"), "{second}");
+    assert!(
+        second.to_ascii_lowercase().contains("retry-after: 5"),
+        "{second}"
+    );
+    // The open session is still served.
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let session = [
+        ("Mcp-Session-Id", id.as_str()),
+        ("MCP-Protocol-Version", "2025-06-18"),
+    ];
+    assert_eq!(server.status_of("POST", &session, initialized), 202);
 }
