@@ -21,6 +21,7 @@ use http_body_util::{BodyExt, Full, combinators::BoxBody};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
+use rmcp::transport::streamable_http_server::session::SessionManager as _;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use std::convert::Infallible;
@@ -73,8 +74,8 @@ pub(crate) async fn serve(door: Arc<Door>, o: HttpOptions) -> Result<()> {
         let door = door.clone();
         move || Handler::new(door.clone()).map_err(std::io::Error::other)
     };
-    let service: Service =
-        StreamableHttpService::new(factory, Arc::new(LocalSessionManager::default()), config);
+    let sessions = Arc::new(LocalSessionManager::default());
+    let service: Service = StreamableHttpService::new(factory, sessions.clone(), config);
     let listener = tokio::net::TcpListener::bind(o.addr)
         .await
         .with_context(|| format!("cannot listen on {}", o.addr))?;
@@ -101,16 +102,20 @@ pub(crate) async fn serve(door: Arc<Door>, o: HttpOptions) -> Result<()> {
             },
             () = &mut stop => break,
         };
-        let (service, token, door) = (service.clone(), token.clone(), door.clone());
+        let (service, token) = (service.clone(), token.clone());
+        let at = At {
+            door: door.clone(),
+            sessions: sessions.clone(),
+        };
         let conn = hyper::server::conn::http1::Builder::new()
             .timer(TokioTimer::new())
             .header_read_timeout(Duration::from_secs(10))
             .serve_connection(
                 TokioIo::new(stream),
                 hyper::service::service_fn(move |req| {
-                    let (service, token, door) = (service.clone(), token.clone(), door.clone());
+                    let (service, token, at) = (service.clone(), token.clone(), at.clone());
                     async move {
-                        Ok::<_, Infallible>(answer(&service, &door, token.as_deref(), req).await)
+                        Ok::<_, Infallible>(answer(&service, &at, token.as_deref(), req).await)
                     }
                 }),
             );
@@ -128,12 +133,14 @@ pub(crate) async fn serve(door: Arc<Door>, o: HttpOptions) -> Result<()> {
     Ok(())
 }
 
-async fn answer(
-    service: &Service,
-    door: &Door,
-    token: Option<&str>,
-    req: Request<Incoming>,
-) -> Reply {
+/// What `answer` checks a request against besides rmcp's service.
+#[derive(Clone)]
+struct At {
+    door: Arc<Door>,
+    sessions: Arc<LocalSessionManager>,
+}
+
+async fn answer(service: &Service, at: &At, token: Option<&str>, req: Request<Incoming>) -> Reply {
     if req.uri().path() != PATH {
         return plain(StatusCode::NOT_FOUND, "not found: the MCP endpoint is /mcp");
     }
@@ -155,9 +162,13 @@ async fn answer(
     // A request that would open a session when the door holds its most:
     // 503 with a time to come back, not the 500 the session factory's
     // refusal would become. (The factory's count stays the hard limit.)
-    let opens_session =
-        req.method() == hyper::Method::POST && !req.headers().contains_key("mcp-session-id");
-    if opens_session && door.sessions_full() {
+    let session = req
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(Arc::<str>::from);
+    let opens_session = req.method() == hyper::Method::POST && session.is_none();
+    if opens_session && at.door.sessions_full() {
         let mut r = plain(
             StatusCode::SERVICE_UNAVAILABLE,
             "busy: the server holds as many sessions as it takes (--max-sessions); try again later",
@@ -166,6 +177,21 @@ async fn answer(
             hyper::header::RETRY_AFTER,
             hyper::header::HeaderValue::from_static("5"),
         );
+        return r;
+    }
+    if req.method() == hyper::Method::DELETE {
+        // Ending a session no one has (never opened, or already ended)
+        // is 404, as for any request naming it; ending one is 204.
+        if let Some(id) = &session
+            && !at.sessions.has_session(id).await.unwrap_or(false)
+        {
+            return plain(StatusCode::NOT_FOUND, "no such session");
+        }
+        let mut r = service.handle(req).await;
+        if r.status() == StatusCode::ACCEPTED {
+            *r.status_mut() = StatusCode::NO_CONTENT;
+            *r.body_mut() = Full::new(Bytes::new()).boxed();
+        }
         return r;
     }
     service.handle(req).await

@@ -335,7 +335,7 @@ fn a_scratch_root_a_mount_reaches_is_refused_at_start() {
 }
 
 #[test]
-fn a_session_over_max_sessions_is_503_with_retry_after_and_the_open_one_goes_on() {
+fn sessions_past_max_are_503_with_retry_after_and_ending_one_is_204_then_404() {
     let f = Fixture::new();
     let server = f.http(&["--max-sessions", "1"]);
     // The allowed neighbour: the first session opens.
@@ -363,4 +363,22 @@ fn a_session_over_max_sessions_is_503_with_retry_after_and_the_open_one_goes_on(
         ("MCP-Protocol-Version", "2025-06-18"),
     ];
     assert_eq!(server.status_of("POST", &session, initialized), 202);
+    // Ending it is 204; ending it again, or a session never opened, is 404.
+    assert_eq!(server.status_of("DELETE", &session, ""), 204);
+    assert_eq!(server.status_of("DELETE", &session, ""), 404);
+    let unknown = [
+        ("Mcp-Session-Id", "no-such"),
+        ("MCP-Protocol-Version", "2025-06-18"),
+    ];
+    assert_eq!(server.status_of("DELETE", &unknown, ""), 404);
+    // Its place is free again: a new session opens.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let status = server.status_of("POST", &[], INITIALIZE);
+        if status == 200 || std::time::Instant::now() > deadline {
+            assert_eq!(status, 200);
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
