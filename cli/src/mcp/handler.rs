@@ -7,8 +7,9 @@ use super::reply::Ids;
 use super::{ops, runs};
 use anyhow::{Context, Result};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest, CustomResult,
+    Implementation, JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
+    ServerConfig,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
@@ -45,6 +46,10 @@ pub(crate) async fn serve_stdio(door: Arc<Door>) -> Result<()> {
     Ok(())
 }
 
+/// The methods this server answers (with the params the protocol gives
+/// them).
+const SERVED: &[&str] = &["initialize", "ping", "tools/list", "tools/call"];
+
 impl ServerHandler for Handler {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
@@ -54,6 +59,31 @@ impl ServerHandler for Handler {
                  is a result with isError and the violation's name, never a crash. Use \
                  run_python to do many steps (files, fetches, tools) in one script.",
             )
+    }
+
+    /// rmcp hands a request here when it knows no such method, or when a
+    /// method it knows came with params that do not parse (`tools/call`
+    /// without a name): the latter is the client's bad params (-32602),
+    /// not a missing method.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        if SERVED.contains(&request.method.as_str()) {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "the params of {} do not have the form the protocol gives it",
+                    request.method
+                ),
+                None,
+            ));
+        }
+        Err(ErrorData::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            format!("no method {}", request.method),
+            None,
+        ))
     }
 
     async fn list_tools(

@@ -382,3 +382,48 @@ fn sessions_past_max_are_503_with_retry_after_and_ending_one_is_204_then_404() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+#[test]
+fn a_known_method_with_bad_params_is_invalid_params_and_an_unknown_one_not_found() {
+    let f = Fixture::new();
+    let mut child = Command::new(sbx_bin())
+        .args(f.args(&[]))
+        .envs(f.env())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut send = |line: &str| writeln!(stdin, "{line}").unwrap();
+    send(INITIALIZE);
+    send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    // The allowed neighbour: a well-formed call.
+    send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
+    // tools/call without a name; then a method no one serves.
+    send(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"arguments":{}}}"#);
+    send(r#"{"jsonrpc":"2.0","id":4,"method":"no/such/method","params":{}}"#);
+    let mut answers = std::collections::BTreeMap::new();
+    while answers.len() < 4 {
+        let line = lines.next().expect("the server answered").unwrap();
+        let v: Value = serde_json::from_str(&line).unwrap();
+        if let Some(id) = v["id"].as_i64() {
+            answers.insert(id, v);
+        }
+    }
+    drop(send);
+    assert!(answers[&2]["result"]["tools"].is_array(), "{}", answers[&2]);
+    assert_eq!(answers[&3]["error"]["code"], -32602, "{}", answers[&3]);
+    assert!(
+        answers[&3]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("tools/call"),
+        "{}",
+        answers[&3]
+    );
+    assert_eq!(answers[&4]["error"]["code"], -32601, "{}", answers[&4]);
+    drop(stdin);
+    let _ = child.wait();
+}
