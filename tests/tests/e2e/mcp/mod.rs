@@ -412,7 +412,6 @@ fn a_known_method_with_bad_params_is_invalid_params_and_an_unknown_one_not_found
             answers.insert(id, v);
         }
     }
-    drop(send);
     assert!(answers[&2]["result"]["tools"].is_array(), "{}", answers[&2]);
     assert_eq!(answers[&3]["error"]["code"], -32602, "{}", answers[&3]);
     assert!(
