@@ -55,14 +55,28 @@ pub(crate) async fn serve(door: Arc<Door>, o: HttpOptions) -> Result<()> {
             o.addr
         );
     }
+    let listener = tokio::net::TcpListener::bind(o.addr)
+        .await
+        .with_context(|| format!("cannot listen on {}", o.addr))?;
+    let local = listener.local_addr()?;
     let closing = CancellationToken::new();
     let mut config = StreamableHttpServerConfig::default()
         .with_max_request_body_bytes(o.max_request_bytes)
         .with_cancellation_token(closing.child_token());
-    config = if o.allowed_origins.is_empty() {
-        config.enforce_origin_validation()
-    } else {
+    config = if !o.allowed_origins.is_empty() {
         config.with_allowed_origins(o.allowed_origins.clone())
+    } else if loopback {
+        // A page the server itself serves, or a client that names the
+        // server's own address, is no rebinding attack: its Origin is the
+        // bound address. Every other origin stays refused.
+        let port = local.port();
+        let own = match local.ip() {
+            std::net::IpAddr::V4(ip) => format!("http://{ip}:{port}"),
+            std::net::IpAddr::V6(ip) => format!("http://[{ip}]:{port}"),
+        };
+        config.with_allowed_origins([own, format!("http://localhost:{port}")])
+    } else {
+        config.enforce_origin_validation()
     };
     if !o.allowed_hosts.is_empty() {
         config = config.with_allowed_hosts(o.allowed_hosts.clone());
@@ -76,10 +90,6 @@ pub(crate) async fn serve(door: Arc<Door>, o: HttpOptions) -> Result<()> {
     };
     let sessions = Arc::new(LocalSessionManager::default());
     let service: Service = StreamableHttpService::new(factory, sessions.clone(), config);
-    let listener = tokio::net::TcpListener::bind(o.addr)
-        .await
-        .with_context(|| format!("cannot listen on {}", o.addr))?;
-    let local = listener.local_addr()?;
     // The one line a supervisor (or a test) waits for, with the real port.
     eprintln!("sbx-wasm mcp: listening on http://{local}{PATH}");
     let token: Option<Arc<str>> = o.token.map(Arc::from);

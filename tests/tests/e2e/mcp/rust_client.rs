@@ -288,6 +288,26 @@ async fn rust_sdk_over_http_with_token_and_origin_checks() {
         ("Origin", "http://evil.example"),
     ];
     assert_eq!(server.status_of("POST", &foreign, INITIALIZE), 403);
+    // The server's own loopback origin is no rebinding attack: allowed.
+    let own = server.url.trim_end_matches("/mcp").to_string();
+    let port = own.rsplit(':').next().unwrap().to_string();
+    for origin in [own.clone(), format!("http://localhost:{port}")] {
+        let from_itself = [
+            ("Authorization", good.as_str()),
+            ("Origin", origin.as_str()),
+        ];
+        assert_eq!(
+            server.status_of("POST", &from_itself, INITIALIZE),
+            200,
+            "{origin}"
+        );
+    }
+    // Another port on the same host is another origin: refused.
+    let other_port = [
+        ("Authorization", good.as_str()),
+        ("Origin", "http://127.0.0.1:1"),
+    ];
+    assert_eq!(server.status_of("POST", &other_port, INITIALIZE), 403);
     let allowed = [("Authorization", good.as_str())];
     let big = INITIALIZE.replace("\"raw\"", &format!("\"{}\"", "x".repeat(5000)));
     assert_eq!(server.status_of("POST", &allowed, &big), 413);
