@@ -74,14 +74,14 @@ impl ServerHandler for Handler {
             return Err(ErrorData::invalid_params(
                 format!(
                     "the params of {} do not have the form the protocol gives it",
-                    request.method
+                    sbx_wasm::bound::quote(&request.method)
                 ),
                 None,
             ));
         }
         Err(ErrorData::new(
             rmcp::model::ErrorCode::METHOD_NOT_FOUND,
-            format!("no method {}", request.method),
+            format!("no method {}", sbx_wasm::bound::quote(&request.method)),
             None,
         ))
     }

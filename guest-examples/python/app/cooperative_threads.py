@@ -248,13 +248,12 @@ class ThreadPoolExecutor(_base.Executor):
             self._initialized = True
             try:
                 self._initializer(*self._initargs)
-            except BaseException as e:  # noqa: BLE001 - breaks the pool, as natively
+            except BaseException:  # noqa: BLE001 - breaks the pool, as natively
                 self._broken = "A thread initializer failed, the thread pool is not usable anymore"
                 future.set_exception(concurrent.futures.thread.BrokenThreadPool(self._broken))
                 for rest in list(self._queued):
                     self._queued.remove(rest)
                     rest[0].set_exception(concurrent.futures.thread.BrokenThreadPool(self._broken))
-                del e
                 return
         self._initialized = True
         worker = threading.Thread(name=f"{self._thread_name_prefix}_0")

@@ -63,6 +63,13 @@ def _authority(scheme, host, port):
     return host if port in (None, default) else f"{host}:{port}"
 
 
+def _same_authority(host_header, authority):
+    """Whether a `Host` value names `authority` (which leaves out the
+    scheme's default port; a client may write it)."""
+    value = host_header.strip().lower()
+    return authority.lower() in (value, value.removesuffix(":80"), value.removesuffix(":443"))
+
+
 def _request_headers(pairs, authority):
     """The headers to hand the broker: connection headers dropped, and
     `Host` dropped when it names the URL's own authority (the broker sets
@@ -72,10 +79,7 @@ def _request_headers(pairs, authority):
         low = name.lower()
         if low in _CONNECTION_HEADERS:
             continue
-        if low == "host" and value.strip().lower() in (
-            authority.lower(), authority.lower().removesuffix(":80"),
-            authority.lower().removesuffix(":443"),
-        ):
+        if low == "host" and _same_authority(value, authority):
             continue
         out.append((name, value))
     return out
@@ -96,18 +100,26 @@ def exchange(method, url, headers, body):
     return r.status, _reason(r.status), r.headers, r.body
 
 
-def _response_bytes(method, status, reason, headers, body):
-    """The response as HTTP/1.1 bytes: the body's length in
+def _response_headers(method, headers, body):
+    """The response's headers for the client: the body's length in
     `Content-Length` (the broker has read and de-chunked it), every other
-    header as the server sent it, `Set-Cookie` repeats included."""
-    lines = [f"HTTP/1.1 {status} {reason}"]
+    header as the server sent it, `Set-Cookie` repeats included. A HEAD
+    response keeps the server's length (its body is not sent)."""
+    out = []
     for name, value in headers:
         low = name.lower()
         if low == "transfer-encoding" or (low == "content-length" and method != "HEAD"):
             continue
-        lines.append(f"{name}: {value}")
+        out.append((name, value))
     if method != "HEAD":
-        lines.append(f"Content-Length: {len(body)}")
+        out.append(("Content-Length", str(len(body))))
+    return out
+
+
+def _response_bytes(method, status, reason, headers, body):
+    """The response as the HTTP/1.1 bytes a server would have sent."""
+    lines = [f"HTTP/1.1 {status} {reason}"]
+    lines += [f"{name}: {value}" for name, value in _response_headers(method, headers, body)]
     head = ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8", "surrogateescape")
     return head + body
 
@@ -443,12 +455,9 @@ def _httpx_exchange(httpx, request):
         )
     except OSError as e:
         raise httpx.ConnectError(str(e), request=request) from e
-    keep = [(k, v) for k, v in headers if k.lower() != "transfer-encoding"
-            and (k.lower() != "content-length" or request.method == "HEAD")]
-    if request.method != "HEAD":
-        keep.append(("content-length", str(len(data))))
     return httpx.Response(
-        status, headers=keep, stream=httpx.ByteStream(data), request=request,
+        status, headers=_response_headers(request.method, headers, data),
+        stream=httpx.ByteStream(data), request=request,
         extensions={"http_version": b"HTTP/1.1", "reason_phrase": reason.encode("ascii", "replace")},
     )
 

@@ -10,6 +10,7 @@ a mount. The script runs as `__main__`; an uncaught exception prints its
 traceback and exits 1, `sys.exit(n)` exits n.
 """
 
+import importlib
 import importlib.machinery
 import inspect
 import io
@@ -84,13 +85,13 @@ WHOLE_PACKAGES = """
 asyncio collections concurrent email encodings html http importlib json logging sqlite3
 unittest urllib wsgiref xml xmlrpc zoneinfo
 """.split()
+_listed = set(OPTIONAL)
 for _package in WHOLE_PACKAGES:
-    for _info in pkgutil.walk_packages(sys.modules[_package].__path__ if _package in sys.modules
-                                       else __import__(_package).__path__, _package + ".",
-                                       onerror=lambda name: None):
-        if _info.name.rsplit(".", 1)[-1] == "__main__" or _info.name in OPTIONAL:
-            continue
-        OPTIONAL.append(_info.name)
+    _path = importlib.import_module(_package).__path__
+    for _info in pkgutil.walk_packages(_path, _package + ".", onerror=lambda name: None):
+        if _info.name.rsplit(".", 1)[-1] != "__main__" and _info.name not in _listed:
+            _listed.add(_info.name)
+            OPTIONAL.append(_info.name)
 
 # The standard library modules that cannot work here, and why: importing
 # one fails at once with this reason.
