@@ -3,13 +3,14 @@
 //! One `Door` per server process: the grant, the engine (and its artifact
 //! cache), the Python runner, the run slots, the audit stream. One
 //! `Session` per MCP session (one for stdio; one per `Mcp-Session-Id` over
-//! HTTP): its id, its grant (the door's, plus its scratch mount), its
-//! totals. Every call's budgets are the caps file's; the session totals
+//! HTTP) and per workspace (sessionless requests: `workspaces.rs`): its id,
+//! its grant (the door's, plus its scratch mount), its totals. Every call's budgets are the caps file's; the session totals
 //! stop one client from taking the host for itself.
 
 use super::McpArgs;
 use super::audit::AuditStream;
 use super::reply::{self, Ids};
+use super::workspaces::Workspaces;
 use crate::common::{engine_for, open_cache, registry};
 use anyhow::{Context, Result, bail};
 use rmcp::model::CallToolResult;
@@ -63,6 +64,8 @@ pub(crate) struct Door {
     open: Arc<AtomicUsize>,
     max_sessions: usize,
     prepared: Mutex<HashMap<PathBuf, (SystemTime, u64, PreparedAgent)>>,
+    /// What sessionless (2026-07-28) requests are served in.
+    pub(crate) workspaces: Workspaces<Session>,
 }
 
 impl Door {
@@ -166,6 +169,7 @@ impl Door {
             open: Arc::new(AtomicUsize::new(0)),
             max_sessions: args.max_sessions,
             prepared: Mutex::new(HashMap::new()),
+            workspaces: Workspaces::default(),
             caps,
         })
     }
@@ -283,11 +287,27 @@ impl Door {
         self.open.load(Ordering::SeqCst) >= self.max_sessions
     }
 
-    /// A new session: its id, its grant, its scratch folder.
+    /// A new MCP session: its id (`s1`, `s2`, ...), its grant, its
+    /// scratch folder.
     pub(crate) fn session(&self) -> Result<Session> {
+        self.open_session("s")
+    }
+
+    /// A new workspace for sessionless requests (its audit id `w1`, `w2`,
+    /// ...), and its handle.
+    pub(crate) fn issue_workspace(&self) -> Result<String> {
+        self.workspaces.issue(|| self.open_session("w"))
+    }
+
+    /// The default workspace, opened when there is none.
+    pub(crate) fn shared_workspace(&self) -> Result<Arc<Session>> {
+        self.workspaces.shared(|| self.open_session("w"))
+    }
+
+    fn open_session(&self, prefix: &str) -> Result<Session> {
         let open = OpenSession::count(&self.open, self.max_sessions)?;
         let n = self.sessions.fetch_add(1, Ordering::Relaxed) + 1;
-        let id = format!("s{n}");
+        let id = format!("{prefix}{n}");
         let (caps, scratch) = match &self.scratch_root {
             Some(root) => {
                 let dir = tempfile::Builder::new()

@@ -1,39 +1,93 @@
 //! The MCP server of one session: lists the tools, takes each call through
 //! the session's totals and a run slot to the code that performs it.
+//!
+//! Which `Session` a call is charged to: the MCP session's own, made at
+//! `initialize` (or, on stdio, at the first call of a client that skipped
+//! it: the connection is the session); over HTTP without a handshake (the
+//! sessionless revision), the workspace the request names, else the
+//! server's default workspace. rmcp makes a `Handler` per HTTP request in
+//! that revision, so nothing is made before a call needs it.
 
 use super::catalog;
 use super::door::{Door, Session};
 use super::reply::Ids;
-use super::{ops, runs};
+use super::{ops, runs, workspaces};
 use anyhow::{Context, Result};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest, CustomResult,
-    Implementation, JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
-    ServerConfig,
+    Implementation, InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use serde_json::Value;
-use std::sync::Arc;
+use std::borrow::Cow;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 /// One session's server.
 #[derive(Clone)]
 pub(crate) struct Handler {
     door: Arc<Door>,
-    session: Arc<Session>,
+    /// The MCP session's own state, once there is one.
+    own: Arc<OnceLock<Arc<Session>>>,
+    /// Whether the client shook hands (`initialize`): then it has a
+    /// session of its own even if opening it failed (it is tried again
+    /// at its calls), never a workspace.
+    handshake: Arc<AtomicBool>,
+    transport: Transport,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) enum Transport {
+    Stdio,
+    Http,
 }
 
 impl Handler {
-    pub(crate) fn new(door: Arc<Door>) -> Result<Handler> {
-        let session = Arc::new(door.session()?);
-        Ok(Handler { door, session })
+    pub(crate) fn new(door: Arc<Door>, transport: Transport) -> Handler {
+        Handler {
+            door,
+            own: Arc::new(OnceLock::new()),
+            handshake: Arc::new(AtomicBool::new(false)),
+            transport,
+        }
+    }
+
+    /// The MCP session's own state, made on first use.
+    fn own(&self) -> Result<Arc<Session>, String> {
+        if let Some(s) = self.own.get() {
+            return Ok(s.clone());
+        }
+        let made = Arc::new(self.door.session().map_err(|e| format!("{e:#}"))?);
+        // Two first calls at once: the first set wins, the other's drops.
+        Ok(self.own.get_or_init(|| made).clone())
+    }
+
+    /// The session `context`'s call is charged to (see the module's
+    /// comment), or why there is none.
+    fn session(&self, context: &RequestContext<RoleServer>) -> Result<Arc<Session>, String> {
+        if let Some(s) = self.own.get() {
+            return Ok(s.clone());
+        }
+        if self.transport == Transport::Stdio || self.handshake.load(Ordering::SeqCst) {
+            return self.own();
+        }
+        let handle = (context.extensions.get::<hyper::http::request::Parts>())
+            .and_then(|p| p.headers.get(workspaces::HEADER))
+            .and_then(|v| v.to_str().ok());
+        match handle {
+            Some(h) => (self.door.workspaces.get(h))
+                .ok_or_else(|| "no such workspace: it was closed or never issued".to_string()),
+            None => self.door.shared_workspace().map_err(|e| format!("{e:#}")),
+        }
     }
 }
 
 /// Serve one session over this process's stdin and stdout until the client
 /// closes them (or a signal), then finish or cancel the running calls.
 pub(crate) async fn serve_stdio(door: Arc<Door>) -> Result<()> {
-    let handler = Handler::new(door.clone())?;
+    let handler = Handler::new(door.clone(), Transport::Stdio);
     let service = handler
         .serve(rmcp::transport::io::stdio_pipes())
         .await
@@ -45,6 +99,13 @@ pub(crate) async fn serve_stdio(door: Arc<Door>) -> Result<()> {
     door.shut_down().await;
     Ok(())
 }
+
+/// The protocol revisions served, oldest first.
+const REVISIONS: &[ProtocolVersion] = &[
+    ProtocolVersion::V_2025_06_18,
+    ProtocolVersion::V_2025_11_25,
+    ProtocolVersion::V_2026_07_28,
+];
 
 /// The methods this server answers (with the params the protocol gives
 /// them).
@@ -59,6 +120,26 @@ impl ServerHandler for Handler {
                  is a result with isError and the violation's name, never a crash. Use \
                  run_python to do many steps (files, fetches, tools) in one script.",
             )
+    }
+
+    /// 2025-06-18, 2025-11-25 and 2026-07-28. The two before are not
+    /// offered: 2025-03-26 makes batches mandatory, which this server does
+    /// not take; a client asking for either is offered 2025-11-25.
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(REVISIONS)
+    }
+
+    /// The handshake of the revisions that have one opens the session.
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        self.handshake.store(true, Ordering::SeqCst);
+        self.own()
+            .map_err(|reason| ErrorData::internal_error(reason, None))?;
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
     }
 
     /// rmcp hands a request here when it knows no such method, or when a
@@ -103,16 +184,28 @@ impl ServerHandler for Handler {
     ) -> Result<CallToolResponse, ErrorData> {
         let tool = request.name.to_string();
         let args = request.arguments.unwrap_or_default();
-        let session = &self.session.id;
-        let call = match self.session.begin_call(&self.door.limits) {
+        let session = match self.session(&context) {
+            Ok(s) => s,
+            Err(reason) => {
+                let ids = Ids {
+                    session: "-",
+                    call: "-",
+                };
+                return Ok(self.door.turn_away(&ids, &tool, "refused", &reason).into());
+            }
+        };
+        let call = match session.begin_call(&self.door.limits) {
             Ok(call) => call,
             Err(reason) => {
-                let ids = Ids { session, call: "-" };
+                let ids = Ids {
+                    session: &session.id,
+                    call: "-",
+                };
                 return Ok(self.door.turn_away(&ids, &tool, "refused", &reason).into());
             }
         };
         let ids = Ids {
-            session,
+            session: &session.id,
             call: &call,
         };
         let _running = self.door.enter();
@@ -123,19 +216,23 @@ impl ServerHandler for Handler {
             );
             return Ok(self.door.turn_away(&ids, &tool, "busy", &reason).into());
         };
-        Ok(self.dispatch(&tool, &args, &ids, context).await.into())
+        Ok(self
+            .dispatch(&session, &tool, &args, &ids, context)
+            .await
+            .into())
     }
 }
 
 impl Handler {
     async fn dispatch(
         &self,
+        session: &Session,
         tool: &str,
         args: &JsonObject,
         ids: &Ids<'_>,
         context: RequestContext<RoleServer>,
     ) -> CallToolResult {
-        let (door, session) = (&self.door, &*self.session);
+        let door = &self.door;
         let cancel = context.ct.clone();
         let program = match tool {
             "run_python" => python(door, args),

@@ -9,15 +9,19 @@
 //!   bind).
 //! - Bodies over `--max-request-bytes` are refused; headers must arrive
 //!   within 10 s; at most 1,024 connections at once.
+//! - `POST /mcp/workspaces` issues a workspace for sessionless clients
+//!   (`workspaces.rs`), under the same token, `Origin` and `Host` rules.
 //! - SIGINT/SIGTERM: stop accepting, let running calls finish
 //!   (`--shutdown-grace-ms`, 10 s), then
 //!   cancel the rest (their audit is written), then close.
 
+use super::body::{self, Reply};
 use super::door::Door;
-use super::handler::Handler;
+use super::handler::{Handler, Transport};
+use super::workspaces;
 use anyhow::{Context, Result, bail};
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, combinators::BoxBody};
+use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -33,6 +37,8 @@ use tokio_util::sync::CancellationToken;
 
 /// The path the transport answers at.
 pub(crate) const PATH: &str = "/mcp";
+/// The path workspaces are issued and closed at.
+const WORKSPACES: &str = "/mcp/workspaces";
 const MAX_CONNECTIONS: usize = 1024;
 
 pub(crate) struct HttpOptions {
@@ -44,7 +50,6 @@ pub(crate) struct HttpOptions {
 }
 
 type Service = StreamableHttpService<Handler, LocalSessionManager>;
-type Reply = Response<BoxBody<Bytes, Infallible>>;
 
 pub(crate) async fn serve(door: Arc<Door>, o: HttpOptions) -> Result<()> {
     let loopback = o.addr.ip().is_loopback();
@@ -86,13 +91,31 @@ pub(crate) async fn serve(door: Arc<Door>, o: HttpOptions) -> Result<()> {
     }
     let factory = {
         let door = door.clone();
-        move || Handler::new(door.clone()).map_err(std::io::Error::other)
+        move || Ok(Handler::new(door.clone(), Transport::Http))
     };
     let sessions = Arc::new(LocalSessionManager::default());
+    let browser = Arc::new(Browser {
+        origins: config.allowed_origins.clone(),
+        hosts: config.allowed_hosts.clone(),
+    });
     let service: Service = StreamableHttpService::new(factory, sessions.clone(), config);
     // The one line a supervisor (or a test) waits for, with the real port.
     eprintln!("sbx-wasm mcp: listening on http://{local}{PATH}");
     let token: Option<Arc<str>> = o.token.map(Arc::from);
+    // Idle workspaces are closed in the background (idle sessions by
+    // rmcp's session manager).
+    tokio::spawn({
+        let (door, closing) = (door.clone(), closing.clone());
+        async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(30));
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => door.workspaces.reap(),
+                    () = closing.cancelled() => break,
+                }
+            }
+        }
+    });
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let connections = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let stop = super::shutdown_signal();
@@ -116,6 +139,8 @@ pub(crate) async fn serve(door: Arc<Door>, o: HttpOptions) -> Result<()> {
         let at = At {
             door: door.clone(),
             sessions: sessions.clone(),
+            browser: browser.clone(),
+            max_request_bytes: o.max_request_bytes,
         };
         let conn = hyper::server::conn::http1::Builder::new()
             .timer(TokioTimer::new())
@@ -148,10 +173,120 @@ pub(crate) async fn serve(door: Arc<Door>, o: HttpOptions) -> Result<()> {
 struct At {
     door: Arc<Door>,
     sessions: Arc<LocalSessionManager>,
+    browser: Arc<Browser>,
+    max_request_bytes: usize,
+}
+
+/// The `Origin` and `Host` rules of the transport, checked before a body
+/// is read (and for the workspace endpoint, which rmcp's service does not
+/// answer); rmcp checks them again.
+struct Browser {
+    origins: Vec<String>,
+    /// Empty: any host.
+    hosts: Vec<String>,
+}
+
+impl Browser {
+    /// Why a request may not be answered, if it may not: an `Origin` not
+    /// listed (exactly), or a `Host` whose name is not listed.
+    fn refuses(&self, headers: &hyper::HeaderMap) -> Option<&'static str> {
+        let text = |name| headers.get(name).map(|v| v.to_str().unwrap_or("\0"));
+        if let Some(origin) = text(hyper::header::ORIGIN)
+            && !self.origins.iter().any(|o| origin_matches(o, origin))
+        {
+            return Some("forbidden: this Origin is not allowed (--allowed-origin)");
+        }
+        if self.hosts.is_empty() {
+            return None;
+        }
+        let host = text(hyper::header::HOST).unwrap_or("");
+        let name = match host.strip_prefix('[') {
+            Some(v6) => v6.split(']').next().unwrap_or(""),
+            None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+        };
+        let listed = self.hosts.iter().any(|h| {
+            h.eq_ignore_ascii_case(host) || h.trim_matches(['[', ']']).eq_ignore_ascii_case(name)
+        });
+        (!listed).then_some("forbidden: this Host is not allowed (--allowed-host)")
+    }
+}
+
+/// An `--allowed-origin` entry against a request's `Origin`: exactly, or
+/// with any port for an entry ending in `:*`.
+fn origin_matches(allowed: &str, origin: &str) -> bool {
+    let allowed = allowed.trim_end_matches('/');
+    match allowed.strip_suffix(":*") {
+        Some(base) => {
+            origin == base
+                || origin
+                    .strip_prefix(base)
+                    .and_then(|p| p.strip_prefix(':'))
+                    .is_some_and(|port| {
+                        !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit())
+                    })
+        }
+        None => allowed == origin,
+    }
+}
+
+/// `POST /mcp/workspaces` issues a workspace (201, its handle as JSON and
+/// in the `Sbx-Workspace` header); `DELETE /mcp/workspaces/HANDLE` closes
+/// one (204; 404 if it is not open).
+fn workspace_endpoint(at: &At, rest: &str, req: &Request<Incoming>) -> Reply {
+    match (req.method(), rest.strip_prefix('/')) {
+        (&hyper::Method::POST, None | Some("")) => match at.door.issue_workspace() {
+            Ok(handle) => {
+                let body = serde_json::json!({ "workspace": handle }).to_string();
+                let mut r = Response::new(Full::new(Bytes::from(body)).boxed());
+                *r.status_mut() = StatusCode::CREATED;
+                let h = r.headers_mut();
+                h.insert(
+                    hyper::header::CONTENT_TYPE,
+                    hyper::header::HeaderValue::from_static("application/json"),
+                );
+                if let Ok(v) = hyper::header::HeaderValue::from_str(&handle) {
+                    h.insert(workspaces::HEADER, v);
+                }
+                r
+            }
+            Err(_) => busy(),
+        },
+        (&hyper::Method::DELETE, Some(handle)) if !handle.is_empty() => {
+            if at.door.workspaces.close(handle) {
+                let mut r = plain(StatusCode::NO_CONTENT, "");
+                *r.body_mut() = Full::new(Bytes::new()).boxed();
+                r
+            } else {
+                plain(StatusCode::NOT_FOUND, "no such workspace")
+            }
+        }
+        (_, None | Some("")) => plain(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "POST /mcp/workspaces issues a workspace",
+        ),
+        _ => plain(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "DELETE /mcp/workspaces/HANDLE closes a workspace",
+        ),
+    }
+}
+
+/// 503 with a time to come back: the server holds its most sessions.
+fn busy() -> Reply {
+    let mut r = plain(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "busy: the server holds as many sessions as it takes (--max-sessions); try again later",
+    );
+    r.headers_mut().insert(
+        hyper::header::RETRY_AFTER,
+        hyper::header::HeaderValue::from_static("5"),
+    );
+    r
 }
 
 async fn answer(service: &Service, at: &At, token: Option<&str>, req: Request<Incoming>) -> Reply {
-    if req.uri().path() != PATH {
+    let path = req.uri().path();
+    if path != PATH && !path.starts_with(WORKSPACES) {
         return plain(StatusCode::NOT_FOUND, "not found: the MCP endpoint is /mcp");
     }
     if let Some(expected) = token {
@@ -169,25 +304,36 @@ async fn answer(service: &Service, at: &At, token: Option<&str>, req: Request<In
             return r;
         }
     }
-    // A request that would open a session when the door holds its most:
-    // 503 with a time to come back, not the 500 the session factory's
-    // refusal would become. (The factory's count stays the hard limit.)
-    let session = req
-        .headers()
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok())
-        .map(Arc::<str>::from);
-    let opens_session = req.method() == hyper::Method::POST && session.is_none();
+    if let Some(why) = at.browser.refuses(req.headers()) {
+        return plain(StatusCode::FORBIDDEN, why);
+    }
+    if let Some(rest) = path.strip_prefix(WORKSPACES) {
+        if rest.is_empty() || rest.starts_with('/') {
+            return workspace_endpoint(at, rest, &req);
+        }
+        return plain(StatusCode::NOT_FOUND, "not found: the MCP endpoint is /mcp");
+    }
+    let header = |name| req.headers().get(name).and_then(|v| v.to_str().ok());
+    // A request naming a workspace that is not open: 404, as for a
+    // session.
+    let workspace = header(workspaces::HEADER);
+    if let Some(handle) = workspace
+        && !at.door.workspaces.has(handle)
+    {
+        return plain(StatusCode::NOT_FOUND, "no such workspace");
+    }
+    // A handshake when the door holds its most sessions: 503 with a time
+    // to come back, not the error the session's refusal would become.
+    // (The count in `Door` stays the hard limit; a sessionless request
+    // carries its revision in a header and opens no session.)
+    let session = header("mcp-session-id").map(Arc::<str>::from);
+    let sessionless = header("mcp-protocol-version").is_some_and(|v| v >= "2026-07-28");
+    let opens_session = req.method() == hyper::Method::POST
+        && session.is_none()
+        && workspace.is_none()
+        && !sessionless;
     if opens_session && at.door.sessions_full() {
-        let mut r = plain(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "busy: the server holds as many sessions as it takes (--max-sessions); try again later",
-        );
-        r.headers_mut().insert(
-            hyper::header::RETRY_AFTER,
-            hyper::header::HeaderValue::from_static("5"),
-        );
-        return r;
+        return busy();
     }
     if req.method() == hyper::Method::DELETE {
         // Ending a session no one has (never opened, or already ended)
@@ -203,6 +349,27 @@ async fn answer(service: &Service, at: &At, token: Option<&str>, req: Request<In
             *r.body_mut() = Full::new(Bytes::new()).boxed();
         }
         return r;
+    }
+    let json = header(hyper::header::CONTENT_TYPE.as_str()).is_some_and(|t| {
+        t.split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .eq_ignore_ascii_case("application/json")
+    });
+    if req.method() == hyper::Method::POST && json {
+        let declared = header(hyper::header::CONTENT_LENGTH.as_str()).and_then(|n| n.parse().ok());
+        let (parts, incoming) = req.into_parts();
+        let bytes = match body::whole(incoming, declared, at.max_request_bytes).await {
+            Ok(b) => b,
+            Err(r) => return r,
+        };
+        if let Some(r) = body::not_one_message(&bytes) {
+            return r;
+        }
+        return service
+            .handle(Request::from_parts(parts, Full::new(bytes)))
+            .await;
     }
     service.handle(req).await
 }

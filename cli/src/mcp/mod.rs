@@ -16,8 +16,13 @@
 //!   call ids.
 //! - `http.rs`: the HTTP transport (loopback by default, bearer token,
 //!   `Origin` and `Host` checks, size limit, graceful shutdown).
+//! - `body.rs`: an HTTP POST body read whole before rmcp: the 413 a client
+//!   can read, and JSON-RPC errors for what is not one message.
+//! - `workspaces.rs`: what sessionless (2026-07-28) requests are served
+//!   in, so their totals and `/scratch` hold across calls.
 
 mod audit;
+mod body;
 mod catalog;
 mod door;
 mod handler;
@@ -25,6 +30,7 @@ mod http;
 mod ops;
 mod reply;
 mod runs;
+mod workspaces;
 
 use crate::common::load_caps;
 use anyhow::{Context, Result, bail};

@@ -188,13 +188,40 @@ impl HttpServer {
     /// The response head (status line and headers) of one raw HTTP
     /// request to the server.
     pub(crate) fn head_of(&self, method: &str, headers: &[(&str, &str)], body: &str) -> String {
+        self.send(method, "/mcp", headers, body.as_bytes()).0
+    }
+
+    /// The head and the whole body of one raw HTTP request (the server
+    /// closes the connection after answering).
+    pub(crate) fn reply_of(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> (String, String) {
+        let (head, mut s) = self.send(method, path, headers, body);
+        s.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+            .unwrap();
+        let mut rest = Vec::new();
+        let _ = s.read_to_end(&mut rest);
+        (head, String::from_utf8_lossy(&rest).into_owned())
+    }
+
+    fn send(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> (String, std::net::TcpStream) {
         let addr = self
             .url
             .trim_start_matches("http://")
             .trim_end_matches("/mcp");
         let mut s = std::net::TcpStream::connect(addr).unwrap();
         let mut req = format!(
-            "{method} /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+            "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
              Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
             body.len()
         );
@@ -203,13 +230,13 @@ impl HttpServer {
         }
         req += "\r\n";
         s.write_all(req.as_bytes()).unwrap();
-        s.write_all(body.as_bytes()).unwrap();
+        s.write_all(body).unwrap();
         let mut head = Vec::new();
         let mut byte = [0u8; 1];
         while !head.ends_with(b"\r\n\r\n") && s.read(&mut byte).unwrap() == 1 {
             head.push(byte[0]);
         }
-        String::from_utf8_lossy(&head).into_owned()
+        (String::from_utf8_lossy(&head).into_owned(), s)
     }
 }
 
@@ -349,6 +376,9 @@ fn sessions_past_max_are_503_with_retry_after_and_ending_one_is_204_then_404() {
                 .then(|| v.trim().to_string())
         })
         .expect("a session id");
+    // A workspace counts as one too: refused as busy.
+    let workspace = server.reply_of("POST", "/mcp/workspaces", &[], b"").0;
+    assert!(workspace.starts_with("HTTP/1.1 503"), "{workspace}");
     // A second is refused as busy, with a time to come back.
     let second = server.head_of("POST", &[], INITIALIZE);
     assert!(second.starts_with("HTTP/1.1 503"), "{second}");
@@ -423,6 +453,100 @@ fn a_known_method_with_bad_params_is_invalid_params_and_an_unknown_one_not_found
         answers[&3]
     );
     assert_eq!(answers[&4]["error"]["code"], -32601, "{}", answers[&4]);
+    drop(stdin);
+    let _ = child.wait();
+}
+
+/// D5, D8, D6 over HTTP: what is not one JSON-RPC message is a JSON-RPC
+/// error with id null (or its own), a body over the limit is a 413 the
+/// client reads even while it is still sending, and a client asking for
+/// 2025-03-26 (batches) is offered a revision the door speaks.
+#[test]
+fn bodies_that_are_not_one_message_or_are_too_big_get_answers_a_client_reads() {
+    let f = Fixture::new();
+    let server = f.http(&["--max-request-bytes", "65536"]);
+    let error_of = |body: &[u8]| -> (String, Value) {
+        let (head, text) = server.reply_of("POST", "/mcp", &[], body);
+        let v = serde_json::from_str(text.trim()).unwrap_or(Value::Null);
+        (head, v)
+    };
+    for (body, code, id) in [
+        (&b"{not json"[..], -32700, Value::Null),
+        (b"", -32700, Value::Null),
+        (
+            b"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]",
+            -32600,
+            Value::Null,
+        ),
+        (b"{\"jsonrpc\":\"2.0\",\"id\":5}", -32600, Value::from(5)),
+        (
+            b"{\"id\":\"x\",\"method\":\"ping\"}",
+            -32600,
+            Value::from("x"),
+        ),
+    ] {
+        let (head, v) = error_of(body);
+        let shown = String::from_utf8_lossy(body);
+        assert!(head.starts_with("HTTP/1.1 400"), "{shown}: {head}");
+        assert_eq!(v["error"]["code"], code, "{shown}: {v}");
+        assert_eq!(v["id"], id, "{shown}: {v}");
+        assert_eq!(v["jsonrpc"], "2.0");
+    }
+    // 8 MiB against a 64 KiB limit: the whole body is sent, and the 413
+    // is read after it (a reset connection would fail the write).
+    let big = vec![b' '; 8 << 20];
+    let (head, text) = server.reply_of("POST", "/mcp", &[], &big);
+    assert!(head.starts_with("HTTP/1.1 413"), "{head}");
+    assert!(text.contains("65536"), "{text}");
+    // The allowed neighbours: a handshake at a revision the door speaks,
+    // and one asking for 2025-03-26, offered 2025-11-25 instead.
+    for (asked, offered) in [("2025-06-18", "2025-06-18"), ("2025-03-26", "2025-11-25")] {
+        let init = INITIALIZE.replace("2025-06-18", asked);
+        let (head, text) = server.reply_of("POST", "/mcp", &[], init.as_bytes());
+        assert!(head.starts_with("HTTP/1.1 200"), "{asked}: {head}");
+        assert!(
+            text.contains(&format!("\"protocolVersion\":\"{offered}\"")),
+            "{asked}: {text}"
+        );
+    }
+}
+
+/// D5 over stdio: a line that is not JSON is ignored (as the official SDKs
+/// do), JSON of the wrong shape is -32600, and the session goes on.
+#[test]
+fn stdio_lines_that_are_not_messages_leave_the_session_going() {
+    let f = Fixture::new();
+    let mut child = Command::new(sbx_bin())
+        .args(f.args(&[]))
+        .envs(f.env())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut send = |line: &str| writeln!(stdin, "{line}").unwrap();
+    send(INITIALIZE);
+    send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    send("{not json");
+    send(r#"{"jsonrpc":"2.0","method":5}"#);
+    send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
+    let mut seen = Vec::new();
+    while !seen.iter().any(|v: &Value| v["id"] == 2) {
+        let line = lines.next().expect("the server answered").unwrap();
+        seen.push(serde_json::from_str(&line).unwrap());
+    }
+    let invalid: Vec<&Value> = (seen.iter())
+        .filter(|v| v["error"]["code"] == -32600)
+        .collect();
+    assert_eq!(invalid.len(), 1, "{seen:?}");
+    assert!(
+        seen.iter().all(|v| v["error"]["code"] != -32700),
+        "{seen:?}"
+    );
+    let list = seen.iter().find(|v| v["id"] == 2).unwrap();
+    assert!(list["result"]["tools"].is_array(), "{list}");
     drop(stdin);
     let _ = child.wait();
 }

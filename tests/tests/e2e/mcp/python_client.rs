@@ -182,3 +182,75 @@ fn python_sdk_over_http() {
     wait_for_cancelled(&f);
     assert_eq!(server.terminate(), Some(0));
 }
+
+/// D1: the sessionless revision (2026-07-28, which the Python SDK picks by
+/// default) must not renew the per-session totals or `/scratch` at every
+/// request. The same limit trips for a handshake session, for the default
+/// workspace and for an issued workspace, each with its own scratch; a
+/// closed or forged workspace handle reaches nothing.
+#[test]
+fn session_totals_hold_in_both_protocol_eras() {
+    let f = Fixture::new();
+    let before = f.host_state();
+    let mut server = f.http(&["--session-max-calls", "3"]);
+    let out = Command::new(python_sdk())
+        .arg(repo_root().join("tests/mcp/sessionless.py"))
+        .arg(&server.url)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "client failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap();
+    assert_eq!(r["legacy"]["version"], "2025-11-25", "{r}");
+    assert_eq!(r["sessionless"]["version"], "2026-07-28", "{r}");
+    for era in ["legacy", "sessionless", "workspace"] {
+        let calls = r[era]["calls"].as_array().unwrap();
+        // Three allowed calls, each seeing what the one before wrote.
+        for (n, c) in calls[..3].iter().enumerate() {
+            assert_eq!(c["is_error"], false, "{era}: {c}");
+            assert_eq!(
+                c["structured"]["stdout"],
+                format!("{}\n", n + 1),
+                "{era}: {c}"
+            );
+        }
+        // The fourth: the total is spent, nothing ran.
+        assert_eq!(calls[3]["is_error"], true, "{era}: {}", calls[3]);
+        assert_eq!(calls[3]["structured"]["status"], "refused", "{era}");
+        assert!(
+            calls[3]["text"]
+                .as_str()
+                .unwrap()
+                .contains("session_max_calls"),
+            "{era}: {}",
+            calls[3]
+        );
+    }
+    assert_eq!(r["issued"]["status"], 201);
+    assert_eq!(r["issued"]["header"], true);
+    assert_eq!(r["closed"], serde_json::json!([204, 404]));
+    assert_eq!(r["forged_status"], 404);
+    assert!(r["after_close"].get("failed").is_some(), "{r}");
+    assert_eq!(server.terminate(), Some(0));
+    // Nine calls ran, in three keys: the session and two workspaces.
+    let ends = f.ends();
+    let ran: Vec<&Value> = (ends.iter())
+        .filter(|e| e["end"]["status"] != "refused")
+        .collect();
+    let keys: std::collections::BTreeSet<&str> =
+        ran.iter().filter_map(|e| e["session"].as_str()).collect();
+    assert_eq!(ran.len(), 9, "{:?}", f.ends());
+    assert_eq!(keys.len(), 3, "{keys:?}");
+    assert_eq!(
+        keys.iter().filter(|k| k.starts_with('w')).count(),
+        2,
+        "{keys:?}"
+    );
+    assert_eq!(f.host_state(), before, "the host changed");
+    // Every scratch folder went with its session or workspace.
+    assert_eq!(std::fs::read_dir(f.path("scratch")).unwrap().count(), 0);
+}

@@ -309,6 +309,22 @@ async fn rust_sdk_over_http_with_token_and_origin_checks() {
     ];
     assert_eq!(server.status_of("POST", &other_port, INITIALIZE), 403);
     let allowed = [("Authorization", good.as_str())];
+    // A workspace is issued under the same rules: token, Origin.
+    let issue = |headers: &[(&str, &str)]| server.reply_of("POST", "/mcp/workspaces", headers, b"");
+    assert!(issue(&[]).0.starts_with("HTTP/1.1 401"));
+    assert!(issue(&foreign).0.starts_with("HTTP/1.1 403"));
+    let (head, body) = issue(&allowed);
+    assert!(head.starts_with("HTTP/1.1 201"), "{head}");
+    let handle = serde_json::from_str::<Value>(&body).unwrap()["workspace"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(handle.starts_with("w_") && handle.len() == 34, "{handle}");
+    let close = format!("/mcp/workspaces/{handle}");
+    let closed = server.reply_of("DELETE", &close, &[], b"").0;
+    assert!(closed.starts_with("HTTP/1.1 401"), "{closed}");
+    let closed = server.reply_of("DELETE", &close, &allowed, b"").0;
+    assert!(closed.starts_with("HTTP/1.1 204"), "{closed}");
     let big = INITIALIZE.replace("\"raw\"", &format!("\"{}\"", "x".repeat(5000)));
     assert_eq!(server.status_of("POST", &allowed, &big), 413);
     assert_eq!(server.status_of("POST", &allowed, INITIALIZE), 200);
