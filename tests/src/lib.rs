@@ -175,6 +175,16 @@ pub fn repo_root() -> PathBuf {
         .to_path_buf()
 }
 
+/// The user's cache folder for the tests' installed tools (outside the
+/// checkout, so a fresh clone reuses them): `$XDG_CACHE_HOME/sbx-wasm` or
+/// `~/.cache/sbx-wasm`.
+pub fn user_cache() -> PathBuf {
+    std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache"))
+        .join("sbx-wasm")
+}
+
 /// The component built from `guest-examples/agents/src/bin/NAME.rs`.
 pub fn guest(name: &str) -> PathBuf {
     let p = Path::new(env!("GUEST_WASM_DIR")).join(format!("{name}.wasm"));

@@ -94,9 +94,10 @@ pub(crate) fn tools(door: &Offer<'_>) -> Vec<Tool> {
             "run_python",
             format!(
                 "Run a Python 3 script in a sandbox (CPython in WebAssembly). It sees {seen}. \
-                 Network and tools only through the `sbx` module: sbx.fetch(url, method, \
-                 headers, body) and sbx.call_tool(name, input); sbx.granted_tools() lists the \
-                 tools. A refused operation raises sbx.Denied (a PermissionError). {result}"
+                 The network only to the granted origins, with urllib.request, http.client, \
+                 requests or sbx.fetch(url, method, headers, body); tools with \
+                 sbx.call_tool(name, input) (sbx.granted_tools() lists them). A refused \
+                 operation raises sbx.Denied (a PermissionError). {result}"
             ),
             schema(json!({
                 "type": "object",

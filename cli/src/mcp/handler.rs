@@ -10,13 +10,16 @@
 
 use super::catalog;
 use super::door::{Door, Session};
+#[allow(deprecated)] // logging: see logging.rs
+use super::logging::{self, SetLevelRequestParams};
 use super::reply::Ids;
-use super::{ops, runs, workspaces};
+use super::{ops, prompts, runs, workspaces};
 use anyhow::{Context, Result};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest, CustomResult,
-    Implementation, InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
+    InitializeResult, JsonObject, ListPromptsResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ServerConfig,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
@@ -35,6 +38,9 @@ pub(crate) struct Handler {
     /// session of its own even if opening it failed (it is tried again
     /// at its calls), never a workspace.
     handshake: Arc<AtomicBool>,
+    /// The least severe log message the client wants (`logging/setLevel`);
+    /// none until it asks.
+    log_level: logging::Level,
     transport: Transport,
 }
 
@@ -50,6 +56,7 @@ impl Handler {
             door,
             own: Arc::new(OnceLock::new()),
             handshake: Arc::new(AtomicBool::new(false)),
+            log_level: logging::Level::default(),
             transport,
         }
     }
@@ -109,11 +116,19 @@ const REVISIONS: &[ProtocolVersion] = &[
 
 /// The methods this server answers (with the params the protocol gives
 /// them).
-const SERVED: &[&str] = &["initialize", "ping", "tools/list", "tools/call"];
+const SERVED: &[&str] = &[
+    "initialize",
+    "ping",
+    "tools/list",
+    "tools/call",
+    "prompts/list",
+    "prompts/get",
+    "logging/setLevel",
+];
 
 impl ServerHandler for Handler {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(logging::capabilities())
             .with_server_info(Implementation::new("sbx-wasm", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "Every tool runs under the server's capability grant: a refused operation \
@@ -127,6 +142,18 @@ impl ServerHandler for Handler {
     /// not take; a client asking for either is offered 2025-11-25.
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
         Cow::Borrowed(REVISIONS)
+    }
+
+    /// Guest stderr and denials are sent as log messages from here on, at
+    /// `level` and above.
+    #[allow(deprecated)] // logging: see logging.rs
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.log_level.set(&request);
+        Ok(())
     }
 
     /// The handshake of the revisions that have one opens the session.
@@ -165,6 +192,27 @@ impl ServerHandler for Handler {
             format!("no method {}", sbx_wasm::bound::quote(&request.method)),
             None,
         ))
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Ok(ListPromptsResult::with_all_items(prompts::list(
+            &self.door.offer(),
+        )))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let offer = self.door.offer();
+        prompts::get(&offer, &request.name, request.arguments.as_ref())
+            .map(Into::into)
+            .map_err(|reason| ErrorData::invalid_params(reason, None))
     }
 
     async fn list_tools(
@@ -252,7 +300,9 @@ impl Handler {
                 peer: context.peer.clone(),
                 token,
             });
-        runs::run(door, session, ids, tool, program, progress, cancel).await
+        let log = self.log_level.log(&context.peer);
+        let listeners = runs::Listeners { progress, log };
+        runs::run(door, session, ids, tool, program, listeners, cancel).await
     }
 }
 

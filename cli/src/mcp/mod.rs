@@ -9,6 +9,10 @@
 //! - `catalog.rs`: the tools listed, with their input schemas.
 //! - `handler.rs`: the `ServerHandler`: list, call, dispatch.
 //! - `runs.rs`: `run_python` and `run_wasm` (streaming, cancel, capacity).
+//! - `events.rs`: a run's events as the JSON a client is sent.
+//! - `logging.rs`: a run's stderr and denials as log messages, for a
+//!   client that set a level.
+//! - `prompts.rs`: the `code_mode` prompt, the grant as an API.
 //! - `ops.rs`: `read_file`, `write_file`, `list_files`, `fetch` and the
 //!   granted tools, one op each through the gate.
 //! - `reply.rs`: the result shapes (text and structured content).
@@ -25,9 +29,12 @@ mod audit;
 mod body;
 mod catalog;
 mod door;
+mod events;
 mod handler;
 mod http;
+mod logging;
 mod ops;
+mod prompts;
 mod reply;
 mod runs;
 mod workspaces;

@@ -1,16 +1,18 @@
 //! `run_python` and `run_wasm`: a whole program under the grant, in a run
 //! slot, its output and denials streamed as progress notifications when
-//! the client asked for progress, cancelled by the client's cancellation
-//! or by shutdown.
+//! the client asked for progress (and its stderr and denials as log
+//! messages when the client set a log level), cancelled by the client's
+//! cancellation or by shutdown.
 
 use super::door::{Door, Session};
 use super::reply::{self, Ids};
+use super::{events, logging};
 use crate::common::registry;
 use rmcp::model::{CallToolResult, ProgressNotificationParam, ProgressToken};
 use rmcp::service::{Peer, RoleServer};
 use sbx_wasm::events::{Event, EventSink};
 use sbx_wasm::wasm::{PreparedAgent, RunOptions};
-use serde_json::{Value, json};
+
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -31,9 +33,12 @@ pub(crate) struct Progress {
     pub(crate) token: ProgressToken,
 }
 
-/// Largest text one progress notification carries; longer chunks are
-/// split.
-const CHUNK: usize = 16 * 1024;
+/// Who hears of a run's events as they happen.
+pub(crate) struct Listeners {
+    pub(crate) progress: Option<Progress>,
+    pub(crate) log: Option<logging::Log>,
+}
+
 /// Events queued for the client before the run's sink drops them (the
 /// run never waits for a slow client).
 const QUEUE: usize = 1024;
@@ -46,7 +51,7 @@ pub(crate) async fn run(
     ids: &Ids<'_>,
     tool: &str,
     program: Program,
-    progress: Option<Progress>,
+    listeners: Listeners,
     client_cancel: CancellationToken,
 ) -> CallToolResult {
     let caps = session.caps.clone();
@@ -64,10 +69,10 @@ pub(crate) async fn run(
     let (cancel, _watch) = door.cancel_switch(client_cancel);
     opts = opts.cancel(cancel);
     let mut forwarder = None;
-    if let Some(p) = progress {
+    if listeners.progress.is_some() || listeners.log.is_some() {
         let (tx, rx) = std::sync::mpsc::sync_channel(QUEUE);
         opts = opts.events(EventSink::new(tx));
-        forwarder = Some(forward(rx, p));
+        forwarder = Some(forward(rx, listeners));
     }
     let result = door.host.run_prepared_async(&program.agent, opts).await;
     if let Some(f) = forwarder {
@@ -83,59 +88,26 @@ pub(crate) async fn run(
     }
 }
 
-/// Send each event to the client as a progress notification, from a
-/// thread of its own (the run's sink is a blocking channel), until the run
-/// drops its sink.
-fn forward(rx: std::sync::mpsc::Receiver<Event>, p: Progress) -> std::thread::JoinHandle<()> {
+/// Send each event to the client as progress notifications and log
+/// messages, from a thread of its own (the run's sink is a blocking
+/// channel), until the run drops its sink. A client that is gone is not
+/// sent more; the channel is drained so the run never notices.
+fn forward(rx: std::sync::mpsc::Receiver<Event>, to: Listeners) -> std::thread::JoinHandle<()> {
     let handle = tokio::runtime::Handle::current();
     std::thread::spawn(move || {
         let mut n = 0u64;
         for event in rx {
-            for message in messages(&event) {
-                n += 1;
-                let mut param = ProgressNotificationParam::new(p.token.clone(), n as f64);
-                param.message = Some(message.to_string());
-                if handle.block_on(p.peer.notify_progress(param)).is_err() {
-                    // The client is gone; drain so the run never notices.
-                    continue;
+            if let Some(p) = &to.progress {
+                for message in events::messages(&event) {
+                    n += 1;
+                    let mut param = ProgressNotificationParam::new(p.token.clone(), n as f64);
+                    param.message = Some(message.to_string());
+                    let _ = handle.block_on(p.peer.notify_progress(param));
                 }
+            }
+            if let Some(log) = &to.log {
+                log.send(&handle, &event);
             }
         }
     })
-}
-
-/// An event as progress messages: `{"stdout": text}`, `{"stderr": text}`
-/// (split every 16 KiB), or `{"denied": {op, target, violation, hard}}`
-/// (`{"interrupted": ...}` for an op cut short once it had begun).
-/// Allowed decisions are not streamed.
-fn messages(event: &Event) -> Vec<Value> {
-    let chunks = |key: &str, bytes: &[u8]| -> Vec<Value> {
-        let text = String::from_utf8_lossy(bytes);
-        let mut out = Vec::new();
-        let mut rest: &str = &text;
-        while !rest.is_empty() {
-            let mut end = rest.len().min(CHUNK);
-            while !rest.is_char_boundary(end) {
-                end -= 1;
-            }
-            out.push(json!({ key: &rest[..end] }));
-            rest = &rest[end..];
-        }
-        out
-    };
-    match event {
-        Event::Stdout(b) => chunks("stdout", b),
-        Event::Stderr(b) => chunks("stderr", b),
-        // `denied`, or `interrupted` (begun, then cut short).
-        Event::Decision(d) if d.decision != sbx_wasm::Decision::Allowed => vec![json!({
-            d.decision.as_str(): {
-                "op": d.op,
-                "target": d.target,
-                "violation": d.violation,
-                "hard": d.hard,
-                "detail": d.detail,
-            }
-        })],
-        _ => Vec::new(),
-    }
 }

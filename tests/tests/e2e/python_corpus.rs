@@ -58,10 +58,9 @@ fn native_python() -> PathBuf {
     let requirements = repo_root().join("guest-examples/python/requirements.txt");
     let text = std::fs::read(&requirements).unwrap();
     let key = sbx_wasm::replay::sha256_hex(&text);
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache"));
-    let venv = cache.join("sbx-wasm/native-python").join(&key[..16]);
+    let venv = sbx_wasm_tests::user_cache()
+        .join("native-python")
+        .join(&key[..16]);
     let python = venv.join("bin/python3");
     if python.exists() {
         return python;

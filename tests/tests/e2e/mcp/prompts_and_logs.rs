@@ -1,0 +1,160 @@
+//! The `code_mode` prompt and log messages, through the Rust SDK's client
+//! over stdio.
+
+use super::Fixture;
+use super::rust_client::{Client, field, stdio};
+use rmcp::model::{CallToolRequestParams, ContentBlock};
+use rmcp::service::{NotificationContext, RoleClient, RunningService};
+use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use rmcp::{ClientHandler, ServiceExt};
+use sbx_wasm_tests::sbx_bin;
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A client that keeps every log message: level, logger, data.
+#[derive(Clone, Default)]
+struct Logs(Arc<Mutex<Vec<(String, String, Value)>>>);
+
+#[allow(deprecated)] // MCP logging: part of the revisions before 2026-07-28
+impl ClientHandler for Logs {
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let level = serde_json::to_value(params.level).unwrap();
+        self.0.lock().unwrap().push((
+            level.as_str().unwrap_or("").to_string(),
+            params.logger.unwrap_or_default(),
+            params.data,
+        ));
+    }
+}
+
+impl Logs {
+    /// The messages so far, once `n` have come (or 10 s have passed).
+    async fn wait_for(&self, n: usize) -> Vec<(String, String, Value)> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.0.lock().unwrap().len() < n && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.0.lock().unwrap().clone()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[allow(deprecated)] // MCP logging: part of the revisions before 2026-07-28
+async fn log_messages_carry_stderr_and_denials_once_a_level_is_set() {
+    let f = Fixture::new();
+    let logs = Logs::default();
+    let cmd = tokio::process::Command::new(sbx_bin()).configure(|c| {
+        c.args(f.args(&[])).envs(f.env());
+    });
+    let s = logs
+        .clone()
+        .serve(TokioChildProcess::new(cmd).unwrap())
+        .await
+        .unwrap();
+    let script = json!({"code": "import sys\nprint('out')\nprint('to stderr', file=sys.stderr)\n\
+        try:\n    open('/etc/passwd')\nexcept OSError:\n    pass"});
+    let call_it = |s: &RunningService<RoleClient, Logs>| {
+        let args = script.as_object().unwrap().clone();
+        let req = CallToolRequestParams::new("run_python").with_arguments(args);
+        let peer = s.peer().clone();
+        async move { peer.call_tool(req).await.unwrap() }
+    };
+    // The neighbour: no level set, no log messages (the run still works).
+    let r = call_it(&s).await;
+    assert_eq!(field(&r, "stdout"), "out\n");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(logs.0.lock().unwrap().is_empty());
+    let level = rmcp::model::SetLevelRequestParams::new;
+    // At info: the stderr text (in the pieces it was written in) and the
+    // denial (notifications may be handled out of order).
+    s.set_level(level(rmcp::model::LoggingLevel::Info))
+        .await
+        .unwrap();
+    call_it(&s).await;
+    let stderr = |got: &[(String, String, Value)]| -> String {
+        (got.iter())
+            .filter(|(l, logger, _)| l == "info" && logger == "stderr")
+            .filter_map(|(_, _, d)| d.as_str())
+            .collect()
+    };
+    let denials = |got: &[(String, String, Value)]| -> Vec<Value> {
+        (got.iter())
+            .filter(|(l, logger, _)| l == "warning" && logger == "sbx")
+            .map(|(_, _, d)| d.clone())
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut got = Vec::new();
+    while Instant::now() < deadline && (stderr(&got) != "to stderr\n" || denials(&got).is_empty()) {
+        got = logs.wait_for(got.len() + 1).await;
+    }
+    assert_eq!(stderr(&got), "to stderr\n", "{got:?}");
+    let denied = denials(&got);
+    assert_eq!(denied.len(), 1, "{got:?}");
+    assert_eq!(denied[0]["violation"], "fs_read_denied");
+    assert_eq!(denied[0]["target"], "/etc/passwd");
+    // At warning: only the denial.
+    s.set_level(level(rmcp::model::LoggingLevel::Warning))
+        .await
+        .unwrap();
+    let before = got.len();
+    call_it(&s).await;
+    logs.wait_for(before + 1).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let got = &logs.0.lock().unwrap().clone()[before..];
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].0, "warning");
+    s.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_code_mode_prompt_hands_over_the_grant_by_guest_paths() {
+    let f = Fixture::new();
+    let s = stdio(&f, &[], Client::default()).await;
+    let listed = s.list_all_prompts().await.unwrap();
+    let names: Vec<&str> = listed.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["code_mode"]);
+    let task = "Sum the values in /work/data.csv";
+    let mut args = serde_json::Map::new();
+    args.insert("task".into(), json!(task));
+    let got = s
+        .get_prompt(rmcp::model::GetPromptRequestParams::new("code_mode").with_arguments(args))
+        .await
+        .unwrap();
+    let text: String = got
+        .messages
+        .iter()
+        .filter_map(|m| match &m.content {
+            ContentBlock::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect();
+    for part in [
+        "run_python",
+        "Read files under: /work.",
+        "/work/out, /scratch",
+        &f.granted.origin(),
+        "word_count: Count the words of a text.",
+        "sbx.Denied",
+        task,
+    ] {
+        assert!(text.contains(part), "{part:?} missing from: {text}");
+    }
+    // Never where the grant's folders are on the host.
+    let host = f.dir.path().display().to_string();
+    assert!(!text.contains(&host), "{text}");
+    // Without its argument, or by another name: invalid params.
+    for req in [
+        rmcp::model::GetPromptRequestParams::new("code_mode"),
+        rmcp::model::GetPromptRequestParams::new("no_such_prompt"),
+    ] {
+        let err = s.get_prompt(req).await.unwrap_err();
+        assert!(format!("{err:?}").contains("-32602"), "{err:?}");
+    }
+    s.cancel().await.unwrap();
+}
