@@ -18,8 +18,9 @@ use anyhow::{Context, Result};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest, CustomResult,
     GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
-    InitializeResult, JsonObject, ListPromptsResult, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ServerConfig,
+    InitializeResult, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, ServerConfig,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
@@ -123,6 +124,9 @@ const SERVED: &[&str] = &[
     "tools/call",
     "prompts/list",
     "prompts/get",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
     "logging/setLevel",
 ];
 
@@ -215,6 +219,30 @@ impl ServerHandler for Handler {
             .map_err(|reason| ErrorData::invalid_params(reason, None))
     }
 
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        self.resources(context).await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(self.resource_templates())
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        self.read(&request.uri, context).await.map(Into::into)
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -232,46 +260,81 @@ impl ServerHandler for Handler {
     ) -> Result<CallToolResponse, ErrorData> {
         let tool = request.name.to_string();
         let args = request.arguments.unwrap_or_default();
-        let session = match self.session(&context) {
-            Ok(s) => s,
-            Err(reason) => {
-                let ids = Ids {
-                    session: "-",
-                    call: "-",
-                };
-                return Ok(self.door.turn_away(&ids, &tool, "refused", &reason).into());
-            }
+        let admitted = match self.admit(&context, &tool).await {
+            Ok(a) => a,
+            Err(refused) => return Ok(refused.into()),
         };
-        let call = match session.begin_call(&self.door.limits) {
-            Ok(call) => call,
-            Err(reason) => {
-                let ids = Ids {
-                    session: &session.id,
-                    call: "-",
-                };
-                return Ok(self.door.turn_away(&ids, &tool, "refused", &reason).into());
-            }
-        };
-        let ids = Ids {
-            session: &session.id,
-            call: &call,
-        };
-        let _running = self.door.enter();
-        let Some(_slot) = self.door.slot().await else {
-            let reason = format!(
-                "busy: all {} run slots stayed taken; try again later",
-                self.door.max_concurrent
-            );
-            return Ok(self.door.turn_away(&ids, &tool, "busy", &reason).into());
-        };
+        let (session, ids) = (&admitted.session, admitted.ids());
         Ok(self
-            .dispatch(&session, &tool, &args, &ids, context)
+            .dispatch(session, &tool, &args, &ids, context)
             .await
             .into())
     }
 }
 
+/// A call let in: its session, its id, and what it holds while it runs.
+pub(crate) struct Admitted {
+    pub(crate) session: Arc<Session>,
+    call: String,
+    _running: super::door::Inflight,
+    _slot: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl Admitted {
+    pub(crate) fn ids(&self) -> Ids<'_> {
+        Ids {
+            session: &self.session.id,
+            call: &self.call,
+        }
+    }
+}
+
 impl Handler {
+    /// Let a call of `tool` in: its session, within the session's totals,
+    /// with a run slot; or the answer that turns it away (on record).
+    pub(crate) async fn admit(
+        &self,
+        context: &RequestContext<RoleServer>,
+        tool: &str,
+    ) -> Result<Admitted, CallToolResult> {
+        let session = self.session(context).map_err(|reason| {
+            let ids = Ids {
+                session: "-",
+                call: "-",
+            };
+            self.door.turn_away(&ids, tool, "refused", &reason)
+        })?;
+        let call = session.begin_call(&self.door.limits).map_err(|reason| {
+            let ids = Ids {
+                session: &session.id,
+                call: "-",
+            };
+            self.door.turn_away(&ids, tool, "refused", &reason)
+        })?;
+        let running = self.door.enter();
+        let Some(slot) = self.door.slot().await else {
+            let reason = format!(
+                "busy: all {} run slots stayed taken; try again later",
+                self.door.max_concurrent
+            );
+            let ids = Ids {
+                session: &session.id,
+                call: &call,
+            };
+            return Err(self.door.turn_away(&ids, tool, "busy", &reason));
+        };
+        Ok(Admitted {
+            session,
+            call,
+            _running: running,
+            _slot: slot,
+        })
+    }
+
+    pub(crate) fn door(&self) -> &Arc<Door> {
+        &self.door
+    }
+
     async fn dispatch(
         &self,
         session: &Session,

@@ -49,11 +49,12 @@ impl Log {
     }
 }
 
-/// The server's capabilities: tools, prompts and logging.
+/// The server's capabilities: tools, prompts, resources and logging.
 pub(crate) fn capabilities() -> rmcp::model::ServerCapabilities {
     rmcp::model::ServerCapabilities::builder()
         .enable_tools()
         .enable_prompts()
+        .enable_resources()
         .enable_logging()
         .build()
 }

@@ -15,6 +15,8 @@
 //! - `prompts.rs`: the `code_mode` prompt, the grant as an API.
 //! - `ops.rs`: `read_file`, `write_file`, `list_files`, `fetch` and the
 //!   granted tools, one op each through the gate.
+//! - `resources.rs`: the grant's folders as resources, read through the
+//!   gate.
 //! - `reply.rs`: the result shapes (text and structured content).
 //! - `audit.rs`: one audit stream for every call, tagged with session and
 //!   call ids.
@@ -36,6 +38,7 @@ mod logging;
 mod ops;
 mod prompts;
 mod reply;
+mod resources;
 mod runs;
 mod workspaces;
 

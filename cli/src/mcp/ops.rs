@@ -34,7 +34,24 @@ pub(crate) async fn run(
     args: &JsonObject,
     client_cancel: CancellationToken,
 ) -> CallToolResult {
-    let op = sbx_wasm::plan::op_from_json(plan_form(tool, args));
+    let op = plan_form(tool, args);
+    match perform(door, session, ids, tool, vec![op], client_cancel).await {
+        Ok((results, report)) => reply::op(&results[0], &report, ids),
+        Err(reason) => door.turn_away(ids, tool, "refused", &reason),
+    }
+}
+
+/// Run `ops` (plan form) for `session` in one sandbox, in order, and
+/// record the call as `tool`: every result and the report, or why none ran
+/// (not recorded: the caller turns the call away).
+pub(crate) async fn perform(
+    door: &Arc<Door>,
+    session: &Session,
+    ids: &Ids<'_>,
+    tool: &str,
+    ops: Vec<Value>,
+    client_cancel: CancellationToken,
+) -> Result<(Vec<sbx_wasm::SandboxResult>, sbx_wasm::RunReport), String> {
     let (cancel, _watch) = door.cancel_switch(client_cancel);
     let caps = session.caps.clone();
     let services = session.services();
@@ -42,17 +59,15 @@ pub(crate) async fn run(
     let done = tokio::task::spawn_blocking(move || {
         let mut sandbox = crate::common::sandbox(caps, services, false, Some(cancel))
             .map_err(|e| format!("{e:#}"))?;
-        let result = sandbox.run(op);
-        Ok::<_, String>((result, sandbox.report(), sandbox.audit().to_vec()))
+        let results: Vec<_> = (ops.into_iter())
+            .map(|op| sandbox.run(sbx_wasm::plan::op_from_json(op)))
+            .collect();
+        Ok::<_, String>((results, sandbox.report(), sandbox.audit().to_vec()))
     })
     .await
     .map_err(|e| e.to_string())
     .and_then(|r| r);
-    match done {
-        Ok((result, report, audit)) => {
-            door.finish_call(session, ids, tool, &report, &audit);
-            reply::op(&result, &report, ids)
-        }
-        Err(reason) => door.turn_away(ids, tool, "refused", &reason),
-    }
+    let (results, report, audit) = done?;
+    door.finish_call(session, ids, tool, &report, &audit);
+    Ok((results, report))
 }

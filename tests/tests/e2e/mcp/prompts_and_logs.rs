@@ -158,3 +158,85 @@ async fn the_code_mode_prompt_hands_over_the_grant_by_guest_paths() {
     }
     s.cancel().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn resources_are_the_grants_files_by_guest_path_read_through_the_gate() {
+    let f = Fixture::new();
+    std::fs::write(f.path("data/blob.bin"), [0u8, 159, 146, 150]).unwrap();
+    let before = f.host_state();
+    let s = stdio(&f, &[], Client::default()).await;
+    // A file in the session's /scratch is listed too.
+    let r = s
+        .call_tool(
+            CallToolRequestParams::new("run_python").with_arguments(
+                json!({"code": "open('/scratch/notes.txt', 'w').write('kept')"})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            ),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.is_error, Some(false), "{r:?}");
+    let listed = s.list_all_resources().await.unwrap();
+    let uris: Vec<&str> = listed.iter().map(|r| r.uri.as_str()).collect();
+    for u in [
+        "sbx://work/a.txt",
+        "sbx://work/data.csv",
+        "sbx://work/blob.bin",
+        "sbx://scratch/notes.txt",
+    ] {
+        assert!(uris.contains(&u), "{u} not in {uris:?}");
+    }
+    let host = f.dir.path().display().to_string();
+    assert!(!format!("{listed:?}").contains(&host), "{listed:?}");
+    let templates = s.list_all_resource_templates().await.unwrap();
+    let names: Vec<&str> = templates.iter().map(|t| t.uri_template.as_str()).collect();
+    assert!(names.contains(&"sbx://work/{+path}"), "{names:?}");
+    assert!(names.contains(&"sbx://work/out/{+path}"), "{names:?}");
+
+    let read = |uri: &str| {
+        let peer = s.peer().clone();
+        let req = rmcp::model::ReadResourceRequestParams::new(uri);
+        async move { peer.read_resource(req).await }
+    };
+    let text = |r: &rmcp::model::ReadResourceResult| match &r.contents[0] {
+        rmcp::model::ResourceContents::TextResourceContents { text, .. } => text.clone(),
+        other => panic!("not text: {other:?}"),
+    };
+    // The allowed neighbours: text, and bytes that are not UTF-8.
+    assert_eq!(text(&read("sbx://work/a.txt").await.unwrap()), "hello mcp");
+    assert_eq!(
+        text(&read("sbx://scratch/notes.txt").await.unwrap()),
+        "kept"
+    );
+    match &read("sbx://work/blob.bin").await.unwrap().contents[0] {
+        rmcp::model::ResourceContents::BlobResourceContents { blob, .. } => {
+            assert_eq!(blob, "AJ+Slg==")
+        }
+        other => panic!("not a blob: {other:?}"),
+    }
+    // Outside the grant, above a mount, not there, not ours.
+    for (uri, want) in [
+        ("sbx://etc/passwd", "-32602"),
+        ("sbx://work/../canary.txt", "-32602"),
+        ("sbx://work/no-such.txt", "-32002"),
+        ("file:///etc/passwd", "-32602"),
+    ] {
+        let err = format!("{:?}", read(uri).await.unwrap_err());
+        assert!(err.contains(want), "{uri}: {err}");
+        assert!(!err.contains("CANARY") && !err.contains("root:"), "{err}");
+    }
+    s.cancel().await.unwrap();
+    assert_eq!(f.host_state(), before, "the host changed");
+    // Every read is on record, the refused ones with their violation.
+    let audit = f.audit();
+    let reads: Vec<&Value> = (audit.iter())
+        .filter(|v| v["tool"] == "resources/read" && v.get("end").is_none())
+        .collect();
+    assert!(
+        reads.iter().any(|v| v["violation"] == "fs_read_denied"),
+        "{reads:?}"
+    );
+    assert!(reads.len() >= 6, "{reads:?}");
+}
