@@ -3,7 +3,8 @@
 //! A file is named by its guest path: `/work/a b.txt` is
 //! `sbx://work/a%20b.txt` (each segment percent-encoded), never by where
 //! it is on the host. `resources/list` lists the files directly in each
-//! mount's root (and the session's `/scratch`), from one `fs_list` of each;
+//! mount's root (and the session's `/scratch`; the first 1,000), from one
+//! `fs_list` of each;
 //! a resource template per mount (`sbx://work/{+path}`) names the rest.
 //! `resources/read` is one `fs_read`. Both are calls of the session: they
 //! count against its totals, take a run slot, and are on record like any
@@ -22,6 +23,9 @@ use sbx_wasm::fs::EntryKind;
 use sbx_wasm::{Output, SandboxResult};
 use serde_json::json;
 
+/// The most files one listing gives (a write mount may hold as many files
+/// as its quota lets a guest make; the templates name the rest).
+const MAX_LISTED: usize = 1_000;
 /// The scheme of every resource the door lists.
 const SCHEME: &str = "sbx://";
 /// Characters a URI segment keeps as they are: RFC 3986's unreserved.
@@ -138,7 +142,8 @@ impl Handler {
             let Some(Output::Entries { entries }) = &result.output else {
                 continue;
             };
-            for e in entries.iter().filter(|e| e.kind == EntryKind::File) {
+            let room = MAX_LISTED.saturating_sub(listed.len());
+            for e in (entries.iter().filter(|e| e.kind == EntryKind::File)).take(room) {
                 let path = format!("{}/{}", root.trim_end_matches('/'), e.name);
                 listed.push(
                     Resource::new(uri(&path), e.name.clone())
