@@ -17,6 +17,7 @@
 //!   granted tools, one op each through the gate.
 //! - `resources.rs`: the grant's folders as resources, read through the
 //!   gate.
+//! - `uris.rs`: resource URIs and the guest paths they name.
 //! - `reply.rs`: the result shapes (text and structured content).
 //! - `audit.rs`: one audit stream for every call, tagged with session and
 //!   call ids.
@@ -24,11 +25,13 @@
 //!   `Origin` and `Host` checks, size limit, graceful shutdown).
 //! - `body.rs`: an HTTP POST body read whole before rmcp: the 413 a client
 //!   can read, and JSON-RPC errors for what is not one message.
+//! - `browser.rs`: the `Origin` and `Host` rules.
 //! - `workspaces.rs`: what sessionless (2026-07-28) requests are served
 //!   in, so their totals and `/scratch` hold across calls.
 
 mod audit;
 mod body;
+mod browser;
 mod catalog;
 mod door;
 mod events;
@@ -40,6 +43,7 @@ mod prompts;
 mod reply;
 mod resources;
 mod runs;
+mod uris;
 mod workspaces;
 
 use crate::common::load_caps;

@@ -13,6 +13,7 @@
 
 use super::handler::Handler;
 use super::ops;
+use super::uris::{guest_path, uri};
 use rmcp::ErrorData;
 use rmcp::model::{
     ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult, Resource,
@@ -26,43 +27,6 @@ use serde_json::json;
 /// The most files one listing gives (a write mount may hold as many files
 /// as its quota lets a guest make; the templates name the rest).
 const MAX_LISTED: usize = 1_000;
-/// The scheme of every resource the door lists.
-const SCHEME: &str = "sbx://";
-/// Characters a URI segment keeps as they are: RFC 3986's unreserved.
-const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'.')
-    .remove(b'_')
-    .remove(b'~');
-
-/// The URI of the guest path `path`.
-fn uri(path: &str) -> String {
-    let segments: Vec<String> = (path.split('/').filter(|s| !s.is_empty()))
-        .map(|s| percent_encoding::utf8_percent_encode(s, SEGMENT).to_string())
-        .collect();
-    format!("{SCHEME}{}", segments.join("/"))
-}
-
-/// The guest path `uri` names, or why it names none. What the path may
-/// reach is the gate's to decide (`..` included).
-fn guest_path(uri: &str) -> Result<String, String> {
-    let rest = uri
-        .strip_prefix(SCHEME)
-        .ok_or_else(|| format!("not a resource of this server: its URIs begin {SCHEME}"))?;
-    let mut path = String::new();
-    for segment in rest.split('/').filter(|s| !s.is_empty()) {
-        let decoded = percent_encoding::percent_decode_str(segment)
-            .decode_utf8()
-            .map_err(|_| "the URI's path is not UTF-8 once decoded".to_string())?;
-        if decoded.contains(['/', '\0']) {
-            return Err("a URI segment may not encode '/' or NUL".into());
-        }
-        path.push('/');
-        path.push_str(&decoded);
-    }
-    Ok(if path.is_empty() { "/".into() } else { path })
-}
-
 /// The type a file's name suggests, for the few a model reads most.
 fn mime_type(name: &str) -> &'static str {
     let ext = name.rsplit_once('.').map_or("", |(_, e)| e);
@@ -217,24 +181,5 @@ impl Handler {
             },
         };
         Ok(ReadResourceResult::new(vec![contents]))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_guest_path_and_its_uri_round_trip() {
-        for path in ["/work/a.txt", "/work/a b/c%d.csv", "/work/é.txt", "/"] {
-            assert_eq!(guest_path(&uri(path)).unwrap(), path, "{}", uri(path));
-        }
-        assert_eq!(uri("/work/a b.txt"), "sbx://work/a%20b.txt");
-        // What the gate decides is left to it; what no path can be is not.
-        assert_eq!(guest_path("sbx://work/../etc").unwrap(), "/work/../etc");
-        assert!(guest_path("sbx://work/a%2Fb").is_err());
-        assert!(guest_path("sbx://work/a%00").is_err());
-        assert!(guest_path("sbx://work/%FF").is_err());
-        assert!(guest_path("file:///etc/passwd").is_err());
     }
 }
