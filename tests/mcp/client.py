@@ -70,7 +70,13 @@ async def scenario(session, cfg):
             "run_python",
             {"code": "import sbx\n"
                      f"r = sbx.fetch({cfg['granted']!r} + '/status')\n"
-                     "n = sbx.call_tool('word_count', 'one two three')\n"
+                     "import json\n"
+                     "n = sbx.call_tool('word_count', json.dumps({'text': 'one two three'}))\n"
+                     "try:\n"
+                     "    sbx.call_tool('word_count', 'one two three')\n"
+                     "    print('plain text taken')\n"
+                     "except sbx.Denied as e:\n"
+                     "    print(e.violation)\n"
                      "print(r.status, r.text(), n.strip())"},
         )
     )

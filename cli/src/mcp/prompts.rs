@@ -99,8 +99,9 @@ fn grant_as_api(offer: &Offer<'_>) -> String {
     if offer.granted_tools.is_empty() {
         s += "- Call tools: none are granted.\n";
     } else {
-        s += "- Call these tools with sbx.call_tool(name, input), input a string (JSON text \
-              where the tool takes an object); it returns the tool's output as a string:\n";
+        s += "- Call these tools with sbx.call_tool(name, input): input a dict (sent as \
+              JSON) that the tool's input schema accepts, or a string where it has none; it \
+              returns the tool's output as a string:\n";
         for d in offer.granted_tools {
             let description = match d.description.is_empty() {
                 true => "(no description)",

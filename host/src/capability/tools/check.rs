@@ -49,6 +49,12 @@ pub(crate) fn check_call(
             ),
         ));
     };
+    if let Err(why) = tool.check_input(input) {
+        return Err(Denial::new(
+            Violation::InvalidRequest,
+            format!("tool {}: {why}", quote(name)),
+        ));
+    }
     // Built by hand: this runs on every allowed call, and format! costs
     // more than the two copies.
     let mut rule = String::with_capacity(5 + name.len());

@@ -76,6 +76,16 @@ fn check_schema(key: &str, text: &str) -> Result<(), CapsError> {
             SCHEMA_FORM,
         ));
     }
+    // Loaded now as every call will load it: a schema that cannot check
+    // anything (a bad pattern, a `$ref` to the network or a file) is the
+    // caps file's error, not each call's.
+    jsonschema::validator_for(&v).map_err(|e| {
+        CapsError::invalid(
+            key,
+            format!("does not load as a JSON schema: {}", crate::bound::clip(e.to_string())),
+            SCHEMA_FORM,
+        )
+    })?;
     Ok(())
 }
 

@@ -22,6 +22,7 @@ pub use request::ToolCall;
 use crate::CancelHandle;
 use crate::capability::{Held, Lent, Output, Permit, Request, Trace};
 use crate::failure::Failure;
+use crate::bound::clip;
 use crate::violation::Denial;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -78,6 +79,14 @@ pub enum ToolError {
 pub trait Tool: Send + Sync {
     /// Run once.
     fn call(&self, input: &str, limits: ToolLimits) -> Result<String, ToolError>;
+
+    /// Why `input` is not one this tool takes, if it is not: checked by the
+    /// gate before the call, so a refused input never reaches the tool
+    /// (an `invalid_request` denial). By default every input is taken.
+    fn check_input(&self, input: &str) -> Result<(), String> {
+        let _ = input;
+        Ok(())
+    }
 }
 
 impl<F> Tool for F
@@ -107,6 +116,30 @@ pub struct CommandTool {
 }
 
 impl Tool for CommandTool {
+    /// With an `input_schema`, the input must be JSON that the schema
+    /// accepts.
+    fn check_input(&self, input: &str) -> Result<(), String> {
+        let Some(schema) = &self.input_schema else {
+            return Ok(());
+        };
+        let schema: serde_json::Value = serde_json::from_str(schema)
+            .map_err(|e| format!("the tool's input_schema is not JSON: {e}"))?;
+        let validator = jsonschema::validator_for(&schema)
+            .map_err(|e| format!("the tool's input_schema does not load: {}", clip(e.to_string())))?;
+        let value: serde_json::Value = serde_json::from_str(input).map_err(|e| {
+            format!("the input is not JSON, which the tool's input_schema asks for ({e})")
+        })?;
+        match validator.iter_errors(&value).next() {
+            None => Ok(()),
+            // Where and which rule, never the value (it may be large).
+            Some(e) => Err(format!(
+                "the input does not match the tool's input_schema: at {:?}, the rule {:?} fails",
+                clip(e.instance_path().to_string()),
+                clip(e.schema_path().to_string()),
+            )),
+        }
+    }
+
     fn call(&self, input: &str, limits: ToolLimits) -> Result<String, ToolError> {
         let timeout = self
             .timeout

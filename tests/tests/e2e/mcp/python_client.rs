@@ -79,7 +79,13 @@ fn check(f: &Fixture, r: &Value, before: &[(std::path::PathBuf, String)]) {
     let code = &r["code_mode"];
     assert_eq!(code["is_error"], false, "{code}");
     assert!(
-        code["text"].as_str().unwrap().contains("200 ok 3"),
+        code["text"].as_str().unwrap().contains("200 ok 4"),
+        "{code}"
+    );
+    // The tool declares an object schema: JSON of that shape runs (wc
+    // counts its four words), plain text is refused before it starts.
+    assert!(
+        code["text"].as_str().unwrap().contains("invalid_request"),
         "{code}"
     );
     assert!(f.granted.connections() >= 1);
