@@ -82,7 +82,10 @@ fn check_schema(key: &str, text: &str) -> Result<(), CapsError> {
     jsonschema::validator_for(&v).map_err(|e| {
         CapsError::invalid(
             key,
-            format!("does not load as a JSON schema: {}", crate::bound::clip(e.to_string())),
+            format!(
+                "does not load as a JSON schema: {}",
+                crate::bound::clip(e.to_string())
+            ),
             SCHEMA_FORM,
         )
     })?;

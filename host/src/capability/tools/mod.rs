@@ -20,9 +20,9 @@ pub(crate) use plan::{aimed_at, from_plan, plan_schema};
 pub use request::ToolCall;
 
 use crate::CancelHandle;
+use crate::bound::clip;
 use crate::capability::{Held, Lent, Output, Permit, Request, Trace};
 use crate::failure::Failure;
-use crate::bound::clip;
 use crate::violation::Denial;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -124,8 +124,12 @@ impl Tool for CommandTool {
         };
         let schema: serde_json::Value = serde_json::from_str(schema)
             .map_err(|e| format!("the tool's input_schema is not JSON: {e}"))?;
-        let validator = jsonschema::validator_for(&schema)
-            .map_err(|e| format!("the tool's input_schema does not load: {}", clip(e.to_string())))?;
+        let validator = jsonschema::validator_for(&schema).map_err(|e| {
+            format!(
+                "the tool's input_schema does not load: {}",
+                clip(e.to_string())
+            )
+        })?;
         let value: serde_json::Value = serde_json::from_str(input).map_err(|e| {
             format!("the input is not JSON, which the tool's input_schema asks for ({e})")
         })?;

@@ -89,7 +89,10 @@ fn a_command_tools_input_schema_is_enforced_before_it_runs() {
         assert!(denial.message.len() < 600, "{}", denial.message);
         assert!(!denial.message.contains("xxxxxxxxxx"), "{}", denial.message);
     }
-    assert!(!dir.path().join("ran").exists(), "a refused input reached the tool");
+    assert!(
+        !dir.path().join("ran").exists(),
+        "a refused input reached the tool"
+    );
     // The allowed neighbour runs, with its input as it came.
     let good = r#"{"text":"hello"}"#;
     let op = Op::tool("echo", good);
