@@ -1,24 +1,25 @@
-//! What the MCP door's sessions share, and what each session holds.
+//! What the MCP door's sessions share.
 //!
 //! One `Door` per server process: the grant, the engine (and its artifact
-//! cache), the Python runner, the run slots, the audit stream. One
-//! `Session` per MCP session (one for stdio; one per `Mcp-Session-Id` over
-//! HTTP) and per workspace (sessionless requests: `workspaces.rs`): its id,
-//! its grant (the door's, plus its scratch mount), its totals. Every call's budgets are the caps file's; the session totals
-//! stop one client from taking the host for itself.
+//! cache), the Python runner, the run slots, the audit stream. It makes one
+//! `Session` (`session.rs`) per MCP session (one for stdio; one per
+//! `Mcp-Session-Id` over HTTP) and per workspace (sessionless requests:
+//! `workspaces.rs`). Every call's budgets are the caps file's; the session
+//! totals stop one client from taking the host for itself.
 
 use super::McpArgs;
 use super::audit::AuditStream;
 use super::reply::{self, Ids};
+use super::session::{OpenSession, Session, SessionLimits};
 use super::workspaces::Workspaces;
 use crate::common::{engine_for, open_cache, registry};
 use anyhow::{Context, Result, bail};
 use rmcp::model::CallToolResult;
-use sbx_wasm::kv::MemoryKv;
+
 use sbx_wasm::tools::ToolDefinition;
 use sbx_wasm::wasm::{PreparedAgent, PythonRunner, WasmHost};
 use sbx_wasm::{AuditEvent, RunReport};
-use sbx_wasm::{CancelHandle, Capabilities, Services};
+use sbx_wasm::{CancelHandle, Capabilities};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -29,14 +30,6 @@ use tokio_util::sync::CancellationToken;
 
 /// The guest path of a session's scratch folder.
 pub(crate) const SCRATCH_GUEST: &str = "/scratch";
-
-/// Session-wide totals a session may not pass.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct SessionLimits {
-    pub(crate) calls: u64,
-    pub(crate) wall: Duration,
-    pub(crate) output_bytes: u64,
-}
 
 /// What every session shares.
 pub(crate) struct Door {
@@ -252,6 +245,7 @@ impl Door {
         decisions: &[AuditEvent],
     ) {
         session.charge(report.usage.wall_us, report.usage.output_bytes);
+        session.note_writes(decisions);
         tracing::info!(
             session = ids.session, call = ids.call, tool,
             status = ?report.status, violation = ?report.violation, "call ended"
@@ -325,17 +319,7 @@ impl Door {
             }
             None => (self.caps.clone(), None),
         };
-        tracing::info!(session = %id, "session opened");
-        Ok(Session {
-            _open: open,
-            id,
-            caps,
-            _scratch: scratch,
-            kv: Arc::new(MemoryKv::new()),
-            calls: AtomicU64::new(0),
-            wall_us: AtomicU64::new(0),
-            output_bytes: AtomicU64::new(0),
-        })
+        Ok(Session::new(open, id, caps, scratch))
     }
 
     /// The component `name` from the components folder, compiled and
@@ -404,90 +388,5 @@ impl Drop for Inflight {
         if self.0.inflight.fetch_sub(1, Ordering::SeqCst) == 1 {
             self.0.idle.notify_waiters();
         }
-    }
-}
-
-/// One open session, counted until dropped.
-struct OpenSession(Arc<AtomicUsize>);
-
-impl OpenSession {
-    fn count(open: &Arc<AtomicUsize>, max: usize) -> Result<OpenSession> {
-        if open.fetch_add(1, Ordering::SeqCst) >= max {
-            open.fetch_sub(1, Ordering::SeqCst);
-            bail!("busy: {max} sessions are open, the most this server takes (--max-sessions)");
-        }
-        Ok(OpenSession(open.clone()))
-    }
-}
-
-impl Drop for OpenSession {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-/// One MCP session's own state.
-pub(crate) struct Session {
-    _open: OpenSession,
-    pub(crate) id: String,
-    /// The door's grant, plus this session's scratch mount.
-    pub(crate) caps: Capabilities,
-    /// Held for its drop: removed when the session (and every call still
-    /// using it) ends.
-    _scratch: Option<tempfile::TempDir>,
-    /// The session's key-value store (when the grant holds one): every
-    /// call of the session sees what the earlier ones put; another session
-    /// has its own.
-    kv: Arc<MemoryKv>,
-    calls: AtomicU64,
-    wall_us: AtomicU64,
-    output_bytes: AtomicU64,
-}
-
-impl Session {
-    /// Count a new call: its id (`c1`, `c2`, ...), or why the session may
-    /// make no more.
-    pub(crate) fn begin_call(&self, limits: &SessionLimits) -> std::result::Result<String, String> {
-        let wall = Duration::from_micros(self.wall_us.load(Ordering::Relaxed));
-        if wall >= limits.wall {
-            return Err(format!(
-                "session_max_wall: this session's calls used {} ms of {} ms",
-                wall.as_millis(),
-                limits.wall.as_millis()
-            ));
-        }
-        let out = self.output_bytes.load(Ordering::Relaxed);
-        if out >= limits.output_bytes {
-            return Err(format!(
-                "session_max_output: this session's calls returned {out} of {} bytes",
-                limits.output_bytes
-            ));
-        }
-        let n = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
-        if n > limits.calls {
-            return Err(format!(
-                "session_max_calls: this session made {} calls, the most allowed",
-                limits.calls
-            ));
-        }
-        Ok(format!("c{n}"))
-    }
-
-    /// The backends of one call: the session's key-value store, the rest
-    /// as the defaults.
-    pub(crate) fn services(&self) -> Services {
-        Services::new().kv(self.kv.clone())
-    }
-
-    /// Charge what a call used to the session's totals.
-    pub(crate) fn charge(&self, wall_us: u64, output_bytes: u64) {
-        self.wall_us.fetch_add(wall_us, Ordering::Relaxed);
-        self.output_bytes.fetch_add(output_bytes, Ordering::Relaxed);
-    }
-}
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        tracing::info!(session = %self.id, "session closed");
     }
 }

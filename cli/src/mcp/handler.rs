@@ -9,10 +9,12 @@
 //! that revision, so nothing is made before a call needs it.
 
 use super::catalog;
-use super::door::{Door, Session};
+use super::door::Door;
 #[allow(deprecated)] // logging: see logging.rs
 use super::logging::{self, SetLevelRequestParams};
 use super::reply::Ids;
+use super::session::Session;
+use super::subscriptions::Subscriptions;
 use super::{ops, prompts, runs, workspaces};
 use anyhow::{Context, Result};
 use rmcp::model::{
@@ -20,7 +22,8 @@ use rmcp::model::{
     GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
     InitializeResult, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
-    ReadResourceRequestParams, ReadResourceResponse, ServerConfig,
+    ReadResourceRequestParams, ReadResourceResponse, ServerConfig, SubscribeRequestParams,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
@@ -42,6 +45,8 @@ pub(crate) struct Handler {
     /// The least severe log message the client wants (`logging/setLevel`);
     /// none until it asks.
     log_level: logging::Level,
+    /// The resources the client subscribed to.
+    subscriptions: Subscriptions,
     transport: Transport,
 }
 
@@ -58,6 +63,7 @@ impl Handler {
             own: Arc::new(OnceLock::new()),
             handshake: Arc::new(AtomicBool::new(false)),
             log_level: logging::Level::default(),
+            subscriptions: Subscriptions::default(),
             transport,
         }
     }
@@ -127,6 +133,8 @@ const SERVED: &[&str] = &[
     "resources/list",
     "resources/templates/list",
     "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
     "logging/setLevel",
 ];
 
@@ -243,6 +251,25 @@ impl ServerHandler for Handler {
         self.read(&request.uri, context).await.map(Into::into)
     }
 
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let session = (self.session(&context)).map_err(|r| ErrorData::internal_error(r, None))?;
+        (self.subscriptions.add(&request.uri, &session))
+            .map_err(|reason| ErrorData::invalid_params(reason, None))
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.subscriptions.remove(&request.uri);
+        Ok(())
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -265,10 +292,10 @@ impl ServerHandler for Handler {
             Err(refused) => return Ok(refused.into()),
         };
         let (session, ids) = (&admitted.session, admitted.ids());
-        Ok(self
-            .dispatch(session, &tool, &args, &ids, context)
-            .await
-            .into())
+        let peer = context.peer.clone();
+        let answer = self.dispatch(session, &tool, &args, &ids, context).await;
+        self.subscriptions.notify(session, &peer).await;
+        Ok(answer.into())
     }
 }
 

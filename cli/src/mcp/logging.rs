@@ -49,12 +49,14 @@ impl Log {
     }
 }
 
-/// The server's capabilities: tools, prompts, resources and logging.
+/// The server's capabilities: tools, prompts, resources (with
+/// subscriptions) and logging (here, where its deprecation is allowed).
 pub(crate) fn capabilities() -> rmcp::model::ServerCapabilities {
     rmcp::model::ServerCapabilities::builder()
         .enable_tools()
         .enable_prompts()
         .enable_resources()
+        .enable_resources_subscribe()
         .enable_logging()
         .build()
 }

@@ -4,8 +4,8 @@
 //! file.
 //!
 //! - `door.rs`: what every session shares (the grant, the engine, the
-//!   runner, the run slots, the audit stream) and each session's own state
-//!   (scratch folder, totals).
+//!   runner, the run slots, the audit stream); `session.rs`: each
+//!   session's own state (scratch folder, totals).
 //! - `catalog.rs`: the tools listed, with their input schemas.
 //! - `handler.rs`: the `ServerHandler`: list, call, dispatch.
 //! - `runs.rs`: `run_python` and `run_wasm` (streaming, cancel, capacity).
@@ -17,6 +17,8 @@
 //!   granted tools, one op each through the gate.
 //! - `resources.rs`: the grant's folders as resources, read through the
 //!   gate.
+//! - `subscriptions.rs`: resource subscriptions, noticed after a call
+//!   that writes.
 //! - `uris.rs`: resource URIs and the guest paths they name.
 //! - `reply.rs`: the result shapes (text and structured content).
 //! - `audit.rs`: one audit stream for every call, tagged with session and
@@ -43,6 +45,8 @@ mod prompts;
 mod reply;
 mod resources;
 mod runs;
+mod session;
+mod subscriptions;
 mod uris;
 mod workspaces;
 

@@ -4,8 +4,9 @@
 //! so a wrong type is the gate's `invalid_request`, recorded like any
 //! other denial.
 
-use super::door::{Door, Session};
+use super::door::Door;
 use super::reply::{self, Ids};
+use super::session::Session;
 use rmcp::model::{CallToolResult, JsonObject};
 use serde_json::{Value, json};
 use std::sync::Arc;

@@ -4,8 +4,9 @@
 //! messages when the client set a log level), cancelled by the client's
 //! cancellation or by shutdown.
 
-use super::door::{Door, Session};
+use super::door::Door;
 use super::reply::{self, Ids};
+use super::session::Session;
 use super::{events, logging};
 use crate::common::registry;
 use rmcp::model::{CallToolResult, ProgressNotificationParam, ProgressToken};

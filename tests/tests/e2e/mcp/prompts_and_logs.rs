@@ -1,5 +1,5 @@
-//! The `code_mode` prompt and log messages, through the Rust SDK's client
-//! over stdio.
+//! The `code_mode` prompt, log messages, resources and their
+//! subscriptions, through the Rust SDK's client over stdio.
 
 use super::Fixture;
 use super::rust_client::{Client, field, stdio};
@@ -239,4 +239,74 @@ async fn resources_are_the_grants_files_by_guest_path_read_through_the_gate() {
         "{reads:?}"
     );
     assert!(reads.len() >= 6, "{reads:?}");
+}
+
+/// A client that keeps the URI of every resource-updated notice.
+#[derive(Clone, Default)]
+struct Notices(Arc<Mutex<Vec<String>>>);
+
+impl ClientHandler for Notices {
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.0.lock().unwrap().push(params.uri);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[allow(deprecated)] // resources/subscribe: the revisions before 2026-07-28
+async fn a_subscribed_file_a_run_writes_is_noticed_and_others_are_not() {
+    let f = Fixture::new();
+    let notices = Notices::default();
+    let cmd = tokio::process::Command::new(sbx_bin()).configure(|c| {
+        c.args(f.args(&[])).envs(f.env());
+    });
+    let s = notices
+        .clone()
+        .serve(TokioChildProcess::new(cmd).unwrap())
+        .await
+        .unwrap();
+    let sub = |uri: &str| {
+        let peer = s.peer().clone();
+        let req = rmcp::model::SubscribeRequestParams::new(uri);
+        async move { peer.subscribe(req).await }
+    };
+    sub("sbx://work/out/r.txt").await.unwrap();
+    // Outside the grant, or climbing out of it: refused.
+    for uri in ["sbx://etc/passwd", "sbx://work/out/../../etc/passwd"] {
+        let err = format!("{:?}", sub(uri).await.unwrap_err());
+        assert!(err.contains("-32602"), "{uri}: {err}");
+    }
+    let run = |code: &str| {
+        let peer = s.peer().clone();
+        let args = json!({ "code": code }).as_object().unwrap().clone();
+        async move {
+            peer.call_tool(CallToolRequestParams::new("run_python").with_arguments(args))
+                .await
+                .unwrap()
+        }
+    };
+    let r =
+        run("open('/work/out/r.txt', 'w').write('1')\nopen('/work/out/other.txt', 'w').write('2')")
+            .await;
+    assert_eq!(r.is_error, Some(false), "{r:?}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while notices.0.lock().unwrap().is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(*notices.0.lock().unwrap(), ["sbx://work/out/r.txt"]);
+    // Unsubscribed: a write is no longer noticed.
+    s.peer()
+        .unsubscribe(rmcp::model::UnsubscribeRequestParams::new(
+            "sbx://work/out/r.txt",
+        ))
+        .await
+        .unwrap();
+    run("open('/work/out/r.txt', 'w').write('3')").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(notices.0.lock().unwrap().len(), 1);
+    s.cancel().await.unwrap();
 }
