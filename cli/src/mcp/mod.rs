@@ -10,6 +10,8 @@
 //! - `handler.rs`: the `ServerHandler`: list, call, dispatch.
 //! - `runs.rs`: `run_python` and `run_wasm` (streaming, cancel, capacity).
 //! - `events.rs`: a run's events as the JSON a client is sent.
+//! - `files.rs`: the files a run wrote, linked (and images inline) in its
+//!   answer.
 //! - `logging.rs`: a run's stderr and denials as log messages, for a
 //!   client that set a level.
 //! - `prompts.rs`: the `code_mode` prompt, the grant as an API.
@@ -37,6 +39,7 @@ mod browser;
 mod catalog;
 mod door;
 mod events;
+mod files;
 mod handler;
 mod http;
 mod logging;

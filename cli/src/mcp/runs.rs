@@ -7,7 +7,7 @@
 use super::door::Door;
 use super::reply::{self, Ids};
 use super::session::Session;
-use super::{events, logging};
+use super::{events, files, logging};
 use crate::common::registry;
 use rmcp::model::{CallToolResult, ProgressNotificationParam, ProgressToken};
 use rmcp::service::{Peer, RoleServer};
@@ -67,6 +67,7 @@ pub(crate) async fn run(
             Err(e) => return door.turn_away(ids, tool, "refused", &e.to_string()),
         };
     }
+    let cancel_files = client_cancel.clone();
     let (cancel, _watch) = door.cancel_switch(client_cancel);
     opts = opts.cancel(cancel);
     let mut forwarder = None;
@@ -83,7 +84,16 @@ pub(crate) async fn run(
     match result {
         Ok(run) => {
             door.finish_call(session, ids, tool, &run.report, &run.audit);
-            reply::run(&run, ids)
+            let mut answer = reply::run(&run, ids);
+            let written = files::written(&run.audit);
+            files::attach(
+                &mut answer,
+                &written,
+                (door, session, ids, tool),
+                cancel_files,
+            )
+            .await;
+            answer
         }
         Err(e) => door.turn_away(ids, tool, "refused", &e.to_string()),
     }

@@ -310,3 +310,58 @@ async fn a_subscribed_file_a_run_writes_is_noticed_and_others_are_not() {
     assert_eq!(notices.0.lock().unwrap().len(), 1);
     s.cancel().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_files_a_run_wrote_are_linked_and_its_images_sent_as_images() {
+    let f = Fixture::new();
+    let s = stdio(&f, &[], Client::default()).await;
+    let code = "open('/work/out/chart.png', 'wb').write(bytes([137, 80, 78, 71, 1, 2]))\n\
+                open('/work/out/big.png', 'wb').write(b'x' * (2 << 20))\n\
+                open('/work/out/notes.txt', 'w').write('n')\n\
+                import os\n\
+                open('/work/out/gone.txt', 'w').write('g')\n\
+                os.remove('/work/out/gone.txt')\n\
+                print('ok')";
+    let args = json!({ "code": code }).as_object().unwrap().clone();
+    let r = s
+        .call_tool(CallToolRequestParams::new("run_python").with_arguments(args))
+        .await
+        .unwrap();
+    assert_eq!(field(&r, "stdout"), "ok\n", "{r:?}");
+    assert_eq!(
+        field(&r, "files"),
+        &json!([
+            "sbx://work/out/chart.png",
+            "sbx://work/out/big.png",
+            "sbx://work/out/notes.txt"
+        ])
+    );
+    let links: Vec<&str> = (r.content.iter())
+        .filter_map(|c| match c {
+            ContentBlock::ResourceLink(l) => Some(l.uri.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(links.len(), 3, "{links:?}");
+    // The small image inline; the one over 1 MiB only linked.
+    let images: Vec<(&str, &str)> = (r.content.iter())
+        .filter_map(|c| match c {
+            ContentBlock::Image(i) => Some((i.data.as_str(), i.mime_type.as_str())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(images, [("iVBORwEC", "image/png")]);
+    // The images were read back through the gate, on record.
+    let reads: Vec<Value> = (f.audit().into_iter())
+        .filter(|v| v["tool"] == "run_python files" && v["op"] == "fs_read")
+        .collect();
+    assert_eq!(reads.len(), 2, "{reads:?}");
+    // A run that writes nothing answers with its text alone.
+    let args = json!({ "code": "print(1)" }).as_object().unwrap().clone();
+    let r = s
+        .call_tool(CallToolRequestParams::new("run_python").with_arguments(args))
+        .await
+        .unwrap();
+    assert_eq!(r.content.len(), 1, "{r:?}");
+    s.cancel().await.unwrap();
+}
