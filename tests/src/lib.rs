@@ -185,6 +185,48 @@ pub fn user_cache() -> PathBuf {
         .join("sbx-wasm")
 }
 
+/// The python of a virtual environment holding `requirements` (installed
+/// with `pip install [pip_args] -r requirements`), made once per
+/// requirements file in the user's cache folder under `name/HASH`. A venv's
+/// scripts name the folder they were made in, and this one is made beside
+/// and moved in place (so a half-made one is never used): call its tools
+/// through this python (it finds its site-packages from pyvenv.cfg).
+pub fn cached_venv(name: &str, requirements: &Path, pip_args: &[&str]) -> PathBuf {
+    let text = std::fs::read(requirements).unwrap();
+    let key = sbx_wasm::replay::sha256_hex(&text);
+    let venv = user_cache().join(name).join(&key[..16]);
+    let python = venv.join("bin/python3");
+    if python.exists() {
+        return python;
+    }
+    let tmp = venv.with_extension(format!("tmp-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let ok = |out: std::process::Output, what: &str| {
+        assert!(out.status.success(), "{what}: {}", utf8(&out.stderr));
+    };
+    let made = std::process::Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(&tmp)
+        .output();
+    ok(made.unwrap(), "python3 -m venv");
+    let pip = std::process::Command::new(tmp.join("bin/pip"))
+        .args(["install", "--quiet", "--disable-pip-version-check"])
+        .args(pip_args)
+        .arg("-r")
+        .arg(requirements)
+        .output();
+    ok(
+        pip.unwrap(),
+        &format!("pip install -r {}", requirements.display()),
+    );
+    std::fs::create_dir_all(venv.parent().unwrap()).unwrap();
+    if std::fs::rename(&tmp, &venv).is_err() {
+        // Made meanwhile by another run: use that one.
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    python
+}
+
 /// The component built from `guest-examples/agents/src/bin/NAME.rs`.
 pub fn guest(name: &str) -> PathBuf {
     let p = Path::new(env!("GUEST_WASM_DIR")).join(format!("{name}.wasm"));

@@ -6,6 +6,7 @@ mod check;
 mod exec;
 mod fuzz_init;
 mod kernel_check;
+mod networkpolicy;
 mod policy;
 mod python_build;
 mod replay;

@@ -1,5 +1,6 @@
 //! `sbx-wasm policy`: what-if, learn, diff and lint over grants and audit
-//! logs (the library's `policy` module), printed as a table or JSON.
+//! logs (the library's `policy` module), printed as a table or JSON; and
+//! the NetworkPolicy a grant asks for (`networkpolicy.rs`).
 
 use crate::common::load_grant;
 use crate::exit::{EXIT_DENIED, EXIT_OK, Internal};
@@ -50,6 +51,26 @@ enum PolicyCommand {
         #[arg(long)]
         json: bool,
     },
+    /// The Kubernetes NetworkPolicy the grant's [net] rules ask for
+    /// (YAML): egress only to what they allow, DNS for names, ingress only
+    /// on the MCP port.
+    Networkpolicy {
+        #[arg(value_name = "CAPS.toml")]
+        caps: PathBuf,
+        /// The policy's name.
+        #[arg(long, default_value = "sbx-wasm")]
+        name: String,
+        /// The pods' `app.kubernetes.io/name` label.
+        #[arg(long, default_value = "sbx-wasm")]
+        app: String,
+        /// The port MCP clients connect to.
+        #[arg(long, default_value_t = 8765)]
+        port: u16,
+        /// NAME=CIDR: the ranges a granted name may reach (repeatable;
+        /// default: the public internet on the rule's port).
+        #[arg(long, value_name = "NAME=CIDR")]
+        cidr: Vec<String>,
+    },
     /// Risky parts of a grant, each with why and a safer form (exit 1 when
     /// anything is found).
     Lint {
@@ -83,6 +104,26 @@ impl PolicyArgs {
     pub(crate) fn execute(&self) -> Result<i32> {
         let mut out = std::io::stdout().lock();
         match &self.command {
+            PolicyCommand::Networkpolicy {
+                caps,
+                name,
+                app,
+                port,
+                cidr,
+            } => {
+                let shape = super::networkpolicy::Shape {
+                    name,
+                    app,
+                    port: *port,
+                    cidrs: cidr,
+                };
+                write!(
+                    out,
+                    "{}",
+                    super::networkpolicy::render(&load_grant(caps)?, &shape)?
+                )?;
+                Ok(EXIT_OK)
+            }
             PolicyCommand::WhatIf {
                 audit,
                 caps,

@@ -5,6 +5,7 @@
 
 mod abuse;
 mod cli;
+mod deploy;
 mod egress;
 mod fuzz_agent;
 mod host_integrity;

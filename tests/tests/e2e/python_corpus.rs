@@ -56,39 +56,11 @@ fn kind(source: &str) -> Kind {
 /// packages, made once per set of requirements in the user's cache folder.
 fn native_python() -> PathBuf {
     let requirements = repo_root().join("guest-examples/python/requirements.txt");
-    let text = std::fs::read(&requirements).unwrap();
-    let key = sbx_wasm::replay::sha256_hex(&text);
-    let venv = sbx_wasm_tests::user_cache()
-        .join("native-python")
-        .join(&key[..16]);
-    let python = venv.join("bin/python3");
-    if python.exists() {
-        return python;
-    }
-    let tmp = venv.with_extension(format!("tmp-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
-    let ok = |out: Output, what: &str| {
-        assert!(out.status.success(), "{what}: {}", utf8(&out.stderr));
-    };
-    let made = Command::new("python3")
-        .args(["-m", "venv"])
-        .arg(&tmp)
-        .output();
-    ok(made.unwrap(), "python3 -m venv");
-    let pip = Command::new(tmp.join("bin/pip"))
-        .args(["install", "--quiet", "--disable-pip-version-check"])
-        .args(["--only-binary=:all:", "--require-hashes", "-r"])
-        .arg(&requirements)
-        .output();
-    ok(pip.unwrap(), "pip install the runner's requirements");
-    std::fs::create_dir_all(venv.parent().unwrap()).unwrap();
-    if std::fs::rename(&tmp, &venv).is_err() {
-        // Made meanwhile by another run: use that one.
-        let _ = std::fs::remove_dir_all(&tmp);
-    }
-    // A venv's scripts name its folder: it moved, so call the interpreter
-    // by its path (it finds its site-packages from pyvenv.cfg beside it).
-    python
+    sbx_wasm_tests::cached_venv(
+        "native-python",
+        &requirements,
+        &["--only-binary=:all:", "--require-hashes"],
+    )
 }
 
 /// A fresh copy of the data at `dir/work`, an empty folder for outputs at
