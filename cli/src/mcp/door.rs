@@ -51,6 +51,9 @@ pub(crate) struct Door {
     /// How long running calls may finish at shutdown.
     grace: Duration,
     inflight: AtomicUsize,
+    /// Calls answered since start: ran, and turned away.
+    ran: AtomicU64,
+    turned_away: AtomicU64,
     idle: Notify,
     sessions: AtomicU64,
     /// Sessions open now, and the most allowed at once.
@@ -157,6 +160,8 @@ impl Door {
             stop: CancellationToken::new(),
             grace: Duration::from_millis(args.shutdown_grace_ms),
             inflight: AtomicUsize::new(0),
+            ran: AtomicU64::new(0),
+            turned_away: AtomicU64::new(0),
             idle: Notify::new(),
             sessions: AtomicU64::new(0),
             open: Arc::new(AtomicUsize::new(0)),
@@ -227,6 +232,7 @@ impl Door {
         status: &str,
         reason: &str,
     ) -> CallToolResult {
+        self.turned_away.fetch_add(1, Ordering::Relaxed);
         if let Some(audit) = &self.audit {
             let end = serde_json::json!({ "status": status, "reason": reason });
             audit.record(&ids.tag(tool), &[], end);
@@ -244,6 +250,7 @@ impl Door {
         report: &RunReport,
         decisions: &[AuditEvent],
     ) {
+        self.ran.fetch_add(1, Ordering::Relaxed);
         session.charge(report.usage.wall_us, report.usage.output_bytes);
         session.note_writes(decisions);
         tracing::info!(
@@ -274,6 +281,60 @@ impl Door {
             switch.cancel();
         });
         (cancel, Watch(task))
+    }
+
+    /// The door's gauges and counters in the Prometheus text format
+    /// (`GET /metrics`): what an autoscaler scales on.
+    pub(crate) fn metrics(&self) -> String {
+        let rows = [
+            (
+                "sbx_mcp_runs_in_flight",
+                "gauge",
+                "Calls running now, over all sessions.",
+                self.inflight.load(Ordering::SeqCst) as u64,
+            ),
+            (
+                "sbx_mcp_run_slots",
+                "gauge",
+                "Calls that may run at once (--max-concurrent).",
+                self.max_concurrent as u64,
+            ),
+            (
+                "sbx_mcp_sessions_open",
+                "gauge",
+                "Sessions and workspaces open now.",
+                self.open.load(Ordering::SeqCst) as u64,
+            ),
+            (
+                "sbx_mcp_sessions_max",
+                "gauge",
+                "Sessions and workspaces that may be open at once (--max-sessions).",
+                self.max_sessions as u64,
+            ),
+            (
+                "sbx_mcp_sessions_opened_total",
+                "counter",
+                "Sessions and workspaces opened since start.",
+                self.sessions.load(Ordering::Relaxed),
+            ),
+            (
+                "sbx_mcp_calls_ran_total",
+                "counter",
+                "Calls that ran (a program or ops) since start.",
+                self.ran.load(Ordering::Relaxed),
+            ),
+            (
+                "sbx_mcp_calls_turned_away_total",
+                "counter",
+                "Calls answered busy or refused before running, since start.",
+                self.turned_away.load(Ordering::Relaxed),
+            ),
+        ];
+        let mut out = String::new();
+        for (name, kind, help, value) in rows {
+            out += &format!("# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n");
+        }
+        out
     }
 
     /// Whether as many sessions are open as `--max-sessions` allows.

@@ -9,6 +9,9 @@
 //!   bind).
 //! - Bodies over `--max-request-bytes` are refused; headers must arrive
 //!   within 10 s; at most 1,024 connections at once.
+//! - `GET /metrics`: the door's gauges and counters (runs in flight,
+//!   sessions open, calls), under the same token, `Origin` and `Host`
+//!   rules, for an autoscaler.
 //! - `POST /mcp/workspaces` issues a workspace for sessionless clients
 //!   (`workspaces.rs`), under the same token, `Origin` and `Host` rules.
 //! - SIGINT/SIGTERM: stop accepting, let running calls finish
@@ -38,6 +41,8 @@ use tokio_util::sync::CancellationToken;
 
 /// The path the transport answers at.
 pub(crate) const PATH: &str = "/mcp";
+/// The path the door's metrics are read at (Prometheus text).
+const METRICS: &str = "/metrics";
 /// The path workspaces are issued and closed at.
 const WORKSPACES: &str = "/mcp/workspaces";
 const MAX_CONNECTIONS: usize = 1024;
@@ -235,7 +240,7 @@ fn busy() -> Reply {
 
 async fn answer(service: &Service, at: &At, token: Option<&str>, req: Request<Incoming>) -> Reply {
     let path = req.uri().path();
-    if path != PATH && !path.starts_with(WORKSPACES) {
+    if path != PATH && path != METRICS && !path.starts_with(WORKSPACES) {
         return plain(StatusCode::NOT_FOUND, "not found: the MCP endpoint is /mcp");
     }
     if let Some(expected) = token {
@@ -255,6 +260,17 @@ async fn answer(service: &Service, at: &At, token: Option<&str>, req: Request<In
     }
     if let Some(why) = at.browser.refuses(req.headers()) {
         return plain(StatusCode::FORBIDDEN, why);
+    }
+    if path == METRICS {
+        if req.method() != hyper::Method::GET {
+            return plain(StatusCode::METHOD_NOT_ALLOWED, "GET /metrics");
+        }
+        let mut r = Response::new(Full::new(Bytes::from(at.door.metrics())).boxed());
+        r.headers_mut().insert(
+            hyper::header::CONTENT_TYPE,
+            hyper::header::HeaderValue::from_static("text/plain; version=0.0.4"),
+        );
+        return r;
     }
     if let Some(rest) = path.strip_prefix(WORKSPACES) {
         if rest.is_empty() || rest.starts_with('/') {

@@ -349,6 +349,29 @@ async fn rust_sdk_over_http_with_token_and_origin_checks() {
     let r = call(&b, "read_file", json!({"path": "/etc/passwd"})).await;
     assert_eq!(r.is_error, Some(true));
     assert_eq!(field(&r, "violation"), "fs_read_denied");
+    // The door's metrics: behind the token, counting what happened.
+    let metric = |text: &str, name: &str| -> u64 {
+        (text.lines())
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no {name} in {text}"))
+            .parse()
+            .unwrap()
+    };
+    assert!(
+        server
+            .reply_of("GET", "/metrics", &[], b"")
+            .0
+            .starts_with("HTTP/1.1 401")
+    );
+    let posted = server.reply_of("POST", "/metrics", &allowed, b"").0;
+    assert!(posted.starts_with("HTTP/1.1 405"), "{posted}");
+    let (head, text) = server.reply_of("GET", "/metrics", &allowed, b"");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(head.contains("text/plain; version=0.0.4"), "{head}");
+    assert_eq!(metric(&text, "sbx_mcp_runs_in_flight"), 0, "{text}");
+    assert!(metric(&text, "sbx_mcp_calls_ran_total") >= 3, "{text}");
+    assert!(metric(&text, "sbx_mcp_sessions_open") >= 2, "{text}");
+    assert_eq!(metric(&text, "sbx_mcp_sessions_max"), 256, "{text}");
     a.cancel().await.unwrap();
     b.cancel().await.unwrap();
     assert_eq!(server.terminate(), Some(0));
