@@ -142,3 +142,62 @@ fn a_cidr_for_a_name_the_grant_does_not_allow_is_refused() {
         );
     }
 }
+
+/// The agent-sandbox CRDs, kept as data beside the project (not in it):
+/// `$SBX_WASM_SHARED/k8s/agent-sandbox-crds`, else `../shared/...` from the
+/// checkout, else `/work/shared/...` (a clone made elsewhere on the
+/// project's machine).
+fn agent_sandbox_crds() -> PathBuf {
+    let rel = "k8s/agent-sandbox-crds";
+    let candidates = [
+        std::env::var_os("SBX_WASM_SHARED").map(|d| PathBuf::from(d).join(rel)),
+        Some(repo_root().join("../shared").join(rel)),
+        Some(PathBuf::from("/work/shared").join(rel)),
+    ];
+    (candidates.into_iter().flatten())
+        .find(|d| d.join("extensions.agents.x-k8s.io_sandboxtemplates.yaml").exists())
+        .expect("the agent-sandbox CRDs: set SBX_WASM_SHARED to the folder holding k8s/agent-sandbox-crds")
+}
+
+/// The agent-sandbox example against the project's CRDs (strictly), and
+/// its template against the Deployment's pod and the NetworkPolicy's rules;
+/// beside it, a claim with a misspelt field that must fail.
+#[test]
+fn the_agent_sandbox_example_passes_its_crds_and_matches_the_deployment() {
+    let crds = agent_sandbox_crds();
+    let requirements = repo_root().join("tests/deploy/requirements.txt");
+    let python = cached_venv("k8s-validate", &requirements, &[]);
+    let check = |files: &[PathBuf]| {
+        Command::new(&python)
+            .arg(repo_root().join("tests/deploy/crd_validate.py"))
+            .arg(&crds)
+            .arg(repo_root().join("deploy"))
+            .args(files)
+            .output()
+            .unwrap()
+    };
+    let dir = repo_root().join("deploy/agent-sandbox");
+    let files: Vec<PathBuf> = ["sandboxtemplate", "sandboxwarmpool", "sandboxclaim"]
+        .iter()
+        .map(|f| dir.join(format!("{f}.yaml")))
+        .collect();
+    let out = check(&files);
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert_eq!(said.matches("passed ").count(), 3, "{said}");
+    let tmp = tempfile::tempdir().unwrap();
+    let bad = tmp.path().join("claim.yaml");
+    let claim = std::fs::read_to_string(&files[2]).unwrap();
+    std::fs::write(
+        &bad,
+        claim.replace("ttlSecondsAfterFinished", "ttlSecondAfterFinished"),
+    )
+    .unwrap();
+    let out = check(&[bad]);
+    assert!(
+        !out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
