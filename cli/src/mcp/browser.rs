@@ -37,10 +37,12 @@ impl Browser {
     }
 }
 
-/// An `--allowed-origin` entry against a request's `Origin`: exactly, or
-/// with any port for an entry ending in `:*`.
+/// An `--allowed-origin` entry against a request's `Origin`: the same
+/// origin (scheme and host in any case, a default port written or not), or
+/// for an entry ending in `:*` the same scheme and host on any port.
 fn origin_matches(allowed: &str, origin: &str) -> bool {
-    let allowed = allowed.trim_end_matches('/');
+    let allowed = normal(allowed.trim_end_matches('/'));
+    let origin = normal(origin);
     match allowed.strip_suffix(":*") {
         Some(base) => {
             origin == base
@@ -52,5 +54,46 @@ fn origin_matches(allowed: &str, origin: &str) -> bool {
                     })
         }
         None => allowed == origin,
+    }
+}
+
+/// An origin in lower case without its scheme's default port.
+fn normal(origin: &str) -> String {
+    let o = origin.to_ascii_lowercase();
+    for (scheme, port) in [("https://", ":443"), ("http://", ":80")] {
+        if o.starts_with(scheme) && o.ends_with(port) {
+            return o[..o.len() - port.len()].to_string();
+        }
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::origin_matches;
+
+    #[test]
+    fn an_origin_matches_its_entry_whatever_the_case_or_default_port() {
+        for (allowed, origin) in [
+            ("https://app.example", "https://app.example"),
+            ("https://app.example:443", "https://app.example"),
+            ("https://app.example", "https://APP.example:443"),
+            ("http://localhost:*", "http://localhost:5173"),
+            ("http://localhost:*", "http://localhost"),
+            ("http://127.0.0.1:8765/", "http://127.0.0.1:8765"),
+        ] {
+            assert!(origin_matches(allowed, origin), "{allowed} {origin}");
+        }
+        for (allowed, origin) in [
+            ("https://app.example", "http://app.example"),
+            ("https://app.example", "https://app.example:8443"),
+            ("https://app.example", "https://app.example.evil"),
+            ("http://localhost:*", "http://localhost.evil:80"),
+            ("http://localhost:*", "http://localhost:80x"),
+            ("http://127.0.0.1:8765", "http://127.0.0.1:1"),
+            ("http://127.0.0.1:8765", "null"),
+        ] {
+            assert!(!origin_matches(allowed, origin), "{allowed} {origin}");
+        }
     }
 }
