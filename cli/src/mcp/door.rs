@@ -250,7 +250,6 @@ impl Door {
         report: &RunReport,
         decisions: &[AuditEvent],
     ) {
-        self.ran.fetch_add(1, Ordering::Relaxed);
         session.charge(report.usage.wall_us, report.usage.output_bytes);
         session.note_writes(decisions);
         tracing::info!(
@@ -281,6 +280,12 @@ impl Door {
             switch.cancel();
         });
         (cancel, Watch(task))
+    }
+
+    /// Count a call that ran (once per call: a follow-up of the same call,
+    /// such as reading back the images it wrote, is not counted again).
+    pub(crate) fn count_ran(&self) {
+        self.ran.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The door's gauges and counters in the Prometheus text format

@@ -37,7 +37,10 @@ pub(crate) async fn run(
 ) -> CallToolResult {
     let op = plan_form(tool, args);
     match perform(door, session, ids, tool, vec![op], client_cancel).await {
-        Ok((results, report)) => reply::op(&results[0], &report, ids),
+        Ok((results, report)) => {
+            door.count_ran();
+            reply::op(&results[0], &report, ids)
+        }
         Err(reason) => door.turn_away(ids, tool, "refused", &reason),
     }
 }

@@ -101,6 +101,7 @@ impl Handler {
         )
         .await
         .map_err(|reason| ErrorData::internal_error(reason, None))?;
+        self.door().count_ran();
         let mut listed = Vec::new();
         for (root, result) in roots.iter().zip(&results) {
             let Some(Output::Entries { entries }) = &result.output else {
@@ -158,6 +159,7 @@ impl Handler {
         )
         .await
         .map_err(|reason| ErrorData::internal_error(reason, None))?;
+        self.door().count_ran();
         let result = &results[0];
         let Some(Output::Data { content }) = &result.output else {
             return Err(op_error(result));

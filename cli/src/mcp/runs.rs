@@ -84,6 +84,7 @@ pub(crate) async fn run(
     match result {
         Ok(run) => {
             door.finish_call(session, ids, tool, &run.report, &run.audit);
+            door.count_ran();
             let mut answer = reply::run(&run, ids);
             let written = files::written(&run.audit);
             files::attach(
