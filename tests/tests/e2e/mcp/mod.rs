@@ -5,6 +5,7 @@
 //! a real loopback HTTP server and the real Python runner.
 
 mod conformance;
+mod metrics;
 mod prompts_and_logs;
 mod protocol;
 mod python_client;
