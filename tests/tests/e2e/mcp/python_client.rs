@@ -7,9 +7,14 @@ use serde_json::{Value, json};
 use std::process::Command;
 
 fn client(cfg: Value) -> Value {
+    sdk_script("client.py", &cfg.to_string())
+}
+
+/// Run `tests/mcp/SCRIPT ARG` on the pinned SDK; the JSON it printed last.
+fn sdk_script(script: &str, arg: &str) -> Value {
     let out = Command::new(python_sdk())
-        .arg(repo_root().join("tests/mcp/client.py"))
-        .arg(cfg.to_string())
+        .arg(repo_root().join("tests/mcp").join(script))
+        .arg(arg)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -199,18 +204,7 @@ fn session_totals_hold_in_both_protocol_eras() {
     let f = Fixture::new();
     let before = f.host_state();
     let mut server = f.http(&["--session-max-calls", "3"]);
-    let out = Command::new(python_sdk())
-        .arg(repo_root().join("tests/mcp/sessionless.py"))
-        .arg(&server.url)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "client failed: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: Value = serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap();
+    let r = sdk_script("sessionless.py", &server.url);
     assert_eq!(r["legacy"]["version"], "2025-11-25", "{r}");
     assert_eq!(r["sessionless"]["version"], "2026-07-28", "{r}");
     for era in ["legacy", "sessionless", "workspace"] {
