@@ -9,6 +9,7 @@
 
 use super::McpArgs;
 use super::audit::AuditStream;
+use super::catalog::{self, Catalog};
 use super::reply::{self, Ids};
 use super::session::{OpenSession, Session, SessionLimits};
 use super::workspaces::Workspaces;
@@ -41,6 +42,8 @@ pub(crate) struct Door {
     /// Where session scratch folders are made, when sessions have one.
     pub(crate) scratch_root: Option<PathBuf>,
     pub(crate) granted_tools: Vec<ToolDefinition>,
+    /// What `--catalog` offers (empty without one).
+    pub(crate) catalog: Catalog,
     pub(crate) limits: SessionLimits,
     pub(crate) audit: Option<AuditStream>,
     slots: Arc<Semaphore>,
@@ -126,13 +129,23 @@ impl Door {
         let granted_tools = registry(&caps).definitions(caps.tools());
         if let Some(clash) = granted_tools
             .iter()
-            .find(|d| super::catalog::built_in(&d.name))
+            .find(|d| super::listing::built_in(&d.name))
         {
             bail!(
                 "the caps file grants a tool named {:?}, which is a tool of the MCP door itself; rename it",
                 clash.name
             );
         }
+        let catalog = match &args.catalog {
+            Some(path) => {
+                let taken = |n: &str| {
+                    super::listing::built_in(n) || granted_tools.iter().any(|d| d.name == n)
+                };
+                let scratch = scratch_root.is_some().then_some(SCRATCH_GUEST);
+                catalog::load_for_grant(path, &caps, python.is_some(), scratch, &taken)?
+            }
+            None => Catalog::default(),
+        };
         let audit = match &args.audit {
             Some(path) => Some(AuditStream::open(path)?),
             None => None,
@@ -148,6 +161,7 @@ impl Door {
             components,
             scratch_root,
             granted_tools,
+            catalog,
             limits: SessionLimits {
                 calls: args.session_max_calls,
                 wall: Duration::from_millis(args.session_max_wall_ms),
@@ -173,13 +187,14 @@ impl Door {
     }
 
     /// What the tool listing shows: the grant and what is offered.
-    pub(crate) fn offer(&self) -> super::catalog::Offer<'_> {
-        super::catalog::Offer {
+    pub(crate) fn offer(&self) -> super::listing::Offer<'_> {
+        super::listing::Offer {
             caps: &self.caps,
             scratch: self.scratch_root.is_some(),
             python: self.python.is_some(),
             components: self.components.is_some(),
             granted_tools: &self.granted_tools,
+            catalog: &self.catalog,
         }
     }
 

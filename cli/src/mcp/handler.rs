@@ -8,8 +8,8 @@
 //! server's default workspace. rmcp makes a `Handler` per HTTP request in
 //! that revision, so nothing is made before a call needs it.
 
-use super::catalog;
 use super::door::Door;
+use super::listing;
 #[allow(deprecated)] // logging: see logging.rs
 use super::logging::{self, SetLevelRequestParams};
 use super::reply::Ids;
@@ -18,12 +18,12 @@ use super::subscriptions::Subscriptions;
 use super::{ops, prompts, runs, workspaces};
 use anyhow::{Context, Result};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest, CustomResult,
-    GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
-    InitializeResult, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
-    ReadResourceRequestParams, ReadResourceResponse, ServerConfig, SubscribeRequestParams,
-    UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    CustomRequest, CustomResult, GetPromptRequestParams, GetPromptResponse, Implementation,
+    InitializeRequestParams, InitializeResult, JsonObject, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerConfig,
+    SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
@@ -136,6 +136,7 @@ const SERVED: &[&str] = &[
     "resources/subscribe",
     "resources/unsubscribe",
     "logging/setLevel",
+    "completion/complete",
 ];
 
 impl ServerHandler for Handler {
@@ -219,8 +220,12 @@ impl ServerHandler for Handler {
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
+        if let Some(def) = self.door.catalog.prompt(&request.name) {
+            let got = self.catalog_prompt(def, request.arguments.as_ref(), context);
+            return got.await.map(Into::into);
+        }
         let offer = self.door.offer();
         prompts::get(&offer, &request.name, request.arguments.as_ref())
             .map(Into::into)
@@ -257,8 +262,10 @@ impl ServerHandler for Handler {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let session = (self.session(&context)).map_err(|r| ErrorData::internal_error(r, None))?;
-        (self.subscriptions.add(&request.uri, &session))
-            .map_err(|reason| ErrorData::invalid_params(reason, None))
+        (self
+            .subscriptions
+            .add(&request.uri, &session, &self.door.catalog))
+        .map_err(|reason| ErrorData::invalid_params(reason, None))
     }
 
     async fn unsubscribe(
@@ -266,8 +273,16 @@ impl ServerHandler for Handler {
         request: UnsubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.subscriptions.remove(&request.uri);
+        self.subscriptions.remove(&request.uri, &self.door.catalog);
         Ok(())
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        self.complete_argument(&request)
     }
 
     async fn list_tools(
@@ -275,7 +290,7 @@ impl ServerHandler for Handler {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(catalog::tools(
+        Ok(ListToolsResult::with_all_items(listing::tools(
             &self.door.offer(),
         )))
     }
@@ -362,6 +377,22 @@ impl Handler {
         &self.door
     }
 
+    /// The client of `context`'s call, with its progress token when it
+    /// asked for progress and `progress` is wanted.
+    pub(crate) fn client(
+        &self,
+        context: &RequestContext<RoleServer>,
+        progress: bool,
+    ) -> runs::Client {
+        runs::Client {
+            progress: progress
+                .then(|| context.meta.get_progress_token())
+                .flatten(),
+            log: self.log_level.log(&context.peer),
+            peer: context.peer.clone(),
+        }
+    }
+
     async fn dispatch(
         &self,
         session: &Session,
@@ -375,6 +406,7 @@ impl Handler {
         let program = match tool {
             "run_python" => python(door, args),
             "run_wasm" => component(door, args),
+            _ if door.catalog.tool(tool).is_some() => script_tool(door, tool, args),
             // Everything else is one op: a built-in, a granted tool, or
             // a tool the grant refuses (`tool_denied`, on record).
             _ => return ops::run(door, session, ids, tool, args, cancel).await,
@@ -383,16 +415,8 @@ impl Handler {
             Ok(p) => p,
             Err(reason) => return self.door.turn_away(ids, tool, "refused", &reason),
         };
-        let progress = context
-            .meta
-            .get_progress_token()
-            .map(|token| runs::Progress {
-                peer: context.peer.clone(),
-                token,
-            });
-        let log = self.log_level.log(&context.peer);
-        let listeners = runs::Listeners { progress, log };
-        runs::run(door, session, ids, tool, program, listeners, cancel).await
+        let client = self.client(&context, true);
+        runs::run(door, session, ids, tool, program, client, cancel).await
     }
 }
 
@@ -430,6 +454,26 @@ fn python(door: &Door, args: &JsonObject) -> Result<runs::Program, String> {
         args,
         stdin,
         source: Some(code),
+        shape: None,
+    })
+}
+
+/// A catalog script tool: its arguments checked against its schema (a
+/// mismatch is refused before anything runs), then its script run with
+/// them on stdin as JSON.
+fn script_tool(door: &Door, tool: &str, args: &JsonObject) -> Result<runs::Program, String> {
+    let (Some(t), Some(runner)) = (door.catalog.tool(tool), &door.python) else {
+        return Err(format!("the catalog tool {tool} has no Python runner"));
+    };
+    let args = Value::Object(args.clone());
+    t.check(&args)?;
+    Ok(runs::Program {
+        agent: runner.agent().clone(),
+        name: t.name.clone(),
+        args: Vec::new(),
+        stdin: args.to_string().into_bytes(),
+        source: Some(t.source.clone()),
+        shape: Some(t.output),
     })
 }
 
@@ -444,5 +488,6 @@ fn component(door: &Door, args: &JsonObject) -> Result<runs::Program, String> {
         args,
         stdin,
         source: None,
+        shape: None,
     })
 }

@@ -49,8 +49,9 @@ impl Log {
     }
 }
 
-/// The server's capabilities: tools, prompts, resources (with
-/// subscriptions) and logging (here, where its deprecation is allowed).
+/// The server's capabilities: tools, prompts (with completions of their
+/// arguments), resources (with subscriptions) and logging (here, where its
+/// deprecation is allowed).
 pub(crate) fn capabilities() -> rmcp::model::ServerCapabilities {
     rmcp::model::ServerCapabilities::builder()
         .enable_tools()
@@ -58,6 +59,7 @@ pub(crate) fn capabilities() -> rmcp::model::ServerCapabilities {
         .enable_resources()
         .enable_resources_subscribe()
         .enable_logging()
+        .enable_completions()
         .build()
 }
 

@@ -6,7 +6,9 @@
 //! - `door.rs`: what every session shares (the grant, the engine, the
 //!   runner, the run slots, the audit stream); `session.rs`: each
 //!   session's own state (scratch folder, totals).
-//! - `catalog.rs`: the tools listed, with their input schemas.
+//! - `listing.rs`: the tools listed, with their input schemas.
+//! - `catalog/`: `--catalog FILE`, what the operator offers besides the
+//!   door's own tools (script tools, client tools, prompts, resources).
 //! - `handler.rs`: the `ServerHandler`: list, call, dispatch.
 //! - `runs.rs`: `run_python` and `run_wasm` (streaming, cancel, capacity).
 //! - `events.rs`: a run's events as the JSON a client is sent.
@@ -15,6 +17,8 @@
 //! - `logging.rs`: a run's stderr and denials as log messages, for a
 //!   client that set a level.
 //! - `prompts.rs`: the `code_mode` prompt, the grant as an API.
+//! - `served.rs`: the catalog's templates, prompts and completions when
+//!   a client asks for them.
 //! - `ops.rs`: `read_file`, `write_file`, `list_files`, `fetch` and the
 //!   granted tools, one op each through the gate.
 //! - `resources.rs`: the grant's folders as resources, read through the
@@ -42,12 +46,14 @@ mod events;
 mod files;
 mod handler;
 mod http;
+mod listing;
 mod logging;
 mod ops;
 mod prompts;
 mod reply;
 mod resources;
 mod runs;
+mod served;
 mod session;
 mod subscriptions;
 mod uris;
@@ -92,6 +98,12 @@ pub(crate) struct McpArgs {
     /// by its file name in it); without it, `run_wasm` is not offered.
     #[arg(long, value_name = "DIR")]
     components: Option<PathBuf>,
+    /// What the door offers besides its own tools (TOML): tools and
+    /// resource templates that are Python scripts run under the grant,
+    /// client tools (sampling, elicitation) the grant may allow, prompts,
+    /// and guest files as resources (see docs/mcp.md, "The catalog").
+    #[arg(long, value_name = "FILE")]
+    catalog: Option<PathBuf>,
     /// The Python runner component (default: as `run` finds it); without
     /// one, `run_python` is not offered.
     #[arg(long, value_name = "FILE")]

@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 /// arguments are its op's plan arguments; any other name is a tool call
 /// (granted or not: the gate decides).
 pub(crate) fn plan_form(tool: &str, args: &JsonObject) -> Value {
-    match super::catalog::single_op(tool) {
+    match super::listing::single_op(tool) {
         Some(kind) => {
             let mut op = args.clone();
             op.insert("op".into(), Value::String(kind.name().into()));

@@ -6,15 +6,33 @@
 //! The text is made from the grant the listing shows, never from a host
 //! path: a mount is named by its guest path.
 
-use super::catalog::Offer;
+use super::listing::Offer;
 use rmcp::model::{GetPromptResult, Prompt, PromptArgument, PromptMessage, Role};
 use serde_json::Value;
 
 /// The one prompt's name.
 pub(crate) const CODE_MODE: &str = "code_mode";
 
-/// Everything listed.
+/// Everything listed: `code_mode` (with a Python runner), then the
+/// catalog's prompts.
 pub(crate) fn list(offer: &Offer<'_>) -> Vec<Prompt> {
+    let mut listed = code_mode(offer);
+    for p in &offer.catalog.prompts {
+        let args = (p.arguments.iter())
+            .map(|a| {
+                let arg = PromptArgument::new(&a.name).with_required(a.required);
+                match &a.description {
+                    Some(d) => arg.with_description(d),
+                    None => arg,
+                }
+            })
+            .collect();
+        listed.push(Prompt::new(&p.name, Some(&p.description), Some(args)));
+    }
+    listed
+}
+
+fn code_mode(offer: &Offer<'_>) -> Vec<Prompt> {
     if !offer.python {
         return Vec::new();
     }

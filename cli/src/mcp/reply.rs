@@ -3,6 +3,7 @@
 //! spent session total is a tool result with `isError: true`, never a
 //! protocol error.
 
+use super::catalog::{OutputKind, blocks};
 use rmcp::model::{CallToolResult, ContentBlock};
 use sbx_wasm::Output;
 use sbx_wasm::SandboxResult;
@@ -100,6 +101,30 @@ pub(crate) fn run(run: &WasmRun, ids: &Ids<'_>) -> CallToolResult {
         "call": ids.call,
     });
     answer(text, structured, failed)
+}
+
+/// The answer of a catalog script tool: after a clean exit, its stdout as
+/// the tool's content (one text block, or the content blocks it printed,
+/// checked); otherwise the run's answer, so a failure reads like any
+/// run's (status, stderr, denials).
+pub(crate) fn script(run: &WasmRun, ids: &Ids<'_>, shape: OutputKind) -> CallToolResult {
+    let r = &run.report;
+    let clean = matches!(r.status, Status::Completed | Status::Exited)
+        && r.exit_code.is_none_or(|c| c == 0);
+    if !clean {
+        return self::run(run, ids);
+    }
+    match shape {
+        OutputKind::Text => CallToolResult::success(vec![ContentBlock::text(
+            String::from_utf8_lossy(&run.stdout),
+        )]),
+        OutputKind::Content => match blocks(&run.stdout) {
+            Ok(content) => CallToolResult::success(content),
+            Err(why) => CallToolResult::error(vec![ContentBlock::text(format!(
+                "the tool's output is not MCP content: {why}"
+            ))]),
+        },
+    }
 }
 
 /// A call refused before it ran: `busy` (no run slot came free in time)

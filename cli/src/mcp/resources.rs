@@ -28,7 +28,7 @@ use serde_json::json;
 /// as its quota lets a guest make; the templates name the rest).
 const MAX_LISTED: usize = 1_000;
 /// The type a file's name suggests, for the few a model reads most.
-fn mime_type(name: &str) -> &'static str {
+pub(crate) fn mime_type(name: &str) -> &'static str {
     let ext = name.rsplit_once('.').map_or("", |(_, e)| e);
     match ext.to_ascii_lowercase().as_str() {
         "json" => "application/json",
@@ -37,6 +37,9 @@ fn mime_type(name: &str) -> &'static str {
         "html" | "htm" => "text/html",
         "png" => "image/png",
         "jpg" | "jpeg" => "image/jpeg",
+        "gif" => "image/gif",
+        "webp" => "image/webp",
+        "wav" => "audio/wav",
         "pdf" => "application/pdf",
         "txt" | "log" | "py" | "toml" | "yaml" | "yml" | "xml" => "text/plain",
         _ => "application/octet-stream",
@@ -44,7 +47,7 @@ fn mime_type(name: &str) -> &'static str {
 }
 
 /// The refusal of one op as the protocol's error.
-fn op_error(result: &SandboxResult) -> ErrorData {
+pub(crate) fn op_error(result: &SandboxResult) -> ErrorData {
     if let Some(d) = &result.denial {
         return ErrorData::invalid_params(
             format!(
@@ -68,7 +71,7 @@ fn op_error(result: &SandboxResult) -> ErrorData {
 
 /// A call turned away before it ran (its record is written), as the
 /// protocol's error.
-fn turned_away(answer: &rmcp::model::CallToolResult) -> ErrorData {
+pub(crate) fn turned_away(answer: &rmcp::model::CallToolResult) -> ErrorData {
     let text: String = (answer.content.iter())
         .filter_map(|c| c.as_text().map(|t| t.text.clone()))
         .collect();
@@ -102,7 +105,16 @@ impl Handler {
         .await
         .map_err(|reason| ErrorData::internal_error(reason, None))?;
         self.door().count_ran();
-        let mut listed = Vec::new();
+        let mut listed: Vec<Resource> = (self.door().catalog.resources.iter())
+            .map(|r| {
+                let mime = r.mime_type.as_deref().unwrap_or(mime_type(&r.path));
+                let listed = Resource::new(r.uri.clone(), r.name.clone()).with_mime_type(mime);
+                match &r.description {
+                    Some(d) => listed.with_description(d.clone()),
+                    None => listed,
+                }
+            })
+            .collect();
         for (root, result) in roots.iter().zip(&results) {
             let Some(Output::Entries { entries }) = &result.output else {
                 continue;
@@ -121,13 +133,20 @@ impl Handler {
     }
 
     pub(crate) fn resource_templates(&self) -> ListResourceTemplatesResult {
-        let mut templates: Vec<ResourceTemplate> = (self.door().caps.mounts().iter())
-            .map(|m| {
-                let root = m.guest.as_str();
-                ResourceTemplate::new(format!("{}/{{+path}}", uri(root)), root.to_string())
-                    .with_description(format!("A file under {root} ({})", m.access.as_str()))
-            })
-            .collect();
+        let catalog = (self.door().catalog.templates.iter()).map(|t| {
+            let listed = ResourceTemplate::new(t.template.as_str(), t.name.clone())
+                .with_mime_type(t.mime_type.clone());
+            match &t.description {
+                Some(d) => listed.with_description(d.clone()),
+                None => listed,
+            }
+        });
+        let mut templates: Vec<ResourceTemplate> = catalog.collect();
+        templates.extend((self.door().caps.mounts().iter()).map(|m| {
+            let root = m.guest.as_str();
+            ResourceTemplate::new(format!("{}/{{+path}}", uri(root)), root.to_string())
+                .with_description(format!("A file under {root} ({})", m.access.as_str()))
+        }));
         if self.door().scratch_root.is_some() {
             templates.push(
                 ResourceTemplate::new(format!("{}/{{+path}}", uri("/scratch")), "/scratch")
@@ -143,45 +162,89 @@ impl Handler {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResult, ErrorData> {
         const TOOL: &str = "resources/read";
-        let path = guest_path(resource).map_err(|r| ErrorData::invalid_params(r, None))?;
+        let catalog = &self.door().catalog;
+        let (path, mime) = if let Some(r) = catalog.resource(resource) {
+            let mime = r.mime_type.as_deref().unwrap_or(mime_type(&r.path));
+            (r.path.clone(), mime.to_string())
+        } else if let Some((template, vars)) = catalog.template(resource) {
+            return self.read_template(resource, template, vars, context).await;
+        } else {
+            let path = guest_path(resource).map_err(|r| ErrorData::invalid_params(r, None))?;
+            let mime = mime_type(&path).to_string();
+            (path, mime)
+        };
+        let mut read = self.read_files(TOOL, vec![path], context).await?;
+        Ok(ReadResourceResult::new(vec![contents(
+            resource,
+            mime,
+            read.remove(0),
+        )]))
+    }
+
+    /// Read `paths` (guest paths) through the gate as one call of `tool`
+    /// of the session: every file's bytes, or the first refusal.
+    pub(crate) async fn read_files(
+        &self,
+        tool: &str,
+        paths: Vec<String>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<Vec<Vec<u8>>, ErrorData> {
         let admitted = self
-            .admit(&context, TOOL)
+            .admit(&context, tool)
             .await
             .map_err(|a| turned_away(&a))?;
-        let op = json!({ "op": "fs_read", "path": path });
+        let ops = (paths.iter())
+            .map(|path| json!({ "op": "fs_read", "path": path }))
+            .collect();
         let (results, _) = ops::perform(
             self.door(),
             &admitted.session,
             &admitted.ids(),
-            TOOL,
-            vec![op],
+            tool,
+            ops,
             context.ct.clone(),
         )
         .await
         .map_err(|reason| ErrorData::internal_error(reason, None))?;
         self.door().count_ran();
-        let result = &results[0];
-        let Some(Output::Data { content }) = &result.output else {
-            return Err(op_error(result));
-        };
-        let mime = mime_type(&path).to_string();
-        let contents = match std::str::from_utf8(&content.0) {
-            Ok(text) => ResourceContents::TextResourceContents {
-                uri: resource.to_string(),
-                mime_type: Some(mime),
-                text: text.to_string(),
-                meta: None,
-            },
-            Err(_) => ResourceContents::BlobResourceContents {
-                uri: resource.to_string(),
-                mime_type: Some(mime),
-                blob: base64::Engine::encode(
-                    &base64::engine::general_purpose::STANDARD,
-                    &content.0,
-                ),
-                meta: None,
-            },
-        };
-        Ok(ReadResourceResult::new(vec![contents]))
+        (results.into_iter())
+            .map(|result| match result.output {
+                Some(Output::Data { content }) => Ok(content.0),
+                _ => Err(op_error(&result)),
+            })
+            .collect()
+    }
+}
+
+/// A file's bytes as a resource's contents: text when it is UTF-8 and its
+/// type is not a binary one, else base64.
+pub(crate) fn contents(uri: &str, mime: String, bytes: Vec<u8>) -> ResourceContents {
+    let binary = [
+        "image/",
+        "audio/",
+        "video/",
+        "application/octet-stream",
+        "application/pdf",
+    ]
+    .iter()
+    .any(|p| mime.starts_with(p));
+    match String::from_utf8(bytes) {
+        Ok(text) if !binary => ResourceContents::TextResourceContents {
+            uri: uri.to_string(),
+            mime_type: Some(mime),
+            text,
+            meta: None,
+        },
+        Ok(text) => blob(uri, mime, text.as_bytes()),
+        Err(e) => blob(uri, mime, e.as_bytes()),
+    }
+}
+
+fn blob(uri: &str, mime: String, bytes: &[u8]) -> ResourceContents {
+    ResourceContents::BlobResourceContents {
+        uri: uri.to_string(),
+        mime_type: Some(mime),
+        blob: base64::Engine::encode(&base64::engine::general_purpose::STANDARD, bytes),
+        meta: None,
     }
 }

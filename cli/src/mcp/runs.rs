@@ -4,6 +4,7 @@
 //! messages when the client set a log level), cancelled by the client's
 //! cancellation or by shutdown.
 
+use super::catalog::{self, OutputKind};
 use super::door::Door;
 use super::reply::{self, Ids};
 use super::session::Session;
@@ -12,7 +13,7 @@ use crate::common::registry;
 use rmcp::model::{CallToolResult, ProgressNotificationParam, ProgressToken};
 use rmcp::service::{Peer, RoleServer};
 use sbx_wasm::events::{Event, EventSink};
-use sbx_wasm::wasm::{PreparedAgent, RunOptions};
+use sbx_wasm::wasm::{PreparedAgent, RunOptions, WasmRun};
 
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -24,19 +25,19 @@ pub(crate) struct Program {
     pub(crate) name: String,
     pub(crate) args: Vec<String>,
     pub(crate) stdin: Vec<u8>,
-    /// For `run_python`: the source, handed to the runner as its script.
+    /// For `run_python` and catalog scripts: the source, handed to the
+    /// runner as its script.
     pub(crate) source: Option<String>,
+    /// How a catalog script tool answers; `None` for the run's report.
+    pub(crate) shape: Option<OutputKind>,
 }
 
-/// Where progress goes, when the client asked for it.
-pub(crate) struct Progress {
+/// The client a call came from: who hears of a run's events as they
+/// happen (progress, when it asked for it; log messages, when it set a
+/// level), and who the catalog's client tools ask.
+pub(crate) struct Client {
     pub(crate) peer: Peer<RoleServer>,
-    pub(crate) token: ProgressToken,
-}
-
-/// Who hears of a run's events as they happen.
-pub(crate) struct Listeners {
-    pub(crate) progress: Option<Progress>,
+    pub(crate) progress: Option<ProgressToken>,
     pub(crate) log: Option<logging::Log>,
 }
 
@@ -52,69 +53,103 @@ pub(crate) async fn run(
     ids: &Ids<'_>,
     tool: &str,
     program: Program,
-    listeners: Listeners,
+    client: Client,
     client_cancel: CancellationToken,
 ) -> CallToolResult {
+    let shape = program.shape;
+    let run = match execute(
+        door,
+        session,
+        ids,
+        tool,
+        program,
+        client,
+        client_cancel.clone(),
+    )
+    .await
+    {
+        Ok(run) => run,
+        Err(turned_away) => return turned_away,
+    };
+    if let Some(shape) = shape {
+        return reply::script(&run, ids, shape);
+    }
+    let mut answer = reply::run(&run, ids);
+    let written = files::written(&run.audit);
+    files::attach(
+        &mut answer,
+        &written,
+        (door, session, ids, tool),
+        client_cancel,
+    )
+    .await;
+    answer
+}
+
+/// Run `program` for `session` (its slot already held) and put the call
+/// on record: the run, or the answer that turned it away.
+pub(crate) async fn execute(
+    door: &Arc<Door>,
+    session: &Session,
+    ids: &Ids<'_>,
+    tool: &str,
+    program: Program,
+    client: Client,
+    client_cancel: CancellationToken,
+) -> Result<WasmRun, CallToolResult> {
     let caps = session.caps.clone();
+    let mut tools = registry(&caps);
+    let asked = &session.asked;
+    catalog::client_tools(&door.catalog.client_tools, &mut tools, &client.peer, asked);
     let mut opts = RunOptions::new(caps.clone())
         .program_name(program.name.clone())
         .args(program.args)
         .stdin(program.stdin)
-        .services(session.services().tools(registry(&caps)));
+        .services(session.services().tools(tools));
     if let (Some(source), Some(python)) = (&program.source, &door.python) {
-        opts = match python.source_options(source, "snippet.py", opts) {
-            Ok(o) => o,
-            Err(e) => return door.turn_away(ids, tool, "refused", &e.to_string()),
+        // A catalog script's traceback names its tool.
+        let file = match program.shape {
+            Some(_) => format!("{}.py", program.name),
+            None => "snippet.py".into(),
         };
+        opts = python
+            .source_options(source, &file, opts)
+            .map_err(|e| door.turn_away(ids, tool, "refused", &e.to_string()))?;
     }
-    let cancel_files = client_cancel.clone();
     let (cancel, _watch) = door.cancel_switch(client_cancel);
     opts = opts.cancel(cancel);
     let mut forwarder = None;
-    if listeners.progress.is_some() || listeners.log.is_some() {
+    if client.progress.is_some() || client.log.is_some() {
         let (tx, rx) = std::sync::mpsc::sync_channel(QUEUE);
         opts = opts.events(EventSink::new(tx));
-        forwarder = Some(forward(rx, listeners));
+        forwarder = Some(forward(rx, client));
     }
     let result = door.host.run_prepared_async(&program.agent, opts).await;
     if let Some(f) = forwarder {
         // Every chunk and denial is sent before the result.
         let _ = tokio::task::spawn_blocking(move || f.join()).await;
     }
-    match result {
-        Ok(run) => {
-            door.finish_call(session, ids, tool, &run.report, &run.audit);
-            door.count_ran();
-            let mut answer = reply::run(&run, ids);
-            let written = files::written(&run.audit);
-            files::attach(
-                &mut answer,
-                &written,
-                (door, session, ids, tool),
-                cancel_files,
-            )
-            .await;
-            answer
-        }
-        Err(e) => door.turn_away(ids, tool, "refused", &e.to_string()),
-    }
+    let run = result.map_err(|e| door.turn_away(ids, tool, "refused", &e.to_string()))?;
+    door.finish_call(session, ids, tool, &run.report, &run.audit);
+    door.count_ran();
+    Ok(run)
 }
 
 /// Send each event to the client as progress notifications and log
 /// messages, from a thread of its own (the run's sink is a blocking
 /// channel), until the run drops its sink. A client that is gone is not
 /// sent more; the channel is drained so the run never notices.
-fn forward(rx: std::sync::mpsc::Receiver<Event>, to: Listeners) -> std::thread::JoinHandle<()> {
+fn forward(rx: std::sync::mpsc::Receiver<Event>, to: Client) -> std::thread::JoinHandle<()> {
     let handle = tokio::runtime::Handle::current();
     std::thread::spawn(move || {
         let mut n = 0u64;
         for event in rx {
-            if let Some(p) = &to.progress {
+            if let Some(token) = &to.progress {
                 for message in events::messages(&event) {
                     n += 1;
-                    let mut param = ProgressNotificationParam::new(p.token.clone(), n as f64);
+                    let mut param = ProgressNotificationParam::new(token.clone(), n as f64);
                     param.message = Some(message.to_string());
-                    let _ = handle.block_on(p.peer.notify_progress(param));
+                    let _ = handle.block_on(to.peer.notify_progress(param));
                 }
             }
             if let Some(log) = &to.log {

@@ -60,6 +60,8 @@ pub(crate) struct Session {
     /// call of the session sees what the earlier ones put; another session
     /// has its own.
     kv: Arc<MemoryKv>,
+    /// How often this session's runs asked the catalog's client tools.
+    pub(crate) asked: Arc<super::catalog::Asked>,
     /// Guest paths its calls wrote or removed since they were last taken
     /// (for resource subscriptions).
     written: Mutex<Written>,
@@ -82,6 +84,7 @@ impl Session {
             caps,
             _scratch: scratch,
             kv: Arc::new(MemoryKv::new()),
+            asked: Arc::default(),
             written: Mutex::new(Written::default()),
             calls: AtomicU64::new(0),
             wall_us: AtomicU64::new(0),

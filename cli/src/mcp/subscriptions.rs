@@ -2,9 +2,12 @@
 //! subscribes to a resource's URI, and when a call of its session writes or
 //! removes that file, the door sends `notifications/resources/updated`
 //! after the call. A URI must name a path under one of the session's
-//! mounts (no `..`); at most [`MAX`] per session. A notice says only that
+//! mounts (no `..`), or be one of the catalog's file resources (watched as
+//! its guest file, noticed under its own URI); at most [`MAX`] per
+//! session. A notice says only that
 //! the file changed: reading it is `resources/read`, through the gate.
 
+use super::catalog::Catalog;
 use super::session::Session;
 use super::uris::{guest_path, uri};
 use rmcp::model::ResourceUpdatedNotificationParam;
@@ -16,22 +19,40 @@ use std::sync::{Arc, Mutex, MutexGuard};
 /// The most subscriptions one session keeps.
 const MAX: usize = 1_000;
 
-/// One session's subscriptions, by guest path.
+/// One session's subscriptions: each guest path watched, with the URI
+/// its notices name.
 #[derive(Clone, Default)]
-pub(crate) struct Subscriptions(Arc<Mutex<BTreeSet<String>>>);
+pub(crate) struct Subscriptions(Arc<Mutex<BTreeSet<(String, String)>>>);
 
 impl Subscriptions {
-    fn paths(&self) -> MutexGuard<'_, BTreeSet<String>> {
+    fn paths(&self) -> MutexGuard<'_, BTreeSet<(String, String)>> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Subscribe to `resource` in `session`, or why not.
-    pub(crate) fn add(&self, resource: &str, session: &Session) -> Result<(), String> {
+    /// The guest path `resource` watches, and the URI its notices name.
+    fn watched(resource: &str, catalog: &Catalog) -> Result<(String, String), String> {
+        if let Some(r) = catalog.resource(resource) {
+            return Ok((canonical(&r.path), resource.to_string()));
+        }
+        if catalog.template(resource).is_some() {
+            return Err("a resource a script makes is not a file: it cannot be watched".into());
+        }
         let path = guest_path(resource)?;
         if has_traversal(&path) {
             return Err("a resource URI may not climb with `..`".into());
         }
         let path = canonical(&path);
+        Ok((path.clone(), uri(&path)))
+    }
+
+    /// Subscribe to `resource` in `session`, or why not.
+    pub(crate) fn add(
+        &self,
+        resource: &str,
+        session: &Session,
+        catalog: &Catalog,
+    ) -> Result<(), String> {
+        let (path, named) = Self::watched(resource, catalog)?;
         let granted = session.caps.mounts().iter().any(|m| {
             let root = m.guest.as_str().trim_end_matches('/');
             path == root || path.starts_with(&format!("{root}/"))
@@ -40,17 +61,18 @@ impl Subscriptions {
             return Err(format!("{path} is under no folder of the grant"));
         }
         let mut paths = self.paths();
-        if paths.len() >= MAX && !paths.contains(&path) {
+        let entry = (path, named);
+        if paths.len() >= MAX && !paths.contains(&entry) {
             return Err(format!("a session keeps at most {MAX} subscriptions"));
         }
-        paths.insert(path);
+        paths.insert(entry);
         Ok(())
     }
 
     /// Unsubscribe from `resource` (nothing if it was not subscribed).
-    pub(crate) fn remove(&self, resource: &str) {
-        if let Ok(path) = guest_path(resource) {
-            self.paths().remove(&canonical(&path));
+    pub(crate) fn remove(&self, resource: &str, catalog: &Catalog) {
+        if let Ok(entry) = Self::watched(resource, catalog) {
+            self.paths().remove(&entry);
         }
     }
 
@@ -64,16 +86,15 @@ impl Subscriptions {
             if paths.is_empty() {
                 return;
             }
-            match written {
-                Some(w) => (w.iter())
-                    .map(|t| canonical(t))
-                    .filter(|t| paths.contains(t))
-                    .collect(),
-                None => paths.iter().cloned().collect(),
-            }
+            let written: Option<BTreeSet<String>> =
+                written.map(|w| w.iter().map(|t| canonical(t)).collect());
+            (paths.iter())
+                .filter(|(path, _)| written.as_ref().is_none_or(|w| w.contains(path)))
+                .map(|(_, named)| named.clone())
+                .collect()
         };
-        for path in changed {
-            let notice = ResourceUpdatedNotificationParam::new(uri(&path));
+        for named in changed {
+            let notice = ResourceUpdatedNotificationParam::new(named);
             // A client that is gone misses its notices; the call's answer
             // is what counts.
             let _ = peer.notify_resource_updated(notice).await;

@@ -1,6 +1,6 @@
 //! The tools the MCP door lists: its own (fixed names clients and docs rely
-//! on) and every tool the caps file grants with a command, each with its
-//! input schema.
+//! on), every tool the caps file grants with a command, and the catalog's
+//! script tools, each with its input schema.
 
 use rmcp::model::{Tool, ToolAnnotations};
 use sbx_wasm::Capabilities;
@@ -45,6 +45,7 @@ pub(crate) struct Offer<'a> {
     pub(crate) python: bool,
     pub(crate) components: bool,
     pub(crate) granted_tools: &'a [ToolDefinition],
+    pub(crate) catalog: &'a super::catalog::Catalog,
 }
 
 fn schema(v: Value) -> Arc<Map<String, Value>> {
@@ -150,6 +151,13 @@ pub(crate) fn tools(door: &Offer<'_>) -> Vec<Tool> {
                 d.description.clone()
             },
             schema(d.input_schema.clone()),
+        ));
+    }
+    for t in &door.catalog.tools {
+        out.push(Tool::new(
+            t.name.clone(),
+            t.description.clone(),
+            schema(t.input_schema.clone()),
         ));
     }
     out

@@ -1,0 +1,161 @@
+//! Client tools: tools a guest calls (`sbx.call_tool(name, input)`) whose
+//! answer comes from the MCP client, over the session the call came in on.
+//!
+//! - `sampling`: the client's model. Input `{"prompt", "system"?,
+//!   "max_tokens"?}` (or plain text, the prompt); output the model's text.
+//!   `max_tokens` is clamped to the catalog's.
+//! - `elicitation`: the client's user, with a form. Input `{"message",
+//!   "schema"}` (the protocol's restricted object schema); output
+//!   `{"action": "accept" | "decline" | "cancel", "content": ...}`.
+//!
+//! The grant decides whether a guest may call one at all (`[tools] allow`,
+//! as for any tool; the call is on record like any tool call); the catalog
+//! says how often a session may ask (`max_calls`) and how long an answer
+//! may be. A client that did not declare the capability, and the
+//! sessionless revision (2026-07-28, where a server may not ask the
+//! client), give the guest a tool failure, never a hang: the wait is the
+//! run's wall time left.
+
+#[allow(deprecated)] // sampling: deprecated from 2026-07-28, served before it
+use rmcp::model::{
+    CreateMessageRequestParams, ElicitRequestParams, ElicitationSchema, SamplingMessage,
+};
+use rmcp::service::{Peer, RoleServer};
+use sbx_wasm::tools::{ToolError, ToolRegistry};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum AskKind {
+    Sampling,
+    Elicitation,
+}
+
+/// A client tool as the catalog declares it.
+#[derive(Clone, Debug)]
+pub(crate) struct ClientTool {
+    pub(crate) name: String,
+    pub(crate) kind: AskKind,
+    pub(crate) max_calls: u32,
+    pub(crate) max_tokens: u32,
+}
+
+/// How many times each client tool was asked, in one session.
+#[derive(Default)]
+pub(crate) struct Asked(Mutex<BTreeMap<String, u32>>);
+
+impl Asked {
+    fn take(&self, tool: &ClientTool) -> Result<(), ToolError> {
+        let mut counts = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let n = counts.entry(tool.name.clone()).or_default();
+        if *n >= tool.max_calls {
+            return Err(ToolError::Failed(format!(
+                "{} was asked {} times in this session, the most the catalog allows",
+                tool.name, tool.max_calls
+            )));
+        }
+        *n += 1;
+        Ok(())
+    }
+}
+
+/// Register `tools` in `registry`, each asking `peer`, counted in `asked`.
+pub(crate) fn client_tools(
+    tools: &[ClientTool],
+    registry: &mut ToolRegistry,
+    peer: &Peer<RoleServer>,
+    asked: &Arc<Asked>,
+) {
+    let handle = tokio::runtime::Handle::current();
+    for tool in tools {
+        let (tool, peer, asked) = (tool.clone(), peer.clone(), asked.clone());
+        registry.register_async(tool.name.clone(), handle.clone(), move |input| {
+            let (tool, peer, asked) = (tool.clone(), peer.clone(), asked.clone());
+            async move {
+                asked.take(&tool)?;
+                match tool.kind {
+                    AskKind::Sampling => sample(&peer, &tool, &input).await,
+                    AskKind::Elicitation => elicit(&peer, &input).await,
+                }
+            }
+        });
+    }
+}
+
+fn failed(what: &str, e: impl std::fmt::Display) -> ToolError {
+    ToolError::Failed(format!("{what}: {}", sbx_wasm::bound::clip(e.to_string())))
+}
+
+fn client_offers(peer: &Peer<RoleServer>, kind: AskKind) -> bool {
+    peer.peer_info().is_some_and(|info| match kind {
+        AskKind::Sampling => info.capabilities.sampling.is_some(),
+        AskKind::Elicitation => info.capabilities.elicitation.is_some(),
+    })
+}
+
+#[allow(deprecated)] // sampling: deprecated from 2026-07-28, served before it
+async fn sample(
+    peer: &Peer<RoleServer>,
+    tool: &ClientTool,
+    input: &str,
+) -> Result<String, ToolError> {
+    if !client_offers(peer, AskKind::Sampling) {
+        return Err(ToolError::Failed(
+            "the client does not offer sampling (its model cannot be asked)".into(),
+        ));
+    }
+    let (prompt, system, wanted) = match serde_json::from_str::<Value>(input) {
+        Ok(Value::Object(o)) => {
+            let prompt = (o.get("prompt").and_then(Value::as_str))
+                .ok_or_else(|| ToolError::Failed("`prompt` (a string) is required".into()))?
+                .to_string();
+            let system = o.get("system").and_then(Value::as_str).map(String::from);
+            let wanted = o.get("max_tokens").and_then(Value::as_u64);
+            (prompt, system, wanted)
+        }
+        _ => (input.to_string(), None, None),
+    };
+    let max_tokens = wanted.map_or(tool.max_tokens, |w| w.min(tool.max_tokens as u64) as u32);
+    let mut params =
+        CreateMessageRequestParams::new(vec![SamplingMessage::user_text(prompt)], max_tokens);
+    if let Some(s) = system {
+        params = params.with_system_prompt(s);
+    }
+    let answer = (peer.create_message(params).await).map_err(|e| failed("sampling failed", e))?;
+    let text: Vec<String> = (answer.message.content.into_vec().iter())
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect();
+    if text.is_empty() {
+        return Err(ToolError::Failed("the model answered with no text".into()));
+    }
+    Ok(text.join("\n"))
+}
+
+async fn elicit(peer: &Peer<RoleServer>, input: &str) -> Result<String, ToolError> {
+    if !client_offers(peer, AskKind::Elicitation) {
+        return Err(ToolError::Failed(
+            "the client does not offer elicitation (its user cannot be asked)".into(),
+        ));
+    }
+    let bad = || {
+        ToolError::Failed("the input is {\"message\": text, \"schema\": an object schema}".into())
+    };
+    let Ok(Value::Object(o)) = serde_json::from_str::<Value>(input) else {
+        return Err(bad());
+    };
+    let message = o.get("message").and_then(Value::as_str).ok_or_else(bad)?;
+    let schema: ElicitationSchema = (o.get("schema").cloned())
+        .map(serde_json::from_value)
+        .ok_or_else(bad)?
+        .map_err(|e| failed("the schema is not one elicitation takes", e))?;
+    let params = ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: message.to_string(),
+        requested_schema: schema,
+    };
+    let answer =
+        (peer.create_elicitation(params).await).map_err(|e| failed("elicitation failed", e))?;
+    Ok(json!({ "action": answer.action, "content": answer.content }).to_string())
+}
