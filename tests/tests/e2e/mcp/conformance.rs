@@ -1,12 +1,14 @@
 //! The official MCP conformance suite (`@modelcontextprotocol/conformance`,
 //! pinned with the Node.js 22 it needs in `tests/mcp/conformance/`, both
-//! from the npm registry) against `sbx-wasm mcp --http` with the tests'
-//! grant, held to the baseline of scenarios that do not pass yet
-//! (`expected-failures.yml`): the suite fails for a scenario that fails
+//! from the npm registry) against `sbx-wasm mcp --http` serving the shipped
+//! example `examples/mcp-conformance/` (its grant and its catalog of the
+//! suite's fixtures), held to the baseline of scenarios that do not pass
+//! yet (`expected-failures.yml`): the suite fails for a scenario that fails
 //! outside it or passes inside it. The count `docs/mcp.md` states is
 //! checked against the run.
 
-use super::Fixture;
+use super::{Fixture, HttpServer};
+use sbx_wasm_tests::python_runner;
 use sbx_wasm_tests::{repo_root, user_cache};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -76,7 +78,24 @@ fn stated_count() -> (usize, usize) {
 fn the_official_conformance_suite_passes_its_baseline_and_the_stated_count() {
     let (node, entry) = suite();
     let f = Fixture::new();
-    let mut server = f.http(&[]);
+    let example = repo_root().join("examples/mcp-conformance");
+    let path = |p: PathBuf| p.display().to_string();
+    let args: Vec<String> = vec![
+        "mcp".into(),
+        "--caps".into(),
+        path(example.join("caps.toml")),
+        "--catalog".into(),
+        path(example.join("catalog.toml")),
+        "--python-runner".into(),
+        path(python_runner()),
+        "--audit".into(),
+        path(f.path("audit.jsonl")),
+        "--log".into(),
+        path(f.path("server.log")),
+        "--http".into(),
+        "127.0.0.1:0".into(),
+    ];
+    let mut server = HttpServer::spawn(&args, &f.env());
     let baseline = repo_root().join("tests/mcp/conformance/expected-failures.yml");
     let out = Command::new(node)
         .arg(entry)

@@ -4,6 +4,7 @@
 //! [`python_sdk`]), over stdio and streamable HTTP, against real folders,
 //! a real loopback HTTP server and the real Python runner.
 
+mod catalog;
 mod conformance;
 mod metrics;
 mod prompts_and_logs;
@@ -135,9 +136,24 @@ impl Fixture {
     pub(crate) fn http(&self, extra: &[&str]) -> HttpServer {
         let mut args = self.args(&["--http", "127.0.0.1:0"]);
         args.extend(extra.iter().map(|s| s.to_string()));
+        HttpServer::spawn(&args, &self.env())
+    }
+}
+
+/// A running HTTP server, stopped with SIGTERM on drop.
+pub(crate) struct HttpServer {
+    pub(crate) child: Child,
+    /// `http://127.0.0.1:PORT/mcp`.
+    pub(crate) url: String,
+}
+
+impl HttpServer {
+    /// Start `sbx-wasm` with `args` (an `mcp --http` command) and wait for
+    /// its address.
+    pub(crate) fn spawn(args: &[String], env: &[(String, String)]) -> HttpServer {
         let mut child = Command::new(sbx_bin())
-            .args(&args)
-            .envs(self.env())
+            .args(args)
+            .envs(env.iter().cloned())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -157,16 +173,7 @@ impl Fixture {
         std::thread::spawn(move || lines.for_each(drop));
         HttpServer { child, url }
     }
-}
 
-/// A running HTTP server, stopped with SIGTERM on drop.
-pub(crate) struct HttpServer {
-    pub(crate) child: Child,
-    /// `http://127.0.0.1:PORT/mcp`.
-    pub(crate) url: String,
-}
-
-impl HttpServer {
     /// SIGTERM, then its exit code.
     pub(crate) fn terminate(&mut self) -> Option<i32> {
         terminate(self.child.id());

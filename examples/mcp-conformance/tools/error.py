@@ -1,0 +1,3 @@
+import sys
+
+sys.exit("This tool intentionally returns an error for testing")

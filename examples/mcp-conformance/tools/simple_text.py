@@ -1,0 +1,1 @@
+print("This is a simple text response for testing.", end="")
