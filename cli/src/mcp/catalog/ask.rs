@@ -6,7 +6,11 @@
 //!   `max_tokens` is clamped to the catalog's.
 //! - `elicitation`: the client's user, with a form. Input `{"message",
 //!   "schema"}` (the protocol's restricted object schema); output
-//!   `{"action": "accept" | "decline" | "cancel", "content": ...}`.
+//!   `{"action": "accept" | "decline" | "cancel", "content": ...}`. The
+//!   user is told who asks: the message shown begins "Sandboxed code asks
+//!   (tool NAME):", so a guest cannot pose as the server or the client,
+//!   and it is at most [`MAX_MESSAGE`] bytes. Only form elicitation: a
+//!   guest cannot send the user to a URL.
 //!
 //! The grant decides whether a guest may call one at all (`[tools] allow`,
 //! as for any tool; the call is on record like any tool call); the catalog
@@ -77,7 +81,7 @@ pub(crate) fn client_tools(
                 asked.take(&tool)?;
                 match tool.kind {
                     AskKind::Sampling => sample(&peer, &tool, &input).await,
-                    AskKind::Elicitation => elicit(&peer, &input).await,
+                    AskKind::Elicitation => elicit(&peer, &tool, &input).await,
                 }
             }
         });
@@ -133,7 +137,14 @@ async fn sample(
     Ok(text.join("\n"))
 }
 
-async fn elicit(peer: &Peer<RoleServer>, input: &str) -> Result<String, ToolError> {
+/// The longest message a guest may show the user.
+const MAX_MESSAGE: usize = 4096;
+
+async fn elicit(
+    peer: &Peer<RoleServer>,
+    tool: &ClientTool,
+    input: &str,
+) -> Result<String, ToolError> {
     if !client_offers(peer, AskKind::Elicitation) {
         return Err(ToolError::Failed(
             "the client does not offer elicitation (its user cannot be asked)".into(),
@@ -146,13 +157,19 @@ async fn elicit(peer: &Peer<RoleServer>, input: &str) -> Result<String, ToolErro
         return Err(bad());
     };
     let message = o.get("message").and_then(Value::as_str).ok_or_else(bad)?;
+    if message.len() > MAX_MESSAGE {
+        return Err(ToolError::Failed(format!(
+            "the message is {} bytes; at most {MAX_MESSAGE} are shown",
+            message.len()
+        )));
+    }
     let schema: ElicitationSchema = (o.get("schema").cloned())
         .map(serde_json::from_value)
         .ok_or_else(bad)?
         .map_err(|e| failed("the schema is not one elicitation takes", e))?;
     let params = ElicitRequestParams::FormElicitationParams {
         meta: None,
-        message: message.to_string(),
+        message: format!("Sandboxed code asks (tool {}): {message}", tool.name),
         requested_schema: schema,
     };
     let answer =

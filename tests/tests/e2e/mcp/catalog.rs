@@ -14,8 +14,9 @@ use super::rust_client::field;
 use rmcp::model::{
     ArgumentInfo, CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
     CompleteRequestParams, ContentBlock, CreateMessageRequestParams, CreateMessageResult,
-    GetPromptRequestParams, Implementation, ReadResourceRequestParams, Reference, ResourceContents,
-    ResourceUpdatedNotificationParam, SamplingMessage, SubscribeRequestParams,
+    ElicitRequestParams, ElicitResult, ElicitationAction, GetPromptRequestParams, Implementation,
+    ReadResourceRequestParams, Reference, ResourceContents, ResourceUpdatedNotificationParam,
+    SamplingMessage, SubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient, RunningService};
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
@@ -26,10 +27,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// A client whose "model" answers every sampling request with the prompt
-/// reversed, and that keeps the resource notices it gets.
+/// reversed, whose "user" accepts every form with `{"name": "ada"}`
+/// (keeping the message shown), and that keeps the resource notices it
+/// gets.
 #[derive(Clone, Default)]
 struct Client {
     sampled: Arc<Mutex<u32>>,
+    asked: Arc<Mutex<Vec<String>>>,
     updated: Arc<Mutex<Vec<String>>>,
 }
 
@@ -57,6 +61,19 @@ impl ClientHandler for Client {
         ))
     }
 
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        if let ElicitRequestParams::FormElicitationParams { message, .. } = request {
+            self.asked.lock().unwrap().push(message);
+        }
+        let mut answer = ElicitResult::new(ElicitationAction::Accept);
+        answer.content = Some(json!({ "name": "ada" }));
+        Ok(answer)
+    }
+
     async fn on_resource_updated(
         &self,
         params: ResourceUpdatedNotificationParam,
@@ -68,6 +85,7 @@ impl ClientHandler for Client {
     fn get_info(&self) -> ClientConfig {
         let mut caps = ClientCapabilities::default();
         caps.sampling = Some(Default::default());
+        caps.elicitation = Some(Default::default());
         ClientConfig::new(caps, Implementation::new("catalog-test", "1.0.0"))
     }
 }
@@ -93,10 +111,17 @@ output = "content"
 python = "scripts/ask_model.py"
 description = "Asks the client's model."
 
+[tools.ask_name]
+python = "scripts/ask_name.py"
+description = "Asks the client's user."
+
 [client_tools.llm]
 ask = "sampling"
 max_calls = 2
 max_tokens = 50
+
+[client_tools.ask_user]
+ask = "elicitation"
 
 [prompts.review]
 description = "Review a file with a picture."
@@ -145,6 +170,13 @@ fn world(allow_llm: bool) -> Fixture {
              except Exception as e:\n    print('failed:', type(e).__name__, e, end='')\n",
         ),
         (
+            "ask_name.py",
+            "import json, sys, sbx\nmessage = json.load(sys.stdin)['message']\n\
+             schema = {'type': 'object', 'properties': {'name': {'type': 'string'}}}\n\
+             try:\n    print(sbx.call_tool('ask_user', {'message': message, 'schema': schema}), end='')\n\
+             except Exception as e:\n    print('failed:', e, end='')\n",
+        ),
+        (
             "item.py",
             "import json, sys\nprint('item ' + json.load(sys.stdin)['id'], end='')\n",
         ),
@@ -158,7 +190,7 @@ fn world(allow_llm: bool) -> Fixture {
         let caps = std::fs::read_to_string(f.path("caps.toml")).unwrap();
         let caps = caps.replace(
             "allow = [\"word_count\"]",
-            "allow = [\"word_count\", \"llm\"]",
+            "allow = [\"word_count\", \"llm\", \"ask_user\"]",
         );
         std::fs::write(f.path("caps.toml"), caps).unwrap();
     }
@@ -246,7 +278,7 @@ async fn catalog_tools_run_under_the_grant_with_their_arguments_checked_first() 
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_client_tool_the_grant_allows_asks_the_client_at_most_max_calls_times() {
+async fn client_tools_the_grant_allows_ask_the_client_within_their_bounds() {
     let f = world(true);
     let client = Client::default();
     let s = serve(&f, client.clone()).await;
@@ -261,6 +293,24 @@ async fn a_client_tool_the_grant_allows_asks_the_client_at_most_max_calls_times(
         text(&third)
     );
     assert_eq!(*client.sampled.lock().unwrap(), 2);
+
+    // The user is told the question comes from sandboxed code.
+    let r = call(&s, "ask_name", json!({ "message": "Your name, please" })).await;
+    let answer: Value = serde_json::from_str(&text(&r)).unwrap_or_else(|_| panic!("{}", text(&r)));
+    assert_eq!(
+        answer,
+        json!({ "action": "accept", "content": { "name": "ada" } })
+    );
+    let shown = client.asked.lock().unwrap().clone();
+    assert_eq!(
+        shown,
+        ["Sandboxed code asks (tool ask_user): Your name, please"]
+    );
+    // A message past 4 KiB is refused; the user is not asked.
+    let long = "x".repeat(5000);
+    let r = call(&s, "ask_name", json!({ "message": long })).await;
+    assert!(text(&r).starts_with("failed:"), "{}", text(&r));
+    assert_eq!(client.asked.lock().unwrap().len(), 1);
     s.cancel().await.unwrap();
 }
 
