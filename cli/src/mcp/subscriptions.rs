@@ -4,8 +4,8 @@
 //! after the call. A URI must name a path under one of the session's
 //! mounts (no `..`), or be one of the catalog's file resources (watched as
 //! its guest file, noticed under its own URI); at most [`MAX`] per
-//! session. A notice says only that
-//! the file changed: reading it is `resources/read`, through the gate.
+//! session. A notice says only that the file changed: reading it is
+//! `resources/read`, through the gate.
 
 use super::catalog::Catalog;
 use super::session::Session;
