@@ -185,6 +185,16 @@ pub fn user_cache() -> PathBuf {
         .join("sbx-wasm")
 }
 
+/// A name beside `path` no other caller uses, this process's or another's:
+/// where a cache entry is made before it is moved in place. (The process
+/// id alone is not enough: two tests of one binary may make the same entry
+/// at once, and would clobber one folder.)
+pub fn private_sibling(path: &Path) -> PathBuf {
+    static MADE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    path.with_extension(format!("tmp-{}-{n}", std::process::id()))
+}
+
 /// The python of a virtual environment holding `requirements` (installed
 /// with `pip install [pip_args] -r requirements`), made once per
 /// requirements file in the user's cache folder under `name/HASH`. A venv's
@@ -199,7 +209,7 @@ pub fn cached_venv(name: &str, requirements: &Path, pip_args: &[&str]) -> PathBu
     if python.exists() {
         return python;
     }
-    let tmp = venv.with_extension(format!("tmp-{}", std::process::id()));
+    let tmp = private_sibling(&venv);
     let _ = std::fs::remove_dir_all(&tmp);
     let ok = |out: std::process::Output, what: &str| {
         assert!(out.status.success(), "{what}: {}", utf8(&out.stderr));

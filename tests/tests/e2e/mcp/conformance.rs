@@ -31,7 +31,7 @@ fn suite() -> (PathBuf, PathBuf) {
     if at(&dir).1.exists() {
         return at(&dir);
     }
-    let tmp = dir.with_extension(format!("tmp-{}", std::process::id()));
+    let tmp = sbx_wasm_tests::private_sibling(&dir);
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp).unwrap();
     for f in ["package.json", "package-lock.json"] {
