@@ -55,6 +55,12 @@ fn status_name(s: Status) -> Value {
     serde_json::to_value(s).unwrap_or(Value::Null)
 }
 
+/// Whether a run ended normally with exit code 0 (soft denials it handled
+/// do not count): the one test of a run's success every answer uses.
+pub(crate) fn clean_exit(r: &RunReport) -> bool {
+    matches!(r.status, Status::Completed | Status::Exited) && r.exit_code.is_none_or(|c| c == 0)
+}
+
 /// The answer of `run_python` or `run_wasm`.
 pub(crate) fn run(run: &WasmRun, ids: &Ids<'_>) -> CallToolResult {
     let r = &run.report;
@@ -65,8 +71,7 @@ pub(crate) fn run(run: &WasmRun, ids: &Ids<'_>) -> CallToolResult {
         (Status::Exited, _, Some(code)) => format!("exited {code}"),
         (s, _, _) => status_name(s).as_str().unwrap_or("?").to_string(),
     };
-    let failed = !matches!(r.status, Status::Completed | Status::Exited)
-        || r.exit_code.is_some_and(|c| c != 0);
+    let failed = !clean_exit(r);
     let mut text = format!("status: {status}\n");
     for d in &r.denials {
         text += &format!("denied: {} {} ({})\n", d.op, d.target, d.violation);
@@ -108,10 +113,7 @@ pub(crate) fn run(run: &WasmRun, ids: &Ids<'_>) -> CallToolResult {
 /// checked); otherwise the run's answer, so a failure reads like any
 /// run's (status, stderr, denials).
 pub(crate) fn script(run: &WasmRun, ids: &Ids<'_>, shape: OutputKind) -> CallToolResult {
-    let r = &run.report;
-    let clean = matches!(r.status, Status::Completed | Status::Exited)
-        && r.exit_code.is_none_or(|c| c == 0);
-    if !clean {
+    if !clean_exit(&run.report) {
         return self::run(run, ids);
     }
     match shape {

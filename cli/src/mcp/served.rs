@@ -14,7 +14,6 @@ use rmcp::model::{
     PromptMessage, ReadResourceResult, Reference,
 };
 use rmcp::service::{RequestContext, RoleServer};
-use sbx_wasm::Status;
 use serde_json::{Map, Value};
 
 impl Handler {
@@ -58,9 +57,7 @@ impl Handler {
         .await
         .map_err(|a| turned_away(&a))?;
         let r = &run.report;
-        let clean = matches!(r.status, Status::Completed | Status::Exited)
-            && r.exit_code.is_none_or(|c| c == 0);
-        if !clean {
+        if !super::reply::clean_exit(r) {
             let stderr = String::from_utf8_lossy(&run.stderr);
             let why = format!(
                 "the template's script failed ({:?}, exit {:?}, violation {:?}): {}",

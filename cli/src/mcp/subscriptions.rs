@@ -12,7 +12,7 @@ use super::session::Session;
 use super::uris::{guest_path, uri};
 use rmcp::model::ResourceUpdatedNotificationParam;
 use rmcp::service::{Peer, RoleServer};
-use sbx_wasm::fs::{canonical, has_traversal};
+use sbx_wasm::fs::{GuestPath, canonical, check_path, has_traversal};
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -29,20 +29,22 @@ impl Subscriptions {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The guest path `resource` watches, and the URI its notices name.
-    fn watched(resource: &str, catalog: &Catalog) -> Result<(String, String), String> {
-        if let Some(r) = catalog.resource(resource) {
-            return Ok((canonical(&r.path), resource.to_string()));
-        }
-        if catalog.template(resource).is_some() {
+    /// The guest path `resource` watches (checked as the gate checks
+    /// one), and the URI its notices name.
+    fn watched(resource: &str, catalog: &Catalog) -> Result<(GuestPath, String), String> {
+        let (path, named) = if let Some(r) = catalog.resource(resource) {
+            (r.path.clone(), Some(resource.to_string()))
+        } else if catalog.template(resource).is_some() {
             return Err("a resource a script makes is not a file: it cannot be watched".into());
-        }
-        let path = guest_path(resource)?;
+        } else {
+            (guest_path(resource)?, None)
+        };
         if has_traversal(&path) {
             return Err("a resource URI may not climb with `..`".into());
         }
-        let path = canonical(&path);
-        Ok((path.clone(), uri(&path)))
+        let path = check_path(&path).map_err(|d| d.message)?;
+        let named = named.unwrap_or_else(|| uri(path.as_str()));
+        Ok((path, named))
     }
 
     /// Subscribe to `resource` in `session`, or why not.
@@ -53,15 +55,12 @@ impl Subscriptions {
         catalog: &Catalog,
     ) -> Result<(), String> {
         let (path, named) = Self::watched(resource, catalog)?;
-        let granted = session.caps.mounts().iter().any(|m| {
-            let root = m.guest.as_str().trim_end_matches('/');
-            path == root || path.starts_with(&format!("{root}/"))
-        });
+        let granted = (session.caps.mounts().iter()).any(|m| path.is_under(&m.guest));
         if !granted {
             return Err(format!("{path} is under no folder of the grant"));
         }
         let mut paths = self.paths();
-        let entry = (path, named);
+        let entry = (path.as_str().to_string(), named);
         if paths.len() >= MAX && !paths.contains(&entry) {
             return Err(format!("a session keeps at most {MAX} subscriptions"));
         }
@@ -71,8 +70,8 @@ impl Subscriptions {
 
     /// Unsubscribe from `resource` (nothing if it was not subscribed).
     pub(crate) fn remove(&self, resource: &str, catalog: &Catalog) {
-        if let Ok(entry) = Self::watched(resource, catalog) {
-            self.paths().remove(&entry);
+        if let Ok((path, named)) = Self::watched(resource, catalog) {
+            self.paths().remove(&(path.as_str().to_string(), named));
         }
     }
 

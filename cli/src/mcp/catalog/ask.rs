@@ -79,6 +79,7 @@ pub(crate) fn client_tools(
             let (tool, peer, asked) = (tool.clone(), peer.clone(), asked.clone());
             async move {
                 asked.take(&tool)?;
+                client_offers(&peer, tool.kind)?;
                 match tool.kind {
                     AskKind::Sampling => sample(&peer, &tool, &input).await,
                     AskKind::Elicitation => elicit(&peer, &tool, &input).await,
@@ -92,11 +93,25 @@ fn failed(what: &str, e: impl std::fmt::Display) -> ToolError {
     ToolError::Failed(format!("{what}: {}", sbx_wasm::bound::clip(e.to_string())))
 }
 
-fn client_offers(peer: &Peer<RoleServer>, kind: AskKind) -> bool {
-    peer.peer_info().is_some_and(|info| match kind {
-        AskKind::Sampling => info.capabilities.sampling.is_some(),
-        AskKind::Elicitation => info.capabilities.elicitation.is_some(),
-    })
+/// Whether the client declared the capability `kind` needs, or the
+/// guest's failure.
+fn client_offers(peer: &Peer<RoleServer>, kind: AskKind) -> Result<(), ToolError> {
+    let info = peer.peer_info();
+    let caps = info.as_ref().map(|i| &i.capabilities);
+    let (offered, missing) = match kind {
+        AskKind::Sampling => (
+            caps.is_some_and(|c| c.sampling.is_some()),
+            "the client does not offer sampling (its model cannot be asked)",
+        ),
+        AskKind::Elicitation => (
+            caps.is_some_and(|c| c.elicitation.is_some()),
+            "the client does not offer elicitation (its user cannot be asked)",
+        ),
+    };
+    match offered {
+        true => Ok(()),
+        false => Err(ToolError::Failed(missing.into())),
+    }
 }
 
 #[allow(deprecated)] // sampling: deprecated from 2026-07-28, served before it
@@ -105,11 +120,6 @@ async fn sample(
     tool: &ClientTool,
     input: &str,
 ) -> Result<String, ToolError> {
-    if !client_offers(peer, AskKind::Sampling) {
-        return Err(ToolError::Failed(
-            "the client does not offer sampling (its model cannot be asked)".into(),
-        ));
-    }
     let (prompt, system, wanted) = match serde_json::from_str::<Value>(input) {
         Ok(Value::Object(o)) => {
             let prompt = (o.get("prompt").and_then(Value::as_str))
@@ -145,11 +155,6 @@ async fn elicit(
     tool: &ClientTool,
     input: &str,
 ) -> Result<String, ToolError> {
-    if !client_offers(peer, AskKind::Elicitation) {
-        return Err(ToolError::Failed(
-            "the client does not offer elicitation (its user cannot be asked)".into(),
-        ));
-    }
     let bad = || {
         ToolError::Failed("the input is {\"message\": text, \"schema\": an object schema}".into())
     };

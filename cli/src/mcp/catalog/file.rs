@@ -35,6 +35,7 @@ use super::{
 };
 use anyhow::{Context, Result, bail};
 use rmcp::model::Role;
+use sbx_wasm::fs::GuestPath;
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -145,7 +146,7 @@ pub(crate) struct Checks<'a> {
     /// Names a catalog tool may not take (the door's own, the grant's).
     pub(crate) taken: &'a dyn Fn(&str) -> bool,
     /// Whether a guest path is under a folder sessions see.
-    pub(crate) granted: &'a dyn Fn(&str) -> bool,
+    pub(crate) granted: &'a dyn Fn(&GuestPath) -> bool,
 }
 
 fn valid_name(name: &str) -> bool {
@@ -173,14 +174,15 @@ fn script(base: &Path, key: &str, file: &str, cx: &Checks<'_>) -> Result<String>
     read_limited(&base.join(file)).with_context(|| format!("{key}.python"))
 }
 
+/// `path` checked as the gate checks a guest path, and under the grant.
 fn guest_file(key: &str, path: &str, cx: &Checks<'_>) -> Result<String> {
-    if !path.starts_with('/') || sbx_wasm::fs::has_traversal(path) {
+    let Ok(guest) = sbx_wasm::fs::check_path(path) else {
         bail!("{key}: {path:?} is not an absolute guest path without `..`");
-    }
-    if !(cx.granted)(path) {
+    };
+    if !(cx.granted)(&guest) {
         bail!("{key}: {path} is under no folder of the grant");
     }
-    Ok(path.to_string())
+    Ok(guest.as_str().to_string())
 }
 
 fn check_uri(key: &str, uri: &str) -> Result<()> {
@@ -421,13 +423,13 @@ pub(crate) fn load_for_grant(
     scratch: Option<&str>,
     taken: &dyn Fn(&str) -> bool,
 ) -> Result<Catalog> {
-    let under = |path: &str, root: &str| {
-        let root = root.trim_end_matches('/');
-        path == root || path.starts_with(&format!("{root}/"))
-    };
-    let granted = |p: &str| {
-        (caps.mounts().iter()).any(|m| under(p, m.guest.as_str()))
-            || scratch.is_some_and(|s| under(p, s))
+    let scratch = scratch
+        .map(sbx_wasm::fs::check_path)
+        .transpose()
+        .map_err(|d| anyhow::anyhow!(d.message))?;
+    let granted = |p: &GuestPath| {
+        (caps.mounts().iter()).any(|m| p.is_under(&m.guest))
+            || scratch.as_ref().is_some_and(|s| p.is_under(s))
     };
     let checks = Checks {
         python,
