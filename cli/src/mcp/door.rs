@@ -12,6 +12,7 @@ use super::audit::AuditStream;
 use super::catalog::{self, Catalog};
 use super::reply::{self, Ids};
 use super::session::{OpenSession, Session, SessionLimits};
+use super::tasks::TaskPolicy;
 use super::workspaces::Workspaces;
 use crate::common::{engine_for, open_cache, registry};
 use anyhow::{Context, Result, bail};
@@ -45,6 +46,8 @@ pub(crate) struct Door {
     /// What `--catalog` offers (empty without one).
     pub(crate) catalog: Catalog,
     pub(crate) limits: SessionLimits,
+    /// When a program call becomes a task.
+    pub(crate) tasks: TaskPolicy,
     pub(crate) audit: Option<AuditStream>,
     slots: Arc<Semaphore>,
     pub(crate) max_concurrent: usize,
@@ -166,6 +169,10 @@ impl Door {
                 calls: args.session_max_calls,
                 wall: Duration::from_millis(args.session_max_wall_ms),
                 output_bytes: args.session_max_output_bytes,
+            },
+            tasks: TaskPolicy {
+                after: Duration::from_millis(args.task_after_ms),
+                keep: Duration::from_millis(args.task_keep_ms),
             },
             audit,
             slots: Arc::new(Semaphore::new(max_concurrent)),

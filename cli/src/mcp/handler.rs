@@ -15,22 +15,23 @@ use super::logging::{self, SetLevelRequestParams};
 use super::reply::Ids;
 use super::session::Session;
 use super::subscriptions::Subscriptions;
-use super::{ops, prompts, runs, workspaces};
+use super::{ops, programs, prompts, runs, tasks, workspaces};
 use anyhow::{Context, Result};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
-    CustomRequest, CustomResult, GetPromptRequestParams, GetPromptResponse, Implementation,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
+    CompleteRequestParams, CompleteResult, CreateTaskResult, CustomRequest, CustomResult,
+    GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult, Implementation,
     InitializeRequestParams, InitializeResult, JsonObject, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerConfig,
-    SubscribeRequestParams, UnsubscribeRequestParams,
+    SubscribeRequestParams, UnsubscribeRequestParams, UpdateTaskParams,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
-use serde_json::Value;
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
+use tokio_util::sync::CancellationToken;
 
 /// One session's server.
 #[derive(Clone)]
@@ -306,11 +307,57 @@ impl ServerHandler for Handler {
             Ok(a) => a,
             Err(refused) => return Ok(refused.into()),
         };
-        let (session, ids) = (&admitted.session, admitted.ids());
+        let session = admitted.session.clone();
+        let may_be_task = programs::is_program(&self.door, &tool)
+            && (context.client_capabilities()).is_some_and(|c| c.supports_tasks())
+            && session.tasks.has_room();
+        if !may_be_task {
+            let cancel = context.ct.clone();
+            return Ok(self
+                .clone()
+                .answer(admitted, tool, args, context, cancel)
+                .await
+                .into());
+        }
+        let (cancel, request_cancel) = (CancellationToken::new(), context.ct.clone());
         let peer = context.peer.clone();
-        let answer = self.dispatch(session, &tool, &args, &ids, context).await;
-        self.subscriptions.notify(session, &peer).await;
-        Ok(answer.into())
+        let work = self
+            .clone()
+            .answer(admitted, tool, args, context, cancel.clone());
+        let wall = session.caps.budget().max_wall;
+        let on = (&session.tasks, self.door.tasks, wall);
+        let tell = move |end| tasks::notify(peer, end);
+        Ok(
+            match tasks::run_as_task(work, (cancel, request_cancel), on, tell).await {
+                tasks::Outcome::Ended(answer) => answer.into(),
+                tasks::Outcome::Task(task) => CallToolResponse::Task(CreateTaskResult::new(task)),
+            },
+        )
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let session = self.task_session(&context)?;
+        session.tasks.get(&request.task_id).map(GetTaskResult::new)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.task_session(&context)?.tasks.cancel(&request.task_id)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.task_session(&context)?.tasks.update(&request.task_id)
     }
 }
 
@@ -373,6 +420,31 @@ impl Handler {
         })
     }
 
+    /// Perform a call let in (under `cancel`), then tell the session's
+    /// subscribers what it wrote.
+    async fn answer(
+        self,
+        admitted: Admitted,
+        tool: String,
+        args: JsonObject,
+        context: RequestContext<RoleServer>,
+        cancel: CancellationToken,
+    ) -> CallToolResult {
+        let (session, ids, peer) = (&admitted.session, admitted.ids(), context.peer.clone());
+        let answer = (self.dispatch(session, &tool, &args, &ids, context, cancel)).await;
+        self.subscriptions.notify(session, &peer).await;
+        answer
+    }
+
+    /// The session whose tasks a `tasks/*` request may see.
+    fn task_session(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Arc<Session>, ErrorData> {
+        self.session(context)
+            .map_err(|reason| ErrorData::invalid_params(reason, None))
+    }
+
     pub(crate) fn door(&self) -> &Arc<Door> {
         &self.door
     }
@@ -400,13 +472,13 @@ impl Handler {
         args: &JsonObject,
         ids: &Ids<'_>,
         context: RequestContext<RoleServer>,
+        cancel: CancellationToken,
     ) -> CallToolResult {
         let door = &self.door;
-        let cancel = context.ct.clone();
         let program = match tool {
-            "run_python" => python(door, args),
-            "run_wasm" => component(door, args),
-            _ if door.catalog.tool(tool).is_some() => script_tool(door, tool, args),
+            "run_python" => programs::python(door, args),
+            "run_wasm" => programs::component(door, args),
+            _ if door.catalog.tool(tool).is_some() => programs::script_tool(door, tool, args),
             // Everything else is one op: a built-in, a granted tool, or
             // a tool the grant refuses (`tool_denied`, on record).
             _ => return ops::run(door, session, ids, tool, args, cancel).await,
@@ -418,76 +490,4 @@ impl Handler {
         let client = self.client(&context, true);
         runs::run(door, session, ids, tool, program, client, cancel).await
     }
-}
-
-fn string(args: &JsonObject, key: &str) -> Result<Option<String>, String> {
-    match args.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(format!("`{key}` must be a string")),
-    }
-}
-
-fn run_args(args: &JsonObject) -> Result<(Vec<String>, Vec<u8>), String> {
-    let list = match args.get("args") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|v| v.as_str().map(String::from))
-            .collect::<Option<Vec<_>>>()
-            .ok_or("`args` must be a list of strings")?,
-        Some(_) => return Err("`args` must be a list of strings".into()),
-    };
-    let stdin = string(args, "stdin")?.unwrap_or_default().into_bytes();
-    Ok((list, stdin))
-}
-
-fn python(door: &Door, args: &JsonObject) -> Result<runs::Program, String> {
-    let Some(runner) = &door.python else {
-        return Err("run_python is not offered: this server has no Python runner".into());
-    };
-    let code = string(args, "code")?.ok_or("`code` is required")?;
-    let (args, stdin) = run_args(args)?;
-    Ok(runs::Program {
-        agent: runner.agent().clone(),
-        name: "python".into(),
-        args,
-        stdin,
-        source: Some(code),
-        shape: None,
-    })
-}
-
-/// A catalog script tool: its arguments checked against its schema (a
-/// mismatch is refused before anything runs), then its script run with
-/// them on stdin as JSON.
-fn script_tool(door: &Door, tool: &str, args: &JsonObject) -> Result<runs::Program, String> {
-    let (Some(t), Some(runner)) = (door.catalog.tool(tool), &door.python) else {
-        return Err(format!("the catalog tool {tool} has no Python runner"));
-    };
-    let args = Value::Object(args.clone());
-    t.check(&args)?;
-    Ok(runs::Program {
-        agent: runner.agent().clone(),
-        name: t.name.clone(),
-        args: Vec::new(),
-        stdin: args.to_string().into_bytes(),
-        source: Some(t.source.clone()),
-        shape: Some(t.output),
-    })
-}
-
-fn component(door: &Door, args: &JsonObject) -> Result<runs::Program, String> {
-    let name = string(args, "component")?.ok_or("`component` is required")?;
-    // A first use compiles: off the async workers.
-    let agent = tokio::task::block_in_place(|| door.component(&name))?;
-    let (args, stdin) = run_args(args)?;
-    Ok(runs::Program {
-        agent,
-        name,
-        args,
-        stdin,
-        source: None,
-        shape: None,
-    })
 }

@@ -50,8 +50,8 @@ impl Log {
 }
 
 /// The server's capabilities: tools, prompts (with completions of their
-/// arguments), resources (with subscriptions) and logging (here, where its
-/// deprecation is allowed).
+/// arguments), resources (with subscriptions), logging (here, where its
+/// deprecation is allowed) and the tasks extension.
 pub(crate) fn capabilities() -> rmcp::model::ServerCapabilities {
     rmcp::model::ServerCapabilities::builder()
         .enable_tools()
@@ -60,6 +60,7 @@ pub(crate) fn capabilities() -> rmcp::model::ServerCapabilities {
         .enable_resources_subscribe()
         .enable_logging()
         .enable_completions()
+        .enable_tasks()
         .build()
 }
 

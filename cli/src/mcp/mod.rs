@@ -49,6 +49,7 @@ mod http;
 mod listing;
 mod logging;
 mod ops;
+mod programs;
 mod prompts;
 mod reply;
 mod resources;
@@ -56,6 +57,7 @@ mod runs;
 mod served;
 mod session;
 mod subscriptions;
+mod tasks;
 mod uris;
 mod workspaces;
 
@@ -148,6 +150,15 @@ pub(crate) struct McpArgs {
     /// Output bytes one session's calls may return in all.
     #[arg(long, value_name = "BYTES", default_value_t = 256 * 1024 * 1024)]
     session_max_output_bytes: u64,
+    /// A program call (run_python, run_wasm, a catalog script) from a
+    /// client that declared the tasks extension becomes a task when it is
+    /// still running after MS milliseconds (0: at once).
+    #[arg(long, value_name = "MS", default_value_t = 1_000)]
+    task_after_ms: u64,
+    /// How long a task is kept for its client to poll, past its run's
+    /// wall budget (so at least this long after it ended), in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 300_000)]
+    task_keep_ms: u64,
 }
 
 impl McpArgs {

@@ -62,6 +62,8 @@ pub(crate) struct Session {
     kv: Arc<MemoryKv>,
     /// How often this session's runs asked the catalog's client tools.
     pub(crate) asked: Arc<super::catalog::Asked>,
+    /// The calls of this session that became tasks.
+    pub(crate) tasks: super::tasks::Tasks,
     /// Guest paths its calls wrote or removed since they were last taken
     /// (for resource subscriptions).
     written: Mutex<Written>,
@@ -85,6 +87,7 @@ impl Session {
             _scratch: scratch,
             kv: Arc::new(MemoryKv::new()),
             asked: Arc::default(),
+            tasks: super::tasks::Tasks::default(),
             written: Mutex::new(Written::default()),
             calls: AtomicU64::new(0),
             wall_us: AtomicU64::new(0),

@@ -11,6 +11,7 @@ mod prompts_and_logs;
 mod protocol;
 mod python_client;
 mod rust_client;
+mod tasks;
 
 use crate::python::warm_cache;
 use sbx_wasm_tests::{LoopbackServer, guest, python_runner, repo_root, sbx_bin, snapshot};

@@ -1,0 +1,89 @@
+//! The program calls: `run_python`, `run_wasm` and the catalog's script
+//! tools, each made from its arguments into the `Program` a run takes (a
+//! mistake is the reason it is refused, before anything runs).
+
+use super::door::Door;
+use super::runs;
+use rmcp::model::JsonObject;
+use serde_json::Value;
+
+/// Whether `tool` is a program call (one that may become a task).
+pub(crate) fn is_program(door: &Door, tool: &str) -> bool {
+    matches!(tool, "run_python" | "run_wasm") || door.catalog.tool(tool).is_some()
+}
+
+fn string(args: &JsonObject, key: &str) -> Result<Option<String>, String> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(format!("`{key}` must be a string")),
+    }
+}
+
+fn run_args(args: &JsonObject) -> Result<(Vec<String>, Vec<u8>), String> {
+    let list = match args.get("args") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| v.as_str().map(String::from))
+            .collect::<Option<Vec<_>>>()
+            .ok_or("`args` must be a list of strings")?,
+        Some(_) => return Err("`args` must be a list of strings".into()),
+    };
+    let stdin = string(args, "stdin")?.unwrap_or_default().into_bytes();
+    Ok((list, stdin))
+}
+
+pub(crate) fn python(door: &Door, args: &JsonObject) -> Result<runs::Program, String> {
+    let Some(runner) = &door.python else {
+        return Err("run_python is not offered: this server has no Python runner".into());
+    };
+    let code = string(args, "code")?.ok_or("`code` is required")?;
+    let (args, stdin) = run_args(args)?;
+    Ok(runs::Program {
+        agent: runner.agent().clone(),
+        name: "python".into(),
+        args,
+        stdin,
+        source: Some(code),
+        shape: None,
+    })
+}
+
+/// A catalog script tool: its arguments checked against its schema (a
+/// mismatch is refused before anything runs), then its script run with
+/// them on stdin as JSON.
+pub(crate) fn script_tool(
+    door: &Door,
+    tool: &str,
+    args: &JsonObject,
+) -> Result<runs::Program, String> {
+    let (Some(t), Some(runner)) = (door.catalog.tool(tool), &door.python) else {
+        return Err(format!("the catalog tool {tool} has no Python runner"));
+    };
+    let args = Value::Object(args.clone());
+    t.check(&args)?;
+    Ok(runs::Program {
+        agent: runner.agent().clone(),
+        name: t.name.clone(),
+        args: Vec::new(),
+        stdin: args.to_string().into_bytes(),
+        source: Some(t.source.clone()),
+        shape: Some(t.output),
+    })
+}
+
+pub(crate) fn component(door: &Door, args: &JsonObject) -> Result<runs::Program, String> {
+    let name = string(args, "component")?.ok_or("`component` is required")?;
+    // A first use compiles: off the async workers.
+    let agent = tokio::task::block_in_place(|| door.component(&name))?;
+    let (args, stdin) = run_args(args)?;
+    Ok(runs::Program {
+        agent,
+        name,
+        args,
+        stdin,
+        source: None,
+        shape: None,
+    })
+}
