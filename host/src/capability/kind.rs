@@ -183,8 +183,46 @@ impl fmt::Display for OpKind {
 /// The schema of one variant, `kind`, of a plan enum tagged by `op` (as
 /// schemars derives it: a `oneOf` of objects whose `op` is a constant),
 /// with the tag taken out.
-pub(crate) fn variant_schema(whole: schemars::Schema, kind: OpKind) -> Value {
-    let whole = whole.to_value();
+/// The JSON schema of `T` as tool listings show it: an optional field is
+/// one that may be left out, with its one type (`"type": "string"`, not
+/// `["string", "null"]`), which every client's schema dialect can take
+/// (some map tool schemas onto a dialect with a single type per field).
+pub(crate) fn portable_schema<T: schemars::JsonSchema>() -> Value {
+    let mut schema = schemars::schema_for!(T).to_value();
+    drop_null_types(&mut schema);
+    schema
+}
+
+/// `["X", "null"]` types become `"X"`, and `{"type": "null"}` branches of an
+/// `anyOf` go (one left, it takes the `anyOf`'s place), everywhere in `v`.
+fn drop_null_types(v: &mut Value) {
+    match v {
+        Value::Object(o) => {
+            if let Some(Value::Array(types)) = o.get_mut("type") {
+                types.retain(|t| t != "null");
+                if types.len() == 1 {
+                    let only = types.remove(0);
+                    o.insert("type".into(), only);
+                }
+            }
+            if let Some(Value::Array(branches)) = o.get_mut("anyOf") {
+                branches.retain(|b| b.get("type").is_none_or(|t| t != "null"));
+                if branches.len() == 1 {
+                    let only = branches.remove(0);
+                    o.remove("anyOf");
+                    if let Value::Object(only) = only {
+                        o.extend(only);
+                    }
+                }
+            }
+            o.values_mut().for_each(drop_null_types);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_null_types),
+        _ => {}
+    }
+}
+
+pub(crate) fn variant_schema(whole: Value, kind: OpKind) -> Value {
     let variants = whole.get("oneOf").and_then(Value::as_array);
     let tagged = |v: &&Value| {
         let op = &v["properties"]["op"];
@@ -204,4 +242,38 @@ pub(crate) fn variant_schema(whole: schemars::Schema, kind: OpKind) -> Value {
         obj.insert("$defs".into(), defs.clone());
     }
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(schemars::JsonSchema)]
+    #[allow(dead_code)] // only its schema is read
+    struct Args {
+        /// Required.
+        path: String,
+        /// May be left out.
+        content: Option<String>,
+        nested: Option<Inner>,
+    }
+
+    #[derive(schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct Inner {
+        n: Option<u32>,
+    }
+
+    #[test]
+    fn optional_fields_have_one_type_and_stay_optional() {
+        let s = portable_schema::<Args>();
+        let text = s.to_string();
+        assert!(!text.contains("\"null\""), "{text}");
+        assert_eq!(s["properties"]["content"]["type"], "string", "{text}");
+        assert_eq!(s["required"], serde_json::json!(["path"]), "{text}");
+        assert_eq!(
+            s["$defs"]["Inner"]["properties"]["n"]["type"], "integer",
+            "{text}"
+        );
+    }
 }

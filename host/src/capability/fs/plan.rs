@@ -3,7 +3,7 @@
 
 use super::FsOp;
 use crate::capability::Op;
-use crate::capability::kind::{OpKind, variant_schema};
+use crate::capability::kind::{OpKind, portable_schema, variant_schema};
 use base64::Engine as _;
 use serde::Deserialize;
 use serde_json::Value;
@@ -49,7 +49,7 @@ enum PlanOp {
 
 /// The arguments of the file op `kind` in a plan, as a JSON schema.
 pub(crate) fn plan_schema(kind: OpKind) -> Value {
-    variant_schema(schemars::schema_for!(PlanOp), kind)
+    variant_schema(portable_schema::<PlanOp>(), kind)
 }
 
 /// The file op a plan object asks for.

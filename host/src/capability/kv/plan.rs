@@ -3,7 +3,7 @@
 
 use super::KvOp;
 use crate::capability::Op;
-use crate::capability::kind::{OpKind, variant_schema};
+use crate::capability::kind::{OpKind, portable_schema, variant_schema};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -37,7 +37,7 @@ enum PlanOp {
 
 /// The arguments of the kv op `kind` in a plan, as a JSON schema.
 pub(crate) fn plan_schema(kind: OpKind) -> Value {
-    variant_schema(schemars::schema_for!(PlanOp), kind)
+    variant_schema(portable_schema::<PlanOp>(), kind)
 }
 
 /// The kv op a plan object asks for.

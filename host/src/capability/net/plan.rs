@@ -3,7 +3,7 @@
 
 use super::FetchRequest;
 use crate::capability::Op;
-use crate::capability::kind::{OpKind, variant_schema};
+use crate::capability::kind::{OpKind, portable_schema, variant_schema};
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -68,7 +68,7 @@ impl Headers {
 
 /// The arguments of a fetch in a plan, as a JSON schema.
 pub(crate) fn plan_schema(kind: OpKind) -> Value {
-    variant_schema(schemars::schema_for!(PlanOp), kind)
+    variant_schema(portable_schema::<PlanOp>(), kind)
 }
 
 /// The fetch a plan object asks for.

@@ -139,8 +139,7 @@ impl ToolRegistry {
         A: DeserializeOwned + JsonSchema,
         F: Fn(A) -> Result<String, ToolError> + Send + Sync + 'static,
     {
-        let mut schema =
-            serde_json::to_value(schemars::schema_for!(A)).unwrap_or_else(|_| any_object());
+        let mut schema = crate::capability::kind::portable_schema::<A>();
         if let Some(map) = schema.as_object_mut() {
             // Model APIs take the schema inline, not as a document.
             map.remove("$schema");

