@@ -41,6 +41,7 @@
 #![warn(unreachable_pub)]
 
 mod agent;
+pub mod ask;
 pub mod bound;
 pub mod budget;
 mod cancel;

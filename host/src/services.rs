@@ -9,6 +9,7 @@
 //! take the same value whole, so neither copies the other field by field
 //! and a new backend is one field here.
 
+use crate::ask::Approver;
 use crate::budget::Clock;
 use crate::capability::kv::{KvStore, MemoryKv};
 use crate::net::{HttpNet, Net, Resolve, SystemResolver};
@@ -26,6 +27,7 @@ use std::sync::Arc;
 /// | [`clock`](Services::clock) | none given: a [`MonotonicClock`](crate::MonotonicClock) started when the sandbox is built (a 1 ms [`TickClock`](crate::TickClock) for a deterministic component run) |
 /// | [`tools`](Services::tools) | an empty [`ToolRegistry`] (every tool call `tool_denied`) |
 /// | [`kv`](Services::kv) | a new, empty [`MemoryKv`] (its data in the host's memory, bounded by the grant's `[kv]` `max_bytes`) |
+/// | [`approver`](Services::approver) | none: nothing is asked, whatever the grant's `[ask]` says (see [`crate::ask`]) |
 ///
 /// A clone shares each backend: runs given clones of one `Services`
 /// share its key-value store (a session's runs); a run given
@@ -60,6 +62,7 @@ pub struct Services {
     pub(crate) clock: Option<Arc<dyn Clock>>,
     pub(crate) tools: ToolRegistry,
     pub(crate) kv: Arc<dyn KvStore>,
+    pub(crate) approver: Option<Arc<dyn Approver>>,
 }
 
 impl Default for Services {
@@ -70,6 +73,7 @@ impl Default for Services {
             clock: None,
             tools: ToolRegistry::new(),
             kv: Arc::new(MemoryKv::new()),
+            approver: None,
         }
     }
 }
@@ -118,6 +122,13 @@ impl Services {
         self
     }
 
+    /// Put the run's questions (what the grant's `[ask]` lets it ask for)
+    /// to `approver`. Without one, nothing is asked.
+    pub fn approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = Some(approver);
+        self
+    }
+
     /// The tools registered (to list them, or to add to them).
     pub fn tool_registry(&self) -> &ToolRegistry {
         &self.tools
@@ -129,6 +140,7 @@ impl fmt::Debug for Services {
         f.debug_struct("Services")
             .field("clock", &self.clock.as_ref().map(|_| "given"))
             .field("tools", &self.tools.names().collect::<Vec<_>>())
+            .field("approver", &self.approver.as_ref().map(|_| "given"))
             .finish_non_exhaustive()
     }
 }

@@ -84,7 +84,8 @@ pub(crate) async fn attach(
         .map(|p| json!({ "op": "fs_read", "path": p }))
         .collect();
     let tag = format!("{tool} files");
-    let Ok((results, _)) = ops::perform(door, session, ids, &tag, reads, cancel).await else {
+    let Ok((results, _)) = ops::perform(door, session, ids, &tag, reads, (cancel, None)).await
+    else {
         return;
     };
     for (path, result) in images.iter().zip(&results) {

@@ -481,7 +481,7 @@ impl Handler {
             _ if door.catalog.tool(tool).is_some() => programs::script_tool(door, tool, args),
             // Everything else is one op: a built-in, a granted tool, or
             // a tool the grant refuses (`tool_denied`, on record).
-            _ => return ops::run(door, session, ids, tool, args, cancel).await,
+            _ => return ops::run(door, session, ids, tool, args, (cancel, &context.peer)).await,
         };
         let program = match program {
             Ok(p) => p,

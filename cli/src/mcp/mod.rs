@@ -37,6 +37,7 @@
 //! - `workspaces.rs`: what sessionless (2026-07-28) requests are served
 //!   in, so their totals and `/scratch` hold across calls.
 
+mod approve;
 mod audit;
 mod body;
 mod browser;

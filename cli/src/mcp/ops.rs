@@ -8,6 +8,8 @@ use super::door::Door;
 use super::reply::{self, Ids};
 use super::session::Session;
 use rmcp::model::{CallToolResult, JsonObject};
+use rmcp::service::{Peer, RoleServer};
+use sbx_wasm::ask::Approver;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -33,10 +35,11 @@ pub(crate) async fn run(
     ids: &Ids<'_>,
     tool: &str,
     args: &JsonObject,
-    client_cancel: CancellationToken,
+    (client_cancel, peer): (CancellationToken, &Peer<RoleServer>),
 ) -> CallToolResult {
     let op = plan_form(tool, args);
-    match perform(door, session, ids, tool, vec![op], client_cancel).await {
+    let asks = Some(super::approve::approver(peer));
+    match perform(door, session, ids, tool, vec![op], (client_cancel, asks)).await {
         Ok((results, report)) => {
             door.count_ran();
             reply::op(&results[0], &report, ids)
@@ -54,11 +57,14 @@ pub(crate) async fn perform(
     ids: &Ids<'_>,
     tool: &str,
     ops: Vec<Value>,
-    client_cancel: CancellationToken,
+    (client_cancel, asks): (CancellationToken, Option<Arc<dyn Approver>>),
 ) -> Result<(Vec<sbx_wasm::SandboxResult>, sbx_wasm::RunReport), String> {
     let (cancel, _watch) = door.cancel_switch(client_cancel);
     let caps = session.caps.clone();
-    let services = session.services();
+    let mut services = session.services();
+    if let Some(a) = asks {
+        services = services.approver(a);
+    }
     // A fetch or a tool blocks: off the runtime's workers.
     let done = tokio::task::spawn_blocking(move || {
         let mut sandbox = crate::common::sandbox(caps, services, false, Some(cancel))

@@ -100,7 +100,7 @@ impl Handler {
             &admitted.ids(),
             TOOL,
             ops,
-            context.ct.clone(),
+            (context.ct.clone(), None),
         )
         .await
         .map_err(|reason| ErrorData::internal_error(reason, None))?;
@@ -202,7 +202,7 @@ impl Handler {
             &admitted.ids(),
             tool,
             ops,
-            context.ct.clone(),
+            (context.ct.clone(), None),
         )
         .await
         .map_err(|reason| ErrorData::internal_error(reason, None))?;

@@ -8,7 +8,7 @@ use super::catalog::{self, OutputKind};
 use super::door::Door;
 use super::reply::{self, Ids};
 use super::session::Session;
-use super::{events, files, logging};
+use super::{approve, events, files, logging};
 use crate::common::registry;
 use rmcp::model::{CallToolResult, ProgressNotificationParam, ProgressToken};
 use rmcp::service::{Peer, RoleServer};
@@ -105,7 +105,12 @@ pub(crate) async fn execute(
         .program_name(program.name.clone())
         .args(program.args)
         .stdin(program.stdin)
-        .services(session.services().tools(tools));
+        .services(
+            session
+                .services()
+                .tools(tools)
+                .approver(approve::approver(&client.peer)),
+        );
     if let (Some(source), Some(python)) = (&program.source, &door.python) {
         // A catalog script's traceback names its tool.
         let file = match program.shape {

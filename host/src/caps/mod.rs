@@ -8,12 +8,14 @@
 //! (`capability/*/config.rs`); the budget's and the environment's here
 //! (`budget.rs`, `env.rs`).
 
+mod ask;
 mod budget;
 mod env;
 pub(crate) mod protected;
 
 pub use protected::{Protected, ProtectedPaths};
 
+use crate::ask::AskGrant;
 use crate::budget::Budget;
 use crate::capability::fs::config::{FsSection, RequestedMounts};
 use crate::capability::kv::KvGrant;
@@ -26,6 +28,7 @@ use crate::error::CapsError;
 use crate::fs::{Access, Mount};
 use crate::net::Egress;
 use crate::tools::CommandTool;
+use ask::{AskSection, RequestedAsk};
 use budget::{BudgetSection, check_budget};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -44,6 +47,7 @@ pub struct Capabilities {
     kv: Option<KvGrant>,
     env: BTreeMap<String, String>,
     secrets: Vec<Secret>,
+    ask: AskGrant,
     budget: Budget,
     warnings: Vec<String>,
 }
@@ -59,6 +63,7 @@ pub struct Capabilities {
 /// | tools | none (every call is `tool_denied`) |
 /// | key-value store | none (every kv op is `kv_denied`); [`kv`](CapabilitiesBuilder::kv) grants one |
 /// | env | none |
+/// | what a run may ask for (`[ask]`) | nothing; at most 3 questions per run once something may be ([`ask::DEFAULT_MAX_QUESTIONS`](crate::ask::DEFAULT_MAX_QUESTIONS)) |
 /// | `max_ops` | 10,000 ([`budget::DEFAULT_MAX_OPS`](crate::budget::DEFAULT_MAX_OPS)) |
 /// | `max_output_bytes` | 16 MiB ([`budget::DEFAULT_MAX_OUTPUT_BYTES`](crate::budget::DEFAULT_MAX_OUTPUT_BYTES)) |
 /// | `max_wall` | 30 s ([`budget::DEFAULT_MAX_WALL`](crate::budget::DEFAULT_MAX_WALL)) |
@@ -98,6 +103,7 @@ pub struct CapabilitiesBuilder {
     kv: Option<KvGrant>,
     env: Vec<(String, String)>,
     secrets: RequestedSecrets,
+    ask: RequestedAsk,
     budget: Budget,
 }
 
@@ -136,6 +142,8 @@ struct CapsFile {
     env: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     secrets: SecretsSection,
+    #[serde(default, skip_serializing_if = "AskSection::is_empty")]
+    ask: AskSection,
     #[serde(default)]
     budget: BudgetSection,
 }
@@ -248,6 +256,28 @@ impl CapabilitiesBuilder {
         self
     }
 
+    /// Let a run ask for fetches matching `rule` (the
+    /// [`allow_egress`](Self::allow_egress) form) while it runs: the run's
+    /// [`Approver`](crate::ask::Approver) decides (see [`crate::ask`]).
+    pub fn ask_egress(mut self, rule: impl Into<String>) -> Self {
+        self.ask.net(rule.into());
+        self
+    }
+
+    /// Let a run ask to call the tool `name` while it runs (it must also
+    /// be registered to run).
+    pub fn ask_tool(mut self, name: impl Into<String>) -> Self {
+        self.ask.tool(name.into());
+        self
+    }
+
+    /// The most questions one run may ask (default 3, at most
+    /// [`LIMIT_MAX_QUESTIONS`](crate::ask::LIMIT_MAX_QUESTIONS)).
+    pub fn max_questions(mut self, n: u32) -> Self {
+        self.ask.max_questions(n);
+        self
+    }
+
     /// Options that weaken the sandbox.
     pub fn dangerous(self) -> DangerousCapabilities {
         DangerousCapabilities { inner: self }
@@ -262,6 +292,7 @@ impl CapabilitiesBuilder {
         let (tools, commands) = self.tools.build(&base, &mut warnings)?;
         let env = env::build_env(&self.env)?;
         let secrets = self.secrets.build(&base, &egress, &env)?;
+        let ask = self.ask.build(&tools, &mut warnings)?;
         if let Some(kv) = &self.kv {
             check_grant(kv)?;
         }
@@ -274,6 +305,7 @@ impl CapabilitiesBuilder {
             kv: self.kv,
             env,
             secrets,
+            ask,
             budget: self.budget,
             warnings,
         })
@@ -339,6 +371,7 @@ impl Capabilities {
             b = b.env(k, v);
         }
         b.secrets.apply(file.secrets);
+        file.ask.apply(&mut b.ask)?;
         file.budget.apply(b)
     }
 
@@ -406,6 +439,11 @@ impl Capabilities {
         &self.secrets
     }
 
+    /// What a run may ask for while it runs (`[ask]`).
+    pub fn ask(&self) -> &AskGrant {
+        &self.ask
+    }
+
     /// The budget.
     pub fn budget(&self) -> &Budget {
         &self.budget
@@ -430,6 +468,7 @@ impl Capabilities {
             kv: self.kv.as_ref().map(KvSection::render),
             env: self.env.clone(),
             secrets: crate::capability::net::secrets::config::render(&self.secrets),
+            ask: AskSection::render(&self.ask),
             budget: BudgetSection::render(&self.budget),
         }
     }

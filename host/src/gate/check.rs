@@ -17,12 +17,19 @@ impl Sandbox {
         op.check(&self.held())
     }
 
+    /// Time on the injected clock since the run started (one reading).
+    pub(crate) fn elapsed_now(&self) -> std::time::Duration {
+        self.clock.now().saturating_sub(self.start)
+    }
+
     /// The grant and the handles opened for it, as capabilities see them.
     pub(crate) fn held(&self) -> Held<'_> {
         Held {
             mounts: &self.mounts,
-            egress: self.caps.egress(),
-            allowed_tools: self.caps.tools(),
+            // Widened by what the run's approver approved ([ask]), if
+            // anything: only this run's view, never the grant.
+            egress: self.asked.egress.as_ref().unwrap_or(self.caps.egress()),
+            allowed_tools: self.asked.tools.as_ref().unwrap_or(self.caps.tools()),
             tools: &self.services.tools,
             resolver: &*self.services.resolver,
             net: &self.services.net,

@@ -12,18 +12,12 @@ use crate::op::Op;
 use crate::replay::{Recorder, Tape};
 use crate::violation::Denial;
 use std::sync::Arc;
-use std::time::Duration;
 
 impl Sandbox {
     /// What the mount at guest path `via` allows, or `None` when no mount
     /// is there (the empty root).
     pub(crate) fn mount_access(&self, via: &str) -> Option<crate::fs::Access> {
         self.mounts.by_guest(via).map(|m| m.mount.access)
-    }
-
-    /// Time on the injected clock since the run started (one reading).
-    pub(crate) fn elapsed_now(&self) -> Duration {
-        self.clock.now().saturating_sub(self.start)
     }
 
     /// [`Sandbox::admit`] for an op performed through a descriptor of the

@@ -5,6 +5,7 @@
 //! WASI) `door.rs`. Nothing here may panic on any input, and no effect
 //! happens before the check allows it.
 
+mod ask;
 mod check;
 #[cfg(feature = "wasm")]
 mod door;
@@ -145,6 +146,7 @@ impl SandboxBuilder {
             denials: Vec::new(),
             secrets,
             tape: self.tape,
+            asked: ask::Asked::default(),
         })
     }
 }
@@ -193,6 +195,8 @@ pub struct Sandbox {
     denials: Vec<DenialRecord>,
     secrets: RunSecrets,
     tape: Option<Tape>,
+    /// What the run asked for (the grant's `[ask]`) and was answered.
+    asked: ask::Asked,
 }
 
 /// How [`Sandbox::run_with`] treats an op that passes the check.
@@ -399,11 +403,11 @@ impl Sandbox {
             Mode::Admit(Some(via)) => self.check_via(&op, via),
             _ => self.check(&op),
         };
-        let mut permit = match checked {
+        let mut permit = match checked.or_else(|d| self.ask(&op, d)) {
             Ok(permit) => permit,
             Err(d) => return self.finish(&op, None, Err(Failure::Denied(d))),
         };
-        let rule = permit.take_rule();
+        let rule = self.asked.mark(permit.take_rule());
         if let Mode::Admit(_) = mode {
             let mut decided = self.finish(&op, Some(rule), Ok(Output::Admitted));
             decided.permit = Some(permit);

@@ -60,6 +60,17 @@ fn items(caps: &Capabilities) -> BTreeSet<String> {
     for t in caps.tools() {
         s.insert(format!("tool {t}"));
     }
+    // What may be approved at run time widens what a run may reach.
+    let ask = caps.ask();
+    for r in ask.net() {
+        s.insert(format!(
+            "egress rule {} if approved at run time ([ask])",
+            r.as_str()
+        ));
+    }
+    for t in ask.tools() {
+        s.insert(format!("tool {t} if approved at run time ([ask])"));
+    }
     for (t, c) in caps.tool_commands() {
         s.insert(format!("tool {t} runs {:?}", c.argv));
     }

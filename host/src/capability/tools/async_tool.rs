@@ -61,32 +61,55 @@ where
     Fut: Future<Output = Result<String, ToolError>> + Send + 'static,
 {
     fn call(&self, input: &str, limits: ToolLimits) -> Result<String, ToolError> {
-        let (tx, rx) = sync_channel(1);
         let future = (self.f)(input.to_string());
-        let task = self.runtime.spawn(async move {
-            let _ = tx.send(future.await);
-        });
-        let deadline = Instant::now() + limits.timeout;
-        loop {
-            match rx.recv_timeout(Duration::from_millis(5)) {
-                Ok(result) => return result,
-                Err(RecvTimeoutError::Timeout) if limits.cancel.is_cancelled() => {
-                    task.abort();
-                    return Err(ToolError::Cancelled);
-                }
-                Err(RecvTimeoutError::Timeout) if Instant::now() >= deadline => {
-                    task.abort();
-                    return Err(ToolError::Timeout);
-                }
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => {
-                    return Err(ToolError::Failed(
-                        "the tool's task ended without a result (it panicked, or its runtime \
-                         shut down)"
-                            .into(),
-                    ));
-                }
+        match wait_on(&self.runtime, future, limits.timeout, &limits.cancel) {
+            Ok(result) => result,
+            Err(Unfinished::Cancelled) => Err(ToolError::Cancelled),
+            Err(Unfinished::Timeout) => Err(ToolError::Timeout),
+            Err(Unfinished::Lost) => Err(ToolError::Failed(
+                "the tool's task ended without a result (it panicked, or its runtime \
+                 shut down)"
+                    .into(),
+            )),
+        }
+    }
+}
+
+/// Why [`wait_on`] has no result.
+pub(crate) enum Unfinished {
+    Cancelled,
+    Timeout,
+    /// The task ended without one (it panicked, or its runtime shut down).
+    Lost,
+}
+
+/// Run `future` as a task on `runtime` and wait for it on this thread (a
+/// guest's own, never one the runtime needs), for at most `timeout` and
+/// until `cancel` is thrown: either aborts the task.
+pub(crate) fn wait_on<T: Send + 'static>(
+    runtime: &tokio::runtime::Handle,
+    future: impl Future<Output = T> + Send + 'static,
+    timeout: Duration,
+    cancel: &crate::CancelHandle,
+) -> Result<T, Unfinished> {
+    let (tx, rx) = sync_channel(1);
+    let task = runtime.spawn(async move {
+        let _ = tx.send(future.await);
+    });
+    let deadline = Instant::now() + timeout;
+    loop {
+        match rx.recv_timeout(Duration::from_millis(5)) {
+            Ok(result) => return Ok(result),
+            Err(RecvTimeoutError::Timeout) if cancel.is_cancelled() => {
+                task.abort();
+                return Err(Unfinished::Cancelled);
             }
+            Err(RecvTimeoutError::Timeout) if Instant::now() >= deadline => {
+                task.abort();
+                return Err(Unfinished::Timeout);
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => return Err(Unfinished::Lost),
         }
     }
 }

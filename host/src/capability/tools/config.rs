@@ -57,7 +57,7 @@ type RawCommand = (String, CommandTool);
 /// The validated tool grant: names allowed, and commands for the CLI.
 pub(crate) type ToolGrant = (BTreeSet<String>, BTreeMap<String, CommandTool>);
 
-const TOOL_FORM: &str = "1 to 64 characters from a-z 0-9 _ - .";
+pub(crate) const TOOL_FORM: &str = "1 to 64 characters from a-z 0-9 _ - .";
 const SCHEMA_FORM: &str =
     "a JSON object schema, as a TOML table or JSON text, e.g. { type = \"object\" }";
 

@@ -7,7 +7,7 @@
 //! call, never what a tool may do.
 
 #[cfg(feature = "wasm")]
-mod async_tool;
+pub(crate) mod async_tool;
 mod check;
 pub(crate) mod config;
 mod described;

@@ -4,6 +4,7 @@
 //! [`python_sdk`]), over stdio and streamable HTTP, against real folders,
 //! a real loopback HTTP server and the real Python runner.
 
+mod ask;
 mod catalog;
 mod conformance;
 mod metrics;
