@@ -99,3 +99,26 @@ fn the_audit_keeps_every_decision_in_order_with_the_rule_that_allowed_it() {
     assert_eq!(Some(permit.rule()), audit[2].rule.as_deref());
     assert!(!dir.path().join("out/s.txt").exists());
 }
+
+#[test]
+fn a_listing_larger_than_the_output_left_stops_reading_and_halts_the_run() {
+    let dir = tree();
+    let many = dir.path().join("many");
+    std::fs::create_dir(&many).unwrap();
+    for i in 0..2000 {
+        std::fs::write(many.join(format!("file-{i:05}.txt")), "").unwrap();
+    }
+    // The allowed neighbour: a budget that holds the listing.
+    let mut sb = sandbox(dir.path(), 10, 100_000);
+    let r = sb.run(Op::list("/work/many"));
+    assert!(r.ok, "{r:?}");
+    match r.output {
+        Some(crate::Output::Entries { entries }) => assert_eq!(entries.len(), 2000),
+        other => panic!("{other:?}"),
+    }
+    // 2,000 names of 14 bytes (and a separator) are 30,000 bytes charged.
+    let mut sb = sandbox(dir.path(), 10, 20_000);
+    let r = sb.run(Op::list("/work/many"));
+    assert_eq!(r.violation(), Some(Violation::MaxOutputBytes));
+    assert!(r.hard());
+}

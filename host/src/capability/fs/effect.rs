@@ -31,7 +31,7 @@ impl OpenMount {
                     .map_err(fail)
             }
             FsOp::List { .. } => self
-                .list(rel)
+                .list(rel, lent.output_left)
                 .map(|entries| Output::Entries { entries })
                 .map_err(fail),
             FsOp::Stat { .. } => self

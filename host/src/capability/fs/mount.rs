@@ -229,12 +229,22 @@ impl OpenMount {
     }
 
     /// Entries of a folder, sorted by name so output is deterministic.
-    pub(crate) fn list(&self, rel: &str) -> Result<Vec<Entry>, FsError> {
+    /// Reading stops with [`FsError::TooLarge`] once the entries would be
+    /// charged more than `max_bytes` (a name and a separator each, as the
+    /// output is charged): a folder of a million files costs the host no
+    /// more than the caller may receive.
+    pub(crate) fn list(&self, rel: &str, max_bytes: u64) -> Result<Vec<Entry>, FsError> {
         let mut out = Vec::new();
+        let mut charged = 0u64;
         for entry in self.dir.read_dir(Self::rel(rel))? {
             let entry = entry?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            charged += name.len() as u64 + 1;
+            if charged > max_bytes {
+                return Err(FsError::TooLarge);
+            }
             out.push(Entry {
-                name: entry.file_name().to_string_lossy().into_owned(),
+                name,
                 kind: kind_name(entry.file_type()?),
             });
         }
