@@ -32,6 +32,8 @@ use std::time::Duration;
 /// gets.
 #[derive(Clone, Default)]
 struct Client {
+    /// A model that never answers.
+    stall: bool,
     sampled: Arc<Mutex<u32>>,
     asked: Arc<Mutex<Vec<String>>>,
     updated: Arc<Mutex<Vec<String>>>,
@@ -44,6 +46,9 @@ impl ClientHandler for Client {
         _context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
         *self.sampled.lock().unwrap() += 1;
+        if self.stall {
+            std::future::pending::<()>().await;
+        }
         let prompt: String = (params.messages.iter())
             .filter_map(|m| {
                 m.content
@@ -311,6 +316,36 @@ async fn client_tools_the_grant_allows_ask_the_client_within_their_bounds() {
     let r = call(&s, "ask_name", json!({ "message": long })).await;
     assert!(text(&r).starts_with("failed:"), "{}", text(&r));
     assert_eq!(client.asked.lock().unwrap().len(), 1);
+    s.cancel().await.unwrap();
+}
+
+/// A client whose model never answers costs the run its wall budget and
+/// no more: the guest's call fails at the time left, the run ends, and the
+/// door goes on serving.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_that_never_answers_costs_the_run_its_wall_budget_only() {
+    let f = world(true);
+    let caps = std::fs::read_to_string(f.path("caps.toml")).unwrap();
+    let caps = caps.replace("max_wall_ms = 20000", "max_wall_ms = 2000");
+    std::fs::write(f.path("caps.toml"), caps).unwrap();
+    let client = Client {
+        stall: true,
+        ..Client::default()
+    };
+    let s = serve(&f, client.clone()).await;
+    let started = std::time::Instant::now();
+    let r = call(&s, "ask_model", json!({})).await;
+    let took = started.elapsed();
+    assert_eq!(*client.sampled.lock().unwrap(), 1);
+    assert!(took < Duration::from_secs(15), "{took:?}");
+    let said = text(&r);
+    assert!(
+        said.contains("failed") || said.contains("max_wall"),
+        "{said}"
+    );
+    // The door is not stuck: the next call runs.
+    let total = call(&s, "total", json!({ "file": "/work/data.csv" })).await;
+    assert_eq!(text(&total), "5", "{total:?}");
     s.cancel().await.unwrap();
 }
 
