@@ -460,7 +460,7 @@ impl Handler {
             progress: progress
                 .then(|| context.meta.get_progress_token())
                 .flatten(),
-            log: self.log_level.log(&context.peer),
+            log: self.log_level.log(&context.peer, &context.meta),
             peer: context.peer.clone(),
         }
     }

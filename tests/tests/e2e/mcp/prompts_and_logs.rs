@@ -112,6 +112,41 @@ async fn log_messages_carry_stderr_and_denials_once_a_level_is_set() {
     s.cancel().await.unwrap();
 }
 
+/// The sessionless revision's opt-in: a request whose `_meta` names a log
+/// level gets the run's log messages in its own answer stream; its
+/// neighbour without one gets none.
+#[test]
+fn a_sessionless_request_names_its_log_level_in_its_meta() {
+    let f = Fixture::new();
+    let server = f.http(&[]);
+    let code = "import sys\nprint('to stderr', file=sys.stderr)\ntry:\n    open('/etc/passwd')\nexcept OSError:\n    pass";
+    let call = || json!({ "name": "run_python", "arguments": { "code": code } });
+    let logs = |level: Option<&str>| -> Vec<Value> {
+        let got = super::sessionless_post(&server, None, "tools/call", call(), json!({}), level);
+        let (last, notes) = got.split_last().unwrap();
+        assert_eq!(
+            last["result"]["structuredContent"]["stderr"], "to stderr\n",
+            "{got:?}"
+        );
+        (notes.iter())
+            .filter(|n| n["method"] == "notifications/message")
+            .map(|n| n["params"].clone())
+            .collect()
+    };
+    assert!(logs(None).is_empty());
+    let info = logs(Some("info"));
+    let levels: Vec<&str> = info.iter().filter_map(|p| p["level"].as_str()).collect();
+    assert!(
+        levels.contains(&"info") && levels.contains(&"warning"),
+        "{info:?}"
+    );
+    let warning = logs(Some("warning"));
+    assert!(
+        warning.iter().all(|p| p["level"] == "warning") && !warning.is_empty(),
+        "{warning:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_code_mode_prompt_hands_over_the_grant_by_guest_paths() {
     let f = Fixture::new();

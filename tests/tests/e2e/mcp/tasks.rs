@@ -213,38 +213,11 @@ async fn tasks_cancel_halts_the_run_keeps_its_audit_and_frees_its_slot() {
     );
 }
 
-/// One sessionless (2026-07-28) JSON-RPC request with the tasks extension
-/// declared in its `_meta`, in `workspace` when given: its JSON answer.
+/// One sessionless request with the tasks extension declared: its answer.
 fn sessionless(server: &HttpServer, workspace: Option<&str>, method: &str, params: Value) -> Value {
-    let mut params = params;
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": { "name": "raw", "version": "1" },
-        "io.modelcontextprotocol/clientCapabilities": {
-            "extensions": { "io.modelcontextprotocol/tasks": {} }
-        },
-    });
-    let body = json!({ "jsonrpc": "2.0", "id": 7, "method": method, "params": params });
-    // The routing header names the tool, or the task.
-    let name = (params.get("name").or(params.get("taskId")))
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let mut headers = vec![
-        ("MCP-Protocol-Version", "2026-07-28"),
-        ("Mcp-Method", method),
-    ];
-    if !name.is_empty() {
-        headers.push(("Mcp-Name", name));
-    }
-    if let Some(w) = workspace {
-        headers.push(("Sbx-Workspace", w));
-    }
-    let (head, body) = server.reply_of("POST", "/mcp", &headers, body.to_string().as_bytes());
-    let json = body
-        .lines()
-        .find_map(|l| l.strip_prefix("data: "))
-        .unwrap_or(body.as_str());
-    serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {head}{body}"))
+    let caps = json!({ "extensions": { "io.modelcontextprotocol/tasks": {} } });
+    let messages = super::sessionless_post(server, workspace, method, params, caps, None);
+    messages.into_iter().last().unwrap()
 }
 
 #[test]
