@@ -114,13 +114,18 @@ fn grant_as_api(offer: &Offer<'_>) -> String {
     };
     s += " (with urllib.request, http.client, requests, or sbx.fetch(url, method, headers, \
           body); raw sockets are refused).\n";
-    if offer.granted_tools.is_empty() {
+    // The granted tools, and the catalog's client tools the grant allows.
+    let asking = (offer.catalog.client_tools.iter())
+        .filter(|t| caps.tools().contains(&t.name))
+        .map(super::catalog::client_tool_definition);
+    let tools: Vec<_> = offer.granted_tools.iter().cloned().chain(asking).collect();
+    if tools.is_empty() {
         s += "- Call tools: none are granted.\n";
     } else {
         s += "- Call these tools with sbx.call_tool(name, input): input a dict (sent as \
               JSON) that the tool's input schema accepts, or a string where it has none; it \
               returns the tool's output as a string:\n";
-        for d in offer.granted_tools {
+        for d in &tools {
             let description = match d.description.is_empty() {
                 true => "(no description)",
                 false => d.description.as_str(),

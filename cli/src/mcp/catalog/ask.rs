@@ -65,6 +65,39 @@ impl Asked {
     }
 }
 
+/// What a guest is told of `tool` (the `code_mode` prompt lists it with
+/// the granted tools): what it asks, its input and its output.
+pub(crate) fn definition(tool: &ClientTool) -> sbx_wasm::tools::ToolDefinition {
+    let (description, input_schema) = match tool.kind {
+        AskKind::Sampling => (
+            format!(
+                "Ask the client's model; returns its text (at most {} tokens, {} times a session).",
+                tool.max_tokens, tool.max_calls
+            ),
+            json!({ "type": "object", "properties": {
+                "prompt": { "type": "string" }, "system": { "type": "string" },
+                "max_tokens": { "type": "integer" } }, "required": ["prompt"] }),
+        ),
+        AskKind::Elicitation => (
+            format!(
+                "Ask the client's user with a form (shown as asked by sandboxed code, {} times a \
+                 session); returns JSON {{\"action\": \"accept\" | \"decline\" | \"cancel\", \
+                 \"content\": the answers}}.",
+                tool.max_calls
+            ),
+            json!({ "type": "object", "properties": {
+                "message": { "type": "string" },
+                "schema": { "type": "object", "description": "A flat object schema of the answers." } },
+                "required": ["message", "schema"] }),
+        ),
+    };
+    sbx_wasm::tools::ToolDefinition {
+        name: tool.name.clone(),
+        description,
+        input_schema,
+    }
+}
+
 /// Register `tools` in `registry`, each asking `peer`, counted in `asked`.
 pub(crate) fn client_tools(
     tools: &[ClientTool],

@@ -18,6 +18,7 @@ mod file;
 mod prompts;
 mod template;
 
+pub(crate) use ask::definition as client_tool_definition;
 pub(crate) use ask::{AskKind, Asked, ClientTool, client_tools};
 pub(crate) use content::blocks;
 pub(crate) use file::load_for_grant;

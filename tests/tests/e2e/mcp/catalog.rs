@@ -220,6 +220,19 @@ async fn call(s: &Session, tool: &str, args: Value) -> CallToolResult {
         .unwrap()
 }
 
+/// The `code_mode` prompt's text.
+async fn code_mode(s: &Session) -> String {
+    let args = json!({ "task": "t" }).as_object().unwrap().clone();
+    let got = s.get_prompt(GetPromptRequestParams::new("code_mode").with_arguments(args));
+    let got = got.await.unwrap();
+    (got.messages.iter())
+        .filter_map(|m| match &m.content {
+            ContentBlock::Text(t) => Some(t.text.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 fn text(r: &CallToolResult) -> String {
     (r.content.iter())
         .filter_map(|c| c.as_text().map(|t| t.text.clone()))
@@ -242,6 +255,9 @@ async fn catalog_tools_run_under_the_grant_with_their_arguments_checked_first() 
         .map(|t| t.name.to_string())
         .collect();
     assert!(listed.contains(&"total".to_string()), "{listed:?}");
+    // The grant does not allow the client tools: code_mode does not offer
+    // them.
+    assert!(!code_mode(&s).await.contains("llm"));
 
     let good = call(&s, "total", json!({ "file": "/work/data.csv" })).await;
     assert_eq!(good.is_error, Some(false), "{good:?}");
@@ -287,6 +303,13 @@ async fn client_tools_the_grant_allows_ask_the_client_within_their_bounds() {
     let f = world(true);
     let client = Client::default();
     let s = serve(&f, client.clone()).await;
+    // code_mode tells the model what the allowed client tools ask and take.
+    let prompt = code_mode(&s).await;
+    assert!(prompt.contains("  - llm: Ask the client's model; returns its text (at most 50 tokens, 2 times a session)."), "{prompt}");
+    assert!(
+        prompt.contains("  - ask_user: Ask the client's user with a form"),
+        "{prompt}"
+    );
     for _ in 0..2 {
         let r = call(&s, "ask_model", json!({})).await;
         assert_eq!(text(&r), "hello", "{r:?}");
