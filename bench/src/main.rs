@@ -388,7 +388,7 @@ fn main() -> Res<()> {
     if let (Some(runner), true) = (env_path("PYTHON_RUNNER"), want("MCP")) {
         let caps_file = scratch.path().join("caps.toml");
         std::fs::write(&caps_file, caps.to_toml())?;
-        rows.push(mcp::mcp_row(&sbx, &runner, &caps_file)?);
+        rows.extend(mcp::mcp_rows(&sbx, &runner, &caps_file)?);
     }
 
     if want("SOAK") {

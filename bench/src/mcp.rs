@@ -34,52 +34,85 @@ fn answer(from: &mut impl BufRead, id: u64) -> Res<Value> {
     }
 }
 
-pub(crate) fn mcp_row(sbx: &Path, runner: &Path, caps_file: &Path) -> Res<Row> {
-    let mut server = Command::new(sbx)
+/// An MCP server over stdio, handshaken, driven by this harness.
+struct StdioServer {
+    child: std::process::Child,
+    to: std::process::ChildStdin,
+    from: BufReader<std::process::ChildStdout>,
+    id: u64,
+}
+
+impl StdioServer {
+    fn start(mut cmd: Command) -> Res<StdioServer> {
+        let mut child = (cmd.stdin(Stdio::piped()).stdout(Stdio::piped()))
+            .stderr(Stdio::null())
+            .spawn()?;
+        let to = child.stdin.take().ok_or("no stdin")?;
+        let from = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+        let mut s = StdioServer {
+            child,
+            to,
+            from,
+            id: 0,
+        };
+        send(
+            &mut s.to,
+            &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "1"}}}),
+        )?;
+        answer(&mut s.from, 0)?;
+        send(
+            &mut s.to,
+            &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        )?;
+        Ok(s)
+    }
+
+    /// One `run_python` `print(1)` round trip.
+    fn print_one(&mut self) -> Res<()> {
+        self.id += 1;
+        send(
+            &mut self.to,
+            &json!({"jsonrpc": "2.0", "id": self.id, "method": "tools/call", "params": {
+                "name": "run_python", "arguments": {"code": "print(1)"}}}),
+        )?;
+        let r = answer(&mut self.from, self.id)?;
+        if r["result"]["structuredContent"]["stdout"] != "1\n" {
+            return Err(format!("unexpected answer: {r}").into());
+        }
+        Ok(())
+    }
+
+    fn stop(self) -> Res<()> {
+        let StdioServer { mut child, to, .. } = self;
+        drop(to);
+        child.wait()?;
+        Ok(())
+    }
+}
+
+/// The MCP rows: `run_python print(1)` through the door against the same
+/// snippet through the library (what the door and the protocol add), and
+/// against a bare rmcp server over the same engine (`bare-mcp`, what the
+/// door adds to a minimal MCP wrapper).
+pub(crate) fn mcp_rows(sbx: &Path, runner: &Path, caps_file: &Path) -> Res<Vec<Row>> {
+    let mut door_cmd = Command::new(sbx);
+    door_cmd
         .args(["mcp", "--caps"])
         .arg(caps_file)
         .arg("--python-runner")
-        .arg(runner)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()?;
-    let mut to = server.stdin.take().ok_or("no stdin")?;
-    let mut from = BufReader::new(server.stdout.take().ok_or("no stdout")?);
-    send(
-        &mut to,
-        &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "bench", "version": "1"}}}),
-    )?;
-    answer(&mut from, 0)?;
-    send(
-        &mut to,
-        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-    )?;
+        .arg(runner);
+    let mut door = StdioServer::start(door_cmd)?;
 
     let cache = std::env::var_os("SBX_WASM_CACHE_DIR").ok_or("SBX_WASM_CACHE_DIR is not set")?;
     let host = WasmHost::new()?.with_cache(ArtifactCache::open(cache)?);
     // As the door keeps it: one instance ready.
     let python = PythonRunner::load(&host, runner)?.keep_warm(1)?;
     let caps = Capabilities::from_file(caps_file)?;
-
-    let mut id = 0;
     let (a, b) = side_by_side(
         30,
-        || {
-            id += 1;
-            send(
-                &mut to,
-                &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
-                    "name": "run_python", "arguments": {"code": "print(1)"}}}),
-            )?;
-            let r = answer(&mut from, id)?;
-            if r["result"]["structuredContent"]["stdout"] != "1\n" {
-                return Err(format!("unexpected answer: {r}").into());
-            }
-            Ok(())
-        },
+        || door.print_one(),
         || {
             let run = python.run_source(&host, "print(1)", RunOptions::new(caps.clone()))?;
             if run.stdout != b"1\n" {
@@ -88,10 +121,8 @@ pub(crate) fn mcp_row(sbx: &Path, runner: &Path, caps_file: &Path) -> Res<Row> {
             Ok(())
         },
     )?;
-    drop(to);
-    server.wait()?;
     let ratio = a.as_secs_f64() / b.as_secs_f64();
-    Ok(Row {
+    let mut rows = vec![Row {
         id: "MCP",
         what: "run_python print(1) over MCP stdio (vs the library's run_source)".into(),
         ours: fmt(a),
@@ -99,5 +130,29 @@ pub(crate) fn mcp_row(sbx: &Path, runner: &Path, caps_file: &Path) -> Res<Row> {
         ratio,
         goal: "<= 1.2x",
         met: ratio <= 1.2,
-    })
+    }];
+
+    // The bare server sits beside this harness in the release build.
+    let bare_bin = std::env::current_exe()?.with_file_name("bare-mcp");
+    if bare_bin.exists() {
+        let mut bare_cmd = Command::new(&bare_bin);
+        bare_cmd.arg(runner).arg(caps_file);
+        let mut bare = StdioServer::start(bare_cmd)?;
+        let (a, b) = side_by_side(30, || door.print_one(), || bare.print_one())?;
+        bare.stop()?;
+        let ratio = a.as_secs_f64() / b.as_secs_f64();
+        rows.push(Row {
+            id: "MCPr",
+            what: "run_python print(1) over MCP stdio (vs a bare rmcp server, same engine)".into(),
+            ours: fmt(a),
+            theirs: fmt(b),
+            ratio,
+            goal: "<= 1.2x",
+            met: ratio <= 1.2,
+        });
+    } else {
+        eprintln!("bench: MCPr skipped: {} is not built", bare_bin.display());
+    }
+    door.stop()?;
+    Ok(rows)
 }

@@ -53,6 +53,8 @@ pub(crate) struct HttpOptions {
     pub(crate) allowed_origins: Vec<String>,
     pub(crate) allowed_hosts: Vec<String>,
     pub(crate) max_request_bytes: usize,
+    /// `--advertise-url`: told with each workspace issued.
+    pub(crate) advertise_url: Option<String>,
 }
 
 type Service = StreamableHttpService<Handler, LocalSessionManager>;
@@ -105,6 +107,7 @@ pub(crate) async fn serve(door: Arc<Door>, o: HttpOptions) -> Result<()> {
         hosts: config.allowed_hosts.clone(),
     });
     let service: Service = StreamableHttpService::new(factory, sessions.clone(), config);
+    let advertise: Option<Arc<str>> = o.advertise_url.map(Arc::from);
     // The one line a supervisor (or a test) waits for, with the real port.
     eprintln!("sbx-wasm mcp: listening on http://{local}{PATH}");
     let token: Option<Arc<str>> = o.token.map(Arc::from);
@@ -147,6 +150,7 @@ pub(crate) async fn serve(door: Arc<Door>, o: HttpOptions) -> Result<()> {
             sessions: sessions.clone(),
             browser: browser.clone(),
             max_request_bytes: o.max_request_bytes,
+            advertise_url: advertise.clone(),
         };
         let conn = hyper::server::conn::http1::Builder::new()
             .timer(TokioTimer::new())
@@ -181,16 +185,22 @@ struct At {
     sessions: Arc<LocalSessionManager>,
     browser: Arc<Browser>,
     max_request_bytes: usize,
+    advertise_url: Option<Arc<str>>,
 }
 
 /// `POST /mcp/workspaces` issues a workspace (201, its handle as JSON and
-/// in the `Sbx-Workspace` header); `DELETE /mcp/workspaces/HANDLE` closes
-/// one (204; 404 if it is not open).
+/// in the `Sbx-Workspace` header, and with `--advertise-url` the URL to
+/// send its requests to, as `url` and in `Sbx-Workspace-Url`);
+/// `DELETE /mcp/workspaces/HANDLE` closes one (204; 404 if it is not open).
 fn workspace_endpoint(at: &At, rest: &str, req: &Request<Incoming>) -> Reply {
     match (req.method(), rest.strip_prefix('/')) {
         (&hyper::Method::POST, None | Some("")) => match at.door.issue_workspace() {
             Ok(handle) => {
-                let body = serde_json::json!({ "workspace": handle }).to_string();
+                let mut body = serde_json::json!({ "workspace": handle });
+                if let Some(url) = &at.advertise_url {
+                    body["url"] = url.as_ref().into();
+                }
+                let body = body.to_string();
                 let mut r = Response::new(Full::new(Bytes::from(body)).boxed());
                 *r.status_mut() = StatusCode::CREATED;
                 let h = r.headers_mut();
@@ -200,6 +210,10 @@ fn workspace_endpoint(at: &At, rest: &str, req: &Request<Incoming>) -> Reply {
                 );
                 if let Ok(v) = hyper::header::HeaderValue::from_str(&handle) {
                     h.insert(workspaces::HEADER, v);
+                }
+                let url = at.advertise_url.as_deref();
+                if let Some(v) = url.and_then(|u| hyper::header::HeaderValue::from_str(u).ok()) {
+                    h.insert("sbx-workspace-url", v);
                 }
                 r
             }

@@ -94,6 +94,12 @@ pub(crate) struct McpArgs {
     /// behind a token otherwise.
     #[arg(long, value_name = "HOST")]
     allowed_host: Vec<String>,
+    /// The URL this server is reached at directly (e.g. its pod's address,
+    /// http://$(POD_IP):8765/mcp), told to a sessionless client with each
+    /// workspace it issues, so the client's later requests reach the
+    /// replica that holds the workspace whatever a load balancer does.
+    #[arg(long, value_name = "URL", requires = "http")]
+    advertise_url: Option<String>,
     /// Largest HTTP request body accepted, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = 8 * 1024 * 1024)]
     max_request_bytes: usize,
@@ -182,6 +188,7 @@ impl McpArgs {
                         allowed_origins: self.allowed_origin.clone(),
                         allowed_hosts: self.allowed_host.clone(),
                         max_request_bytes: self.max_request_bytes,
+                        advertise_url: self.advertise_url()?,
                     };
                     http::serve(Arc::new(door), opts).await
                 }
@@ -189,6 +196,18 @@ impl McpArgs {
             }
         })?;
         Ok(crate::exit::EXIT_OK)
+    }
+
+    /// `--advertise-url`, checked: an http(s) URL of at most 2 KiB.
+    fn advertise_url(&self) -> Result<Option<String>> {
+        let Some(text) = &self.advertise_url else {
+            return Ok(None);
+        };
+        let url = url::Url::parse(text).with_context(|| format!("--advertise-url {text:?}"))?;
+        if !matches!(url.scheme(), "http" | "https") || text.len() > 2048 || url.host().is_none() {
+            bail!("--advertise-url {text:?}: an http or https URL with a host, at most 2 KiB");
+        }
+        Ok(Some(url.to_string()))
     }
 
     /// The bearer token, from a file or the environment, never a flag value

@@ -197,3 +197,51 @@ fn stdio_lines_that_are_not_messages_leave_the_session_going() {
     drop(stdin);
     let _ = child.wait();
 }
+
+/// `--advertise-url`: each workspace issued names the URL its requests go
+/// to (a replica's own address, past a load balancer); without it, none.
+/// A URL that is not http(s) stops the start.
+#[test]
+fn an_issued_workspace_names_the_advertised_url_and_a_bad_one_stops_the_start() {
+    let f = Fixture::new();
+    let plain = f.http(&[]);
+    let (_, body) = plain.reply_of("POST", "/mcp/workspaces", &[], b"");
+    let issued: Value = serde_json::from_str(&body).unwrap();
+    assert!(issued.get("url").is_none(), "{issued}");
+
+    let advertised = f.http(&["--advertise-url", "http://10.0.0.7:8765/mcp"]);
+    let (head, body) = advertised.reply_of("POST", "/mcp/workspaces", &[], b"");
+    let issued: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(issued["url"], "http://10.0.0.7:8765/mcp", "{issued}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("sbx-workspace-url: http://10.0.0.7:8765/mcp"),
+        "{head}"
+    );
+
+    for bad in ["ftp://10.0.0.7/mcp", "not a url", "http://"] {
+        let mut child = Command::new(sbx_bin())
+            .args(f.args(&["--http", "127.0.0.1:0", "--advertise-url", bad]))
+            .envs(f.env())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // A server that started anyway would never end: give it 30 s.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("{bad}: the server started");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        assert!(!status.success(), "{bad}");
+        let mut said = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut said).unwrap();
+        assert!(said.contains("--advertise-url"), "{bad}: {said}");
+    }
+}
