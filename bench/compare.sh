@@ -27,6 +27,18 @@ if [ ! -x "$tools/bin/wasmtime" ]; then
         --features run,compile,cranelift,component-model,parallel-compilation,pooling-allocator
 fi
 
+# The MCP peer: mcp-run-python (Pyodide under Deno) and the Deno it needs,
+# both from PyPI, pinned, in a venv of their own (once). Its row is skipped,
+# with the reason, where it cannot start.
+if [ ! -x "$tools/mrp/bin/mcp-run-python" ]; then
+    python3 -m venv "$tools/mrp" && "$tools/mrp/bin/pip" install --quiet mcp-run-python==0.0.22 deno==2.9.8 \
+        || echo "bench: mcp-run-python could not be installed; its row is skipped" >&2
+fi
+if [ -x "$tools/mrp/bin/mcp-run-python" ]; then
+    export MCP_RUN_PYTHON="$tools/mrp/bin/mcp-run-python"
+    export PATH="$tools/mrp/bin:$PATH"
+fi
+
 # The interpreter binaries themselves (not a version manager's shim): the
 # distribution's /usr/bin/python3 and whatever python3 is first on PATH.
 python_native="$(python3 -c 'import os, sys; print(os.path.realpath(sys.executable))')"

@@ -69,15 +69,20 @@ impl StdioServer {
         Ok(s)
     }
 
-    /// One `run_python` `print(1)` round trip.
-    fn print_one(&mut self) -> Res<()> {
+    /// One `tools/call` of `tool` with `arguments`: the response.
+    fn call(&mut self, tool: &str, arguments: Value) -> Res<Value> {
         self.id += 1;
         send(
             &mut self.to,
             &json!({"jsonrpc": "2.0", "id": self.id, "method": "tools/call", "params": {
-                "name": "run_python", "arguments": {"code": "print(1)"}}}),
+                "name": tool, "arguments": arguments}}),
         )?;
-        let r = answer(&mut self.from, self.id)?;
+        answer(&mut self.from, self.id)
+    }
+
+    /// One `run_python` `print(1)` round trip.
+    fn print_one(&mut self) -> Res<()> {
+        let r = self.call("run_python", json!({"code": "print(1)"}))?;
         if r["result"]["structuredContent"]["stdout"] != "1\n" {
             return Err(format!("unexpected answer: {r}").into());
         }
@@ -153,6 +158,47 @@ pub(crate) fn mcp_rows(sbx: &Path, runner: &Path, caps_file: &Path) -> Res<Vec<R
     } else {
         eprintln!("bench: MCPr skipped: {} is not built", bare_bin.display());
     }
+    match std::env::var_os("MCP_RUN_PYTHON") {
+        Some(peer) => match peer_row(&mut door, Path::new(&peer)) {
+            Ok(row) => rows.push(row),
+            Err(e) => eprintln!("bench: MCPp skipped: mcp-run-python did not run here: {e}"),
+        },
+        None => eprintln!("bench: MCPp skipped: MCP_RUN_PYTHON is not set (compare.sh sets it)"),
+    }
     door.stop()?;
     Ok(rows)
+}
+
+/// The peer: `mcp-run-python` (Pyodide under Deno, from PyPI), warm, its
+/// `run_python_code` against the door's `run_python`, both `print(1)`.
+/// (It shares one interpreter between calls and has no time limit; the
+/// door isolates each call and bounds it.)
+fn peer_row(door: &mut StdioServer, peer: &Path) -> Res<Row> {
+    let mut cmd = Command::new(peer);
+    cmd.arg("stdio");
+    let mut peer = StdioServer::start(cmd)?;
+    let mut peer_print = || -> Res<()> {
+        let r = peer.call("run_python_code", json!({"python_code": "print(1)"}))?;
+        if !r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or("")
+            .contains('1')
+        {
+            return Err(format!("unexpected answer: {r}").into());
+        }
+        Ok(())
+    };
+    let (a, b) = side_by_side(30, || door.print_one(), &mut peer_print)?;
+    peer.stop()?;
+    let ratio = a.as_secs_f64() / b.as_secs_f64();
+    Ok(Row {
+        id: "MCPp",
+        what: "run_python print(1) over MCP stdio, isolated per call (vs mcp-run-python, warm)"
+            .into(),
+        ours: fmt(a),
+        theirs: fmt(b),
+        ratio,
+        goal: "<= 1.0x",
+        met: ratio <= 1.0,
+    })
 }
