@@ -9,11 +9,12 @@
 //! [`Approver`] (given in [`Services::approver`](crate::Services::approver))
 //! and waits for its [`Answer`]:
 //!
-//! - approved, the request goes on under the `[ask]` entry, with every other
-//!   check as for a granted one (request bounds, the resolved address, the
-//!   pinned dial, secrets only where declared), and so does every later
-//!   request the same entry covers in this run; the audit's rule says
-//!   `approved at run time`;
+//! - approved, the request goes on, with every other check as for a granted
+//!   one (request bounds, the resolved address, the pinned dial, secrets
+//!   only where declared), and so does every later request to the same
+//!   origin (or tool) in this run, never more: another host under a
+//!   wildcard `[ask]` rule is asked about in its turn. The audit's rule
+//!   says `ORIGIN (approved at run time, [ask] RULE)`;
 //! - refused (or no answer within the wall time left, or the run
 //!   cancelled), it is denied with the usual violation, its message saying
 //!   what was asked and why it was refused, and the run is not asked again
@@ -105,7 +106,7 @@ impl fmt::Display for Question {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Answer {
-    /// Go on, under the `[ask]` entry, for the rest of the run.
+    /// Go on, for this origin (or tool), for the rest of the run.
     Approved,
     /// Denied, with why (shown to the guest and kept in the audit).
     Refused(String),

@@ -21,15 +21,18 @@ pub(super) struct Asked {
     pub(super) egress: Option<Egress>,
     /// The grant's tools plus the approved ones, once one was approved.
     pub(super) tools: Option<BTreeSet<String>>,
-    /// The rules (egress rule text, or `tool NAME`) approved: an op allowed
-    /// by one is recorded as approved.
-    approved: BTreeSet<String>,
+    /// The rules approved (an origin's egress rule, or `tool NAME`), each
+    /// with the `[ask]` entry that let it be asked: an op allowed by one is
+    /// recorded as approved.
+    approved: BTreeMap<String, String>,
     /// Every answer, by `kind target`: a target is asked about once.
     answers: BTreeMap<String, Answer>,
     questions: u32,
 }
 
-/// What approving a question adds to the run's view of the grant.
+/// What approving a question adds to the run's view of the grant: for a
+/// fetch, the one origin asked about (not the whole `[ask]` rule, which may
+/// be a wildcard: another host under it is asked about in turn).
 enum Widening {
     Rule(crate::net::EgressRule),
     Tool(String),
@@ -38,9 +41,9 @@ enum Widening {
 impl Asked {
     /// `rule` as the audit records it: marked when an approval allowed it.
     pub(super) fn mark(&self, rule: String) -> String {
-        match self.approved.contains(&rule) {
-            true => format!("{rule} (approved at run time, [ask])"),
-            false => rule,
+        match self.approved.get(&rule) {
+            Some(entry) => format!("{rule} (approved at run time, [ask] {entry})"),
+            None => rule,
         }
     }
 }
@@ -92,7 +95,7 @@ impl Sandbox {
         };
         match answer {
             Answer::Approved => {
-                self.widen(widening);
+                self.widen(widening, &question.entry);
                 self.check(op)
             }
             Answer::Refused(why) => {
@@ -114,16 +117,18 @@ impl Sandbox {
         match op {
             Op::Net(req) if denial.violation == Violation::EgressDenied => {
                 let url = url::Url::parse(&req.url).ok()?;
-                let rule = (self.caps.ask().net().iter()).find(|r| r.matches(&url))?;
+                let entry = (self.caps.ask().net().iter()).find(|r| r.matches(&url))?;
+                let origin = crate::capability::net::url_origin(&url);
+                let exact = crate::net::EgressRule::parse(&origin).ok()?;
                 let mut wider = self.held().egress.clone();
-                wider.rules.push(rule.clone());
+                wider.rules.push(exact.clone());
                 wider.check(&req.url).ok()?;
                 let question = Question {
                     kind: OpKind::NetFetch,
-                    target: crate::capability::net::url_origin(&url),
-                    entry: rule.as_str().to_string(),
+                    target: origin,
+                    entry: entry.as_str().to_string(),
                 };
-                Some((question, Widening::Rule(rule.clone())))
+                Some((question, Widening::Rule(exact)))
             }
             Op::Tool(call) if denial.violation == Violation::ToolDenied => {
                 let asked = self.caps.ask().tools().contains(&call.name);
@@ -141,16 +146,16 @@ impl Sandbox {
         }
     }
 
-    fn widen(&mut self, widening: Widening) {
+    fn widen(&mut self, widening: Widening, entry: &str) {
         match widening {
             Widening::Rule(rule) => {
                 let egress = (self.asked.egress).get_or_insert_with(|| self.caps.egress().clone());
-                self.asked.approved.insert(rule.as_str().to_string());
+                (self.asked.approved).insert(rule.as_str().to_string(), entry.to_string());
                 egress.rules.push(rule);
             }
             Widening::Tool(name) => {
                 let tools = (self.asked.tools).get_or_insert_with(|| self.caps.tools().clone());
-                self.asked.approved.insert(format!("tool {name}"));
+                (self.asked.approved).insert(format!("tool {name}"), entry.to_string());
                 tools.insert(name);
             }
         }
@@ -214,10 +219,8 @@ mod tests {
         for _ in 0..2 {
             let r = sb.run(Op::fetch(format!("{origin}/a")));
             assert!(r.ok, "{r:?}");
-            assert_eq!(
-                r.rule.unwrap(),
-                format!("{origin} (approved at run time, [ask])")
-            );
+            let rule = format!("{origin} (approved at run time, [ask] {origin})");
+            assert_eq!(r.rule.unwrap(), rule);
         }
         // Asked once; both fetches reached the server.
         assert_eq!(asked.lock().unwrap().len(), 1, "{asked:?}");
@@ -225,6 +228,27 @@ mod tests {
         assert_eq!(seen.load(Ordering::SeqCst), 2);
         // The grant itself is unchanged.
         assert!(sb.caps().egress().rules().is_empty());
+    }
+
+    #[test]
+    fn approving_one_origin_under_a_wide_entry_approves_that_origin_only() {
+        let (a, seen_a) = server();
+        let (b, seen_b) = server();
+        let entry = "http://127.0.0.0/8:*";
+        let caps = Capabilities::builder().ask_egress(entry).build().unwrap();
+        let (mut sb, asked) = sandbox(caps, Answer::Approved);
+        for url in [&a, &a, &b] {
+            let r = sb.run(Op::fetch(format!("{url}/x")));
+            let rule = format!("{url} (approved at run time, [ask] {entry})");
+            assert_eq!(r.rule.as_deref(), Some(rule.as_str()), "{r:?}");
+        }
+        // Asked about each origin once: the approval of the first did not
+        // reach the second.
+        assert_eq!(asked.lock().unwrap().len(), 2, "{asked:?}");
+        assert_eq!(
+            (seen_a.load(Ordering::SeqCst), seen_b.load(Ordering::SeqCst)),
+            (2, 1)
+        );
     }
 
     #[test]
@@ -288,7 +312,10 @@ mod tests {
         let (mut sb, asked) = sandbox(caps.clone(), Answer::Approved);
         let r = sb.run(Op::tool("lookup", "x"));
         assert!(r.ok, "{r:?}");
-        assert_eq!(r.rule.unwrap(), "tool lookup (approved at run time, [ask])");
+        assert_eq!(
+            r.rule.unwrap(),
+            "tool lookup (approved at run time, [ask] lookup)"
+        );
         // The one question was asked: the second tool is denied unasked.
         let r = sb.run(Op::tool("other", "x"));
         assert_eq!(r.violation(), Some(Violation::ToolDenied));

@@ -129,7 +129,7 @@ async fn an_approved_origin_is_fetched_and_a_refused_one_never_reached() {
         assert_eq!(v["decision"], "allowed", "{v}");
         assert_eq!(
             v["rule"],
-            format!("{origin} (approved at run time, [ask])"),
+            format!("{origin} (approved at run time, [ask] {origin})"),
             "{v}"
         );
     }
