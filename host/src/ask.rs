@@ -149,6 +149,8 @@ where
 /// elicitation). No answer within the wall time left, or a cancel, is a
 /// refusal; so is a task that ends without one.
 ///
+/// (With the `wasm` feature, the default: it brings the async runtime.)
+///
 /// # Examples
 ///
 /// ```
@@ -166,6 +168,7 @@ where
 /// assert!(denied.denial.unwrap().message.contains("not in this test"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[cfg(feature = "wasm")]
 pub fn approver_async<F, Fut>(runtime: tokio::runtime::Handle, f: F) -> std::sync::Arc<dyn Approver>
 where
     F: Fn(Question) -> Fut + Send + Sync + 'static,
@@ -174,11 +177,13 @@ where
     std::sync::Arc::new(AsyncApprover { runtime, f })
 }
 
+#[cfg(feature = "wasm")]
 struct AsyncApprover<F> {
     runtime: tokio::runtime::Handle,
     f: F,
 }
 
+#[cfg(feature = "wasm")]
 impl<F, Fut> Approver for AsyncApprover<F>
 where
     F: Fn(Question) -> Fut + Send + Sync,
