@@ -9,19 +9,28 @@
 //! time left, and the answer is in the op's audit record (the rule of an
 //! approved op, the message of a refused one).
 
+use super::catalog::AskKind;
 use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
 use rmcp::service::{Peer, RoleServer};
+use sbx_wasm::Capabilities;
 use sbx_wasm::ask::{Answer, Approver, Question, approver_async};
 use serde_json::json;
 use std::sync::Arc;
 
-/// The approver of a call from `peer`'s client.
-pub(crate) fn approver(peer: &Peer<RoleServer>) -> Arc<dyn Approver> {
+/// The approver of a call from `peer`'s client under `caps`; none when the
+/// grant has no `[ask]` (nothing can be asked, so no run carries one).
+pub(crate) fn approver(caps: &Capabilities, peer: &Peer<RoleServer>) -> Option<Arc<dyn Approver>> {
+    if caps.ask().is_empty() {
+        return None;
+    }
     let peer = peer.clone();
-    approver_async(tokio::runtime::Handle::current(), move |question| {
-        let peer = peer.clone();
-        async move { ask(&peer, &question).await }
-    })
+    Some(approver_async(
+        tokio::runtime::Handle::current(),
+        move |question| {
+            let peer = peer.clone();
+            async move { ask(&peer, &question).await }
+        },
+    ))
 }
 
 /// The message the user is shown.
@@ -34,11 +43,8 @@ pub(crate) fn message(question: &Question) -> String {
 }
 
 async fn ask(peer: &Peer<RoleServer>, question: &Question) -> Answer {
-    let offers = (peer.peer_info()).is_some_and(|i| i.capabilities.elicitation.is_some());
-    if !offers {
-        return Answer::Refused(
-            "the client does not offer elicitation, so its user cannot be asked".into(),
-        );
+    if let Err(missing) = super::catalog::client_offers(peer, AskKind::Elicitation) {
+        return Answer::Refused(missing.to_string());
     }
     let schema = json!({
         "type": "object",

@@ -38,7 +38,7 @@ pub(crate) async fn run(
     (client_cancel, peer): (CancellationToken, &Peer<RoleServer>),
 ) -> CallToolResult {
     let op = plan_form(tool, args);
-    let asks = Some(super::approve::approver(peer));
+    let asks = super::approve::approver(&session.caps, peer);
     match perform(door, session, ids, tool, vec![op], (client_cancel, asks)).await {
         Ok((results, report)) => {
             door.count_ran();

@@ -101,16 +101,15 @@ pub(crate) async fn execute(
     let mut tools = registry(&caps);
     let asked = &session.asked;
     catalog::client_tools(&door.catalog.client_tools, &mut tools, &client.peer, asked);
+    let mut services = session.services().tools(tools);
+    if let Some(a) = approve::approver(&caps, &client.peer) {
+        services = services.approver(a);
+    }
     let mut opts = RunOptions::new(caps.clone())
         .program_name(program.name.clone())
         .args(program.args)
         .stdin(program.stdin)
-        .services(
-            session
-                .services()
-                .tools(tools)
-                .approver(approve::approver(&client.peer)),
-        );
+        .services(services);
     if let (Some(source), Some(python)) = (&program.source, &door.python) {
         // A catalog script's traceback names its tool.
         let file = match program.shape {

@@ -128,7 +128,7 @@ fn failed(what: &str, e: impl std::fmt::Display) -> ToolError {
 
 /// Whether the client declared the capability `kind` needs, or the
 /// guest's failure.
-fn client_offers(peer: &Peer<RoleServer>, kind: AskKind) -> Result<(), ToolError> {
+pub(crate) fn client_offers(peer: &Peer<RoleServer>, kind: AskKind) -> Result<(), ToolError> {
     let info = peer.peer_info();
     let caps = info.as_ref().map(|i| &i.capabilities);
     let (offered, missing) = match kind {

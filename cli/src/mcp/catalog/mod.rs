@@ -19,7 +19,7 @@ mod prompts;
 mod template;
 
 pub(crate) use ask::definition as client_tool_definition;
-pub(crate) use ask::{AskKind, Asked, ClientTool, client_tools};
+pub(crate) use ask::{AskKind, Asked, ClientTool, client_offers, client_tools};
 pub(crate) use content::blocks;
 pub(crate) use file::load_for_grant;
 pub(crate) use prompts::{Embed, MessageBody, PromptDef};
