@@ -475,15 +475,12 @@ impl Handler {
         cancel: CancellationToken,
     ) -> CallToolResult {
         let door = &self.door;
-        let program = match tool {
-            "run_python" => programs::python(door, args),
-            "run_wasm" => programs::component(door, args),
-            _ if door.catalog.tool(tool).is_some() => programs::script_tool(door, tool, args),
-            // Everything else is one op: a built-in, a granted tool, or
-            // a tool the grant refuses (`tool_denied`, on record).
-            _ => return ops::run(door, session, ids, tool, args, (cancel, &context.peer)).await,
-        };
-        let program = match program {
+        if !programs::is_program(door, tool) {
+            // One op: a built-in, a granted tool, or a tool the grant
+            // refuses (`tool_denied`, on record).
+            return ops::run(door, session, ids, tool, args, (cancel, &context.peer)).await;
+        }
+        let program = match programs::program(door, tool, args) {
             Ok(p) => p,
             Err(reason) => return self.door.turn_away(ids, tool, "refused", &reason),
         };

@@ -7,9 +7,20 @@ use super::runs;
 use rmcp::model::JsonObject;
 use serde_json::Value;
 
-/// Whether `tool` is a program call (one that may become a task).
+/// Whether `tool` is a program call (one that may become a task); the
+/// rest are single ops.
 pub(crate) fn is_program(door: &Door, tool: &str) -> bool {
     matches!(tool, "run_python" | "run_wasm") || door.catalog.tool(tool).is_some()
+}
+
+/// The program a call of `tool` (one [`is_program`] names) asks for, or
+/// why it is refused.
+pub(crate) fn program(door: &Door, tool: &str, args: &JsonObject) -> Result<runs::Program, String> {
+    match tool {
+        "run_python" => python(door, args),
+        "run_wasm" => component(door, args),
+        _ => script_tool(door, tool, args),
+    }
 }
 
 fn string(args: &JsonObject, key: &str) -> Result<Option<String>, String> {
@@ -34,7 +45,7 @@ fn run_args(args: &JsonObject) -> Result<(Vec<String>, Vec<u8>), String> {
     Ok((list, stdin))
 }
 
-pub(crate) fn python(door: &Door, args: &JsonObject) -> Result<runs::Program, String> {
+fn python(door: &Door, args: &JsonObject) -> Result<runs::Program, String> {
     let Some(runner) = &door.python else {
         return Err("run_python is not offered: this server has no Python runner".into());
     };
@@ -73,7 +84,7 @@ pub(crate) fn script_tool(
     })
 }
 
-pub(crate) fn component(door: &Door, args: &JsonObject) -> Result<runs::Program, String> {
+fn component(door: &Door, args: &JsonObject) -> Result<runs::Program, String> {
     let name = string(args, "component")?.ok_or("`component` is required")?;
     // A first use compiles: off the async workers.
     let agent = tokio::task::block_in_place(|| door.component(&name))?;
