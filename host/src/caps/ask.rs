@@ -9,9 +9,8 @@
 //! ```
 
 use crate::ask::{AskGrant, DEFAULT_MAX_QUESTIONS, LIMIT_MAX_QUESTIONS};
-use crate::capability::net::{EgressRule, RULE_FORM};
-use crate::capability::tools::config::TOOL_FORM;
-use crate::capability::tools::valid_tool_name;
+use crate::capability::net::config::parse_rule;
+use crate::capability::tools::config::check_name;
 use crate::error::{CapsError, non_negative};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -84,20 +83,11 @@ impl RequestedAsk {
     ) -> Result<AskGrant, CapsError> {
         let mut net = Vec::new();
         for (i, text) in self.net.iter().enumerate() {
-            let rule = EgressRule::parse(text).map_err(|e| {
-                CapsError::invalid(format!("ask.net[{i}]"), format!("{text:?}: {e}"), RULE_FORM)
-            })?;
-            net.push(rule);
+            net.push(parse_rule(format!("ask.net[{i}]"), text)?);
         }
         let mut tools = BTreeSet::new();
         for (i, t) in self.tools.iter().enumerate() {
-            if !valid_tool_name(t) {
-                return Err(CapsError::invalid(
-                    format!("ask.tools[{i}]"),
-                    format!("{t:?} is not a valid tool name"),
-                    TOOL_FORM,
-                ));
-            }
+            check_name(format!("ask.tools[{i}]"), t)?;
             if allowed_tools.contains(t) {
                 warnings.push(format!(
                     "ask.tools[{i}]: {t} is already in tools.allow, so it is never asked about"

@@ -77,14 +77,7 @@ impl RequestedEgress {
     pub(crate) fn build(&self, warnings: &mut Vec<String>) -> Result<Egress, CapsError> {
         let mut rules = Vec::new();
         for (i, text) in self.rules.iter().enumerate() {
-            let rule = EgressRule::parse(text).map_err(|e| {
-                CapsError::invalid(
-                    format!("net.allow[{i}]"),
-                    format!("{text:?}: {e}"),
-                    RULE_FORM,
-                )
-            })?;
-            rules.push(rule);
+            rules.push(parse_rule(format!("net.allow[{i}]"), text)?);
         }
         if self.max_redirects > LIMIT_MAX_REDIRECTS {
             return Err(CapsError::invalid(
@@ -106,4 +99,11 @@ impl RequestedEgress {
             max_redirects: self.max_redirects,
         })
     }
+}
+
+/// The egress rule `text` of the caps file's key `key`, or the error naming
+/// the key and the rule form.
+pub(crate) fn parse_rule(key: String, text: &str) -> Result<EgressRule, CapsError> {
+    EgressRule::parse(text)
+        .map_err(|e| CapsError::invalid(key, format!("{text:?}: {e}"), RULE_FORM))
 }

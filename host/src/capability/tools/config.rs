@@ -57,7 +57,7 @@ type RawCommand = (String, CommandTool);
 /// The validated tool grant: names allowed, and commands for the CLI.
 pub(crate) type ToolGrant = (BTreeSet<String>, BTreeMap<String, CommandTool>);
 
-pub(crate) const TOOL_FORM: &str = "1 to 64 characters from a-z 0-9 _ - .";
+const TOOL_FORM: &str = "1 to 64 characters from a-z 0-9 _ - .";
 const SCHEMA_FORM: &str =
     "a JSON object schema, as a TOML table or JSON text, e.g. { type = \"object\" }";
 
@@ -173,26 +173,14 @@ impl RequestedTools {
     ) -> Result<ToolGrant, CapsError> {
         let mut tools = BTreeSet::new();
         for (i, t) in self.allow.iter().enumerate() {
-            if !valid_tool_name(t) {
-                return Err(CapsError::invalid(
-                    format!("tools.allow[{i}]"),
-                    format!("{t:?} is not a valid tool name"),
-                    TOOL_FORM,
-                ));
-            }
+            check_name(format!("tools.allow[{i}]"), t)?;
             tools.insert(t.clone());
         }
         let mut commands = BTreeMap::new();
         for (name, given) in &self.commands {
             let argv = &given.argv;
             let key = format!("tools.command.{name}");
-            if !valid_tool_name(name) {
-                return Err(CapsError::invalid(
-                    key,
-                    format!("{name:?} is not a valid tool name"),
-                    TOOL_FORM,
-                ));
-            }
+            check_name(key.clone(), name)?;
             if argv.is_empty() || argv[0].is_empty() {
                 return Err(CapsError::invalid(
                     format!("{key}.argv"),
@@ -223,5 +211,18 @@ impl RequestedTools {
             );
         }
         Ok((tools, commands))
+    }
+}
+
+/// Whether `name`, at the caps file's key `key`, is a valid tool name, or
+/// the error naming the key and the form.
+pub(crate) fn check_name(key: String, name: &str) -> Result<(), CapsError> {
+    match valid_tool_name(name) {
+        true => Ok(()),
+        false => Err(CapsError::invalid(
+            key,
+            format!("{name:?} is not a valid tool name"),
+            TOOL_FORM,
+        )),
     }
 }
