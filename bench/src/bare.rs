@@ -66,6 +66,38 @@ impl sbx::agent::kv::Host for State {
     }
 }
 
+/// No mounts in the baseline: every call fails.
+impl sbx::agent::fs::Host for State {
+    fn read(&mut self, _path: String) -> Result<Vec<u8>, sbx::agent::types::Error> {
+        Err(no_files())
+    }
+    fn write(&mut self, _path: String, _content: Vec<u8>) -> Result<u64, sbx::agent::types::Error> {
+        Err(no_files())
+    }
+    fn list(
+        &mut self,
+        _path: String,
+    ) -> Result<Vec<sbx::agent::fs::Entry>, sbx::agent::types::Error> {
+        Err(no_files())
+    }
+    fn stat(
+        &mut self,
+        _path: String,
+    ) -> Result<sbx::agent::fs::Metadata, sbx::agent::types::Error> {
+        Err(no_files())
+    }
+    fn remove(&mut self, _path: String) -> Result<(), sbx::agent::types::Error> {
+        Err(no_files())
+    }
+    fn mkdir(&mut self, _path: String) -> Result<(), sbx::agent::types::Error> {
+        Err(no_files())
+    }
+}
+
+fn no_files() -> sbx::agent::types::Error {
+    sbx::agent::types::Error::Failed("no mounts in the baseline".into())
+}
+
 fn no_store() -> sbx::agent::types::Error {
     sbx::agent::types::Error::Failed("no key-value store in the baseline".into())
 }

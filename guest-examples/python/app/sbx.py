@@ -13,6 +13,12 @@ exceptions: the host halts the run.
 from componentize_py_types import Err
 from wit_world.imports import kv, net, tools, types
 
+# The world's file interface (sbx:agent/fs) has no functions here: Python's
+# own open() and os reach the same mounts through WASI. Its bindings are
+# imported all the same, into the snapshot: componentize-py loads every
+# interface's module as it builds, after the runner's import hook is up.
+from wit_world.imports import fs as _fs  # noqa: F401
+
 __all__ = [
     "Denied", "FetchError", "ToolError", "KvError", "Response", "fetch", "call_tool",
     "granted_tools", "kv_get", "kv_put", "kv_delete", "kv_list",

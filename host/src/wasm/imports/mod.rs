@@ -1,12 +1,13 @@
 //! The `sbx:agent` world (`wit/`, one file per interface): its bindings,
 //! and the one mapping of a gate result to a guest answer. Soft denials
 //! return as values; a hard limit traps. Each interface's host side has
-//! its own file here (`net.rs`, `tools.rs`, `kv.rs`): the capability's WIT adapter.
+//! its own file here (`net.rs`, `tools.rs`, `kv.rs`, `fs.rs`): the capability's WIT adapter.
 
 use super::{HardLimit, HostState};
 use crate::gate::Decided;
 use crate::op::{Failure, Output};
 
+mod fs;
 mod kv;
 mod net;
 mod tools;
