@@ -29,6 +29,7 @@ pub mod python;
 mod root;
 mod run;
 mod run_inputs;
+pub mod runner;
 mod warm;
 mod wasi_context;
 
@@ -40,6 +41,12 @@ pub use load::{LoadError, MAX_COMPONENT_BYTES};
 pub use options::{RunOptions, WasmRun};
 pub use output::Sink;
 pub use python::PythonRunner;
+pub use runner::{JavaScript, Language, Python, ScriptRunner};
+
+/// The JavaScript runner, compiled and linked once: run many scripts with
+/// it ([`ScriptRunner`] for [`JavaScript`]; TypeScript is stripped inside
+/// the guest).
+pub type JsRunner = ScriptRunner<JavaScript>;
 
 use crate::gate::Sandbox;
 use crate::violation::Violation;
