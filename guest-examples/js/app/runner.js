@@ -1,0 +1,206 @@
+// The JavaScript runner's entry: `wasi:cli/run`. The host hands the script
+// as arguments (`-c SOURCE NAME ARGS...`); the runner strips TypeScript
+// (for NAME ending in .ts, .mts, .cts) and turns ES module syntax into calls
+// of its own `require` with sucrase, inside the guest (no parser runs in
+// the host on guest input; types are removed, never checked), then
+// evaluates it as the body of an async function, so top-level `await`
+// works. Its exit code: 0, the code given to process.exit, or 1 after an
+// uncaught error, printed with its stack as node prints it.
+//
+// Everything above `run` is evaluated while the component is built and
+// kept in its snapshot (componentize-js pre-initialises with wizer), so a
+// run starts with sucrase and these modules already compiled.
+
+import { transform } from 'sucrase';
+import { console } from './console.js';
+import { SbxDenied, SbxToolError } from './errors.js';
+import { Headers, Response, fetch } from './fetch.js';
+import { inspect } from './inspect.js';
+import { require, sbx } from './modules.js';
+import { ExitRequest, process } from './process.js';
+import { tools } from './tools.js';
+import { getArguments, getEnvironment, getRandomBytes } from './wasi.js';
+
+const TYPESCRIPT = /\.(ts|mts|cts)$/;
+
+// Timers the script set and that have not run or been cleared: the run
+// ends when the script's code has and none is left, as node's does.
+const pending = new Set();
+let idle = null;
+// The runner's own fetch, tools and files answer at once, so timers are
+// the only thing a script's promise can still wait for: once none is left
+// and the script's top level has not settled, nothing ever will settle it
+// (node says "unsettled top-level await" and exits 13). A check queued
+// whenever the last timer goes finds that out.
+let scriptDone = true;
+let unsettled = null;
+
+function checkSettled() {
+  if (!scriptDone && pending.size === 0) unsettled?.resolve();
+}
+const engineTimeout = globalThis.setTimeout;
+const engineClear = globalThis.clearTimeout;
+const engineInterval = globalThis.setInterval;
+const engineClearInterval = globalThis.clearInterval;
+
+function settled(id) {
+  pending.delete(id);
+  if (pending.size > 0) return;
+  if (idle) {
+    idle.resolve();
+    idle = null;
+  }
+  // After the callback's own promise jobs have run.
+  if (!scriptDone) engineTimeout(checkSettled, 0);
+}
+
+function timers() {
+  globalThis.setTimeout = (f, ms, ...args) => {
+    const id = engineTimeout(() => {
+      settled(id);
+      if (typeof f === 'function') f(...args);
+    }, ms);
+    pending.add(id);
+    return id;
+  };
+  globalThis.clearTimeout = (id) => {
+    engineClear(id);
+    settled(id);
+  };
+  globalThis.setInterval = (f, ms, ...args) => {
+    const id = engineInterval(() => {
+      if (typeof f === 'function') f(...args);
+    }, ms);
+    pending.add(id);
+    return id;
+  };
+  globalThis.clearInterval = (id) => {
+    engineClearInterval(id);
+    settled(id);
+  };
+}
+
+function allTimersDone() {
+  if (pending.size === 0) return Promise.resolve();
+  idle ??= Promise.withResolvers();
+  return idle.promise;
+}
+
+// Math.random from a generator seeded by wasi:random at the run's start:
+// not the seed the snapshot was built with (every run would repeat it), and
+// under --deterministic the host's seeded randomness, so a replay repeats.
+function seedRandom() {
+  const s = new Uint32Array(new Uint8Array(getRandomBytes(16n)).buffer);
+  let [a, b, c, d] = s;
+  Math.random = () => {
+    // sfc32
+    a |= 0; b |= 0; c |= 0; d |= 0;
+    const t = (((a + b) | 0) + d) | 0;
+    d = (d + 1) | 0;
+    a = b ^ (b >>> 9);
+    b = (c + (c << 3)) | 0;
+    c = (c << 21) | (c >>> 11);
+    c = (c + t) | 0;
+    return (t >>> 0) / 4294967296;
+  };
+}
+
+function install(name, args) {
+  process.argv = ['js', `/${name}`, ...args];
+  process.env = Object.fromEntries(getEnvironment());
+  Object.assign(globalThis, {
+    console,
+    fetch,
+    Headers,
+    Response,
+    tools,
+    sbx,
+    SbxDenied,
+    SbxToolError,
+    process,
+    require,
+  });
+  timers();
+  seedRandom();
+}
+
+/** The script as the body of an async function, for an indirect eval. */
+export function prepare(source, name) {
+  const transforms = TYPESCRIPT.test(name) ? ['typescript', 'imports'] : ['imports'];
+  // Without import/export syntax there is nothing for the imports
+  // transform to do in a .js file: skip the parse.
+  const plain = transforms.length === 1 && !/\b(import|export)\b/.test(source);
+  const code = plain
+    ? source
+    : transform(source, { transforms, filePath: name, disableESTransforms: true, production: true }).code;
+  // On the first line, so the script's line numbers are the stack's.
+  const safeName = name.replace(/[\r\n]/g, '_');
+  return `(async (module, exports) => {${code}\n})({ exports: {} }, {});\n//# sourceURL=${safeName}\n`;
+}
+
+function report(e) {
+  if (e instanceof SbxDenied) {
+    console.error(`Uncaught SbxDenied: ${e.violation}: ${e.reason}\n${stackOf(e)}`.trimEnd());
+  } else if (e instanceof Error) {
+    console.error(`Uncaught ${e.name}: ${e.message}\n${stackOf(e)}`.trimEnd());
+  } else {
+    console.error(`Uncaught ${inspect(e)}`);
+  }
+}
+
+// The script's frames only (the runner's are noise to its author), in
+// node's form: `at fn (agent.ts:3:5)`. SpiderMonkey's is `fn@agent.ts:3:5`.
+let script = { name: '', lines: 0 };
+
+function stackOf(e) {
+  const frames = typeof e.stack === 'string' ? e.stack.trimEnd().split('\n') : [];
+  const out = [];
+  for (const f of frames) {
+    const at = f.lastIndexOf(`@${script.name}:`);
+    if (at < 0) continue;
+    const where = f.slice(at + 1);
+    // The line after the script's last is the runner's wrapper.
+    if (Number(where.split(':').at(-2)) > script.lines) continue;
+    const fn = f.slice(0, at);
+    out.push(fn ? `    at ${fn} (${where})` : `    at ${where}`);
+  }
+  return out.join('\n');
+}
+
+async function main() {
+  const argv = getArguments();
+  if (argv.length < 4 || argv[1] !== '-c') {
+    console.error('usage: the sbx JavaScript runner takes -c SOURCE NAME [ARGS...]');
+    return 2;
+  }
+  const [, , source, name, ...args] = argv;
+  install(name, args);
+  script = { name: name.replace(/[\r\n]/g, '_'), lines: source.split('\n').length };
+  try {
+    const code = prepare(source, name);
+    unsettled = Promise.withResolvers();
+    scriptDone = false;
+    engineTimeout(checkSettled, 0);
+    const top = (0, eval)(code).then(() => 'done');
+    const how = await Promise.race([top, unsettled.promise.then(() => 'unsettled')]);
+    scriptDone = true;
+    if (how === 'unsettled') {
+      console.error(`Warning: Detected unsettled top-level await in ${script.name}: nothing is left that could settle it`);
+      return 13;
+    }
+    await allTimersDone();
+  } catch (e) {
+    scriptDone = true;
+    if (e instanceof ExitRequest || process.exitRequested !== undefined) return process.exitRequested ?? e.code;
+    report(e);
+    return 1;
+  }
+  return process.exitRequested ?? process.exitCode ?? 0;
+}
+
+export const run = {
+  async run() {
+    const code = await main();
+    if (code !== 0) throw new Error(`exit code ${code}`);
+  },
+};

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Builds the JavaScript runner component: StarlingMonkey (SpiderMonkey as a
+# WASI 0.2 component) with the runner's own modules pre-initialised in,
+# made by componentize-js, a command component of the sbx world.
+#
+#   bash guest-examples/js/build.sh            ->  target/js/sbx-js.wasm
+#   bash guest-examples/js/build.sh -o OUT.wasm
+#
+# Every tool comes from the npm registry, pinned by package-lock.json
+# (componentize-js with its StarlingMonkey engine and wizer, esbuild,
+# sucrase) and installed with `npm ci --ignore-scripts` into the user's
+# cache folder by the lock's hash: nothing is downloaded from elsewhere, no
+# install script runs, and weval (which componentize-js lists) is never
+# called (no ahead-of-time compilation).
+#
+# The runner is kept by the hash of its inputs in the user's cache folder
+# too, so a fresh clone with the same inputs copies it instead of building
+# it; a changed input is a new hash, never a stale runner. Nothing is
+# written into the source tree but target/ (or $SBX_WASM_JS_BUILD_DIR).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+out="${SBX_WASM_JS_BUILD_DIR:-$root/target/js}"
+target="$out/sbx-js.wasm"
+while [ $# -gt 0 ]; do
+    case "$1" in
+        -o) target="$2"; shift 2 ;;
+        *) echo "usage: build.sh [-o OUT.wasm]" >&2; exit 2 ;;
+    esac
+done
+command -v node >/dev/null && command -v npm >/dev/null || {
+    echo "js runner: node and npm are needed to build the runner (Node.js 20 or later)" >&2
+    exit 1
+}
+
+# The WASI packages are the ones the host's wasmtime-wasi implements, read
+# from its crate source, as the Python runner does.
+wasi_wit="$(cargo metadata --format-version 1 --manifest-path "$root/host/Cargo.toml" 2>/dev/null \
+    | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{
+const p=JSON.parse(s).packages.find(p=>p.name==="wasmtime-wasi");
+console.log(require("path").join(require("path").dirname(p.manifest_path),"src","p2","wit","deps"))})')"
+[ -d "$wasi_wit" ] || { echo "js runner: WASI WIT not found at $wasi_wit" >&2; exit 1; }
+wasi_version="$(sed -n 's/^package wasi:cli@\([0-9.]*\);.*/\1/p' "$wasi_wit/cli.wit" | head -1)"
+
+stamp="$( (cat "$here/build.sh" "$here/package-lock.json" "$here/wit/runner.wit" "$root"/wit/*.wit "$here"/app/*.js; echo "$wasi_wit"; ls "$wasi_wit") | sha256sum | cut -d' ' -f1)"
+if [ -f "$target" ] && [ "$(cat "$target.stamp" 2>/dev/null)" = "$stamp" ]; then
+    echo "js runner: up to date ($target)" >&2
+    exit 0
+fi
+cache_root="${XDG_CACHE_HOME:-$HOME/.cache}/sbx-wasm"
+cache="${SBX_WASM_RUNNER_CACHE_JS:-$cache_root/js-runners}"
+mkdir -p "$(dirname "$target")"
+if [ -f "$cache/$stamp.wasm" ]; then
+    cp "$cache/$stamp.wasm" "$target.tmp"
+    mv "$target.tmp" "$target"
+    echo "$stamp" > "$target.stamp"
+    echo "js runner: from the cache ($cache/$stamp.wasm)" >&2
+    exit 0
+fi
+
+started=$SECONDS
+# The build tools, by the lock's hash: one install per lock, shared by
+# every clone.
+lock_hash="$(sha256sum "$here/package-lock.json" | cut -c1-16)"
+tools="$cache_root/npm/js-runner-$lock_hash"
+if [ ! -d "$tools/node_modules" ]; then
+    echo "js runner: installing the build tools (npm ci, pinned) into $tools" >&2
+    tmp="$tools.tmp.$$"
+    rm -rf "$tmp"
+    mkdir -p "$tmp"
+    cp "$here/package.json" "$here/package-lock.json" "$tmp/"
+    (cd "$tmp" && npm ci --ignore-scripts --no-audit --no-fund --silent)
+    mv "$tmp" "$tools" 2>/dev/null || rm -rf "$tmp"
+fi
+
+work="$out/build"
+rm -rf "$work"
+mkdir -p "$work/wit/deps/sbx-agent"
+sed "s/@WASI@/$wasi_version/g" "$here/wit/runner.wit" > "$work/wit/runner.wit"
+cp "$root"/wit/*.wit "$work/wit/deps/sbx-agent/"
+for f in "$wasi_wit"/*.wit; do
+    name="$(basename "$f" .wit)"
+    mkdir -p "$work/wit/deps/$name"
+    cp "$f" "$work/wit/deps/$name/"
+done
+
+echo "js runner: building with componentize-js (StarlingMonkey); about a minute" >&2
+# One module: the runner's files and sucrase, bundled; the WIT imports stay
+# imports, for componentize-js to bind. The WASI version the imports name
+# is the host's (app/wasi.js holds it as @WASI@).
+mkdir -p "$work/app"
+cp "$here"/app/*.js "$work/app/"
+sed -i "s/@WASI@/$wasi_version/g" "$work/app/wasi.js"
+NODE_PATH="$tools/node_modules" "$tools/node_modules/.bin/esbuild" "$work/app/runner.js" \
+    --bundle --format=esm --platform=neutral --main-fields=module,main --log-level=warning \
+    --external:'wasi:*' --external:'sbx:*' --outfile="$work/runner.bundle.js"
+# From the work folder, with relative paths: componentize-js reads the WIT
+# from inside its own WASI sandbox, which sees the current folder only.
+# Without http and fetch-event, StarlingMonkey imports no wasi:http; the
+# runner's fetch is its own, over sbx:agent/net.
+(cd "$work" && "$tools/node_modules/.bin/componentize-js" runner.bundle.js \
+    -w wit -n runner -d http -d fetch-event -o runner.wasm)
+mv "$work/runner.wasm" "$target"
+echo "$stamp" > "$target.stamp"
+if mkdir -p "$cache" 2>/dev/null && cp "$target" "$cache/$stamp.wasm.tmp" 2>/dev/null; then
+    mv "$cache/$stamp.wasm.tmp" "$cache/$stamp.wasm"
+fi
+echo "js runner: $target ($(du -h "$target" | cut -f1), built in $((SECONDS - started)) s)" >&2
