@@ -27,8 +27,9 @@ pub(crate) fn load_grant(path: &Path) -> Result<Capabilities> {
 
 /// What no grant of this command line may mount, read or write: this
 /// binary, the artifact cache and its key where they are by default
-/// (whether this run uses them or not: a later run will), the Python runner
-/// found by default, and `runner` when a run names another. The warm
+/// (whether this run uses them or not: a later run will), the Python and
+/// JavaScript runners found by default, and `runner` when a run names
+/// another. The warm
 /// workers' sockets are in the cache folder.
 pub(crate) fn protected(runner: Option<&Path>) -> ProtectedPaths {
     // Found once per process: they do not change while it runs.
@@ -49,11 +50,14 @@ pub(crate) fn protected(runner: Option<&Path>) -> ProtectedPaths {
             if let Ok(found) = sbx_wasm::wasm::PythonRunner::locate(None) {
                 p.add(found, "the Python runner");
             }
+            if let Ok(found) = sbx_wasm::wasm::JsRunner::locate(None) {
+                p.add(found, "the JavaScript runner");
+            }
             p
         })
         .clone();
     if let Some(r) = runner {
-        p.add(r, "the Python runner");
+        p.add(r, "the script runner this run uses");
     }
     p
 }

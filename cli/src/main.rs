@@ -11,7 +11,7 @@ mod exit;
 mod mcp;
 mod output;
 mod progress;
-mod python;
+mod scripts;
 mod serve;
 mod tool_helper;
 

@@ -1,38 +1,89 @@
-//! `sbx-wasm run script.py`: a Python script runs in the Python runner
-//! component (CPython built by componentize-py, `guest-examples/python`);
-//! the library's `PythonRunner` finds the runner and reads the script.
+//! `sbx-wasm run script.py` and `run agent.ts`: a script runs in its
+//! language's runner component (CPython built by componentize-py,
+//! `guest-examples/python`; StarlingMonkey built by componentize-js,
+//! `guest-examples/js`); the library's `ScriptRunner` finds the runner.
 //!
-//! The host reads the script (the user's input, not the guest's) and hands it
-//! to the runner as `-c SOURCE NAME ARGS...`, so the script need not sit in a
-//! mount; the guest still sees only what the caps grant.
+//! The host reads the script (the user's input, not the guest's: a file, or
+//! stdin for `-`) and hands it to the runner as `-c SOURCE NAME ARGS...`, so
+//! the script need not sit in a mount; the guest still sees only what the
+//! caps grant.
 
-use anyhow::{Result, bail};
-use sbx_wasm::wasm::PythonRunner;
-use sbx_wasm::wasm::python::{self, read_script};
+use anyhow::{Context, Result, bail};
+use sbx_wasm::wasm::runner::{self, Language, MAX_SOURCE_BYTES, read_script};
+use sbx_wasm::wasm::{JavaScript, Python, ScriptRunner};
 use std::path::{Path, PathBuf};
 
-/// Whether `path` names a Python script rather than a component.
-pub(crate) fn is_script(path: &Path) -> bool {
-    path.extension().is_some_and(|e| e == "py")
+/// The languages `run` takes as scripts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Lang {
+    Python,
+    JavaScript,
 }
 
-/// Where the runner is, in order: `--python-runner`, `$SBX_WASM_PYTHON_RUNNER`,
-/// `sbx-python.wasm` beside the binary, then the project's build folder
-/// (`target/py/`, one level above `target/debug/` or `target/release/`).
-pub(crate) fn find_runner(flag: Option<&Path>) -> Result<PathBuf> {
+impl Lang {
+    /// The script's language by its name: `.py`; `.js`, `.mjs`, `.cjs`,
+    /// `.ts`, `.mts`, `.cts`. Anything else is a component.
+    pub(crate) fn of(path: &Path) -> Option<Lang> {
+        match path.extension()?.to_str()? {
+            "py" => Some(Lang::Python),
+            "js" | "mjs" | "cjs" | "ts" | "mts" | "cts" => Some(Lang::JavaScript),
+            _ => None,
+        }
+    }
+
+    /// Where the runner is: the flag, then what `ScriptRunner::locate` finds.
+    pub(crate) fn find_runner(self, flag: Option<&Path>) -> Result<PathBuf> {
+        match self {
+            Lang::Python => find::<Python>(flag, "--python-runner"),
+            Lang::JavaScript => find::<JavaScript>(flag, "--js-runner"),
+        }
+    }
+
+    /// The name a script read from stdin (`-`) runs as: a TypeScript name
+    /// for JavaScript, whose runner strips types from `.ts` only (plain
+    /// JavaScript is TypeScript).
+    fn stdin_name(self) -> &'static str {
+        match self {
+            Lang::Python => "stdin.py",
+            Lang::JavaScript => "stdin.ts",
+        }
+    }
+
+    /// The runner's arguments for `script` (`-` for stdin) with `args`:
+    /// `-c SOURCE NAME ARGS...`.
+    pub(crate) fn runner_args(self, script: &Path, args: &[String]) -> Result<Vec<String>> {
+        let (source, name) = if script == Path::new("-") {
+            (read_stdin_script()?, self.stdin_name().to_string())
+        } else {
+            read_script(script)?
+        };
+        Ok(runner::runner_args(&source, &name, args)?)
+    }
+}
+
+fn find<L: Language>(flag: Option<&Path>, flag_name: &str) -> Result<PathBuf> {
     if let Some(p) = flag
         && !p.is_file()
     {
         bail!(
-            "the Python runner named by --python-runner does not exist: {}",
+            "the {} runner named by {flag_name} does not exist: {}",
+            L::NAME,
             p.display()
         );
     }
-    PythonRunner::locate(flag).map_err(|e| anyhow::anyhow!("{e}, or with --python-runner"))
+    ScriptRunner::<L>::locate(flag).map_err(|e| anyhow::anyhow!("{e}, or with {flag_name}"))
 }
 
-/// The runner's arguments for `script` with `args`: `-c SOURCE NAME ARGS...`.
-pub(crate) fn runner_args(script: &Path, args: &[String]) -> Result<Vec<String>> {
-    let (source, name) = read_script(script)?;
-    Ok(python::runner_args(&source, &name, args)?)
+/// The script on stdin, whole, at most `MAX_SOURCE_BYTES`, UTF-8.
+fn read_stdin_script() -> Result<String> {
+    use std::io::Read;
+    let mut buf = Vec::new();
+    std::io::stdin()
+        .take(MAX_SOURCE_BYTES as u64 + 1)
+        .read_to_end(&mut buf)
+        .context("cannot read the script from stdin")?;
+    if buf.len() > MAX_SOURCE_BYTES {
+        bail!("the script on stdin is over {MAX_SOURCE_BYTES} bytes");
+    }
+    String::from_utf8(buf).context("the script on stdin is not UTF-8 text")
 }

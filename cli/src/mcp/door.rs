@@ -15,11 +15,12 @@ use super::session::{OpenSession, Session, SessionLimits};
 use super::tasks::TaskPolicy;
 use super::workspaces::Workspaces;
 use crate::common::{engine_for, open_cache, registry};
+use crate::scripts::Lang;
 use anyhow::{Context, Result, bail};
 use rmcp::model::CallToolResult;
 
 use sbx_wasm::tools::ToolDefinition;
-use sbx_wasm::wasm::{PreparedAgent, PythonRunner, WasmHost};
+use sbx_wasm::wasm::{JsRunner, PreparedAgent, PythonRunner, WasmHost};
 use sbx_wasm::{AuditEvent, RunReport};
 use sbx_wasm::{CancelHandle, Capabilities};
 use std::collections::HashMap;
@@ -38,6 +39,7 @@ pub(crate) struct Door {
     pub(crate) caps: Capabilities,
     pub(crate) host: WasmHost,
     pub(crate) python: Option<PythonRunner>,
+    pub(crate) js: Option<JsRunner>,
     /// The folder `run_wasm` takes components from (canonical).
     pub(crate) components: Option<PathBuf>,
     /// Where session scratch folders are made, when sessions have one.
@@ -80,7 +82,7 @@ impl Door {
                 host
             }
         };
-        let python = match crate::python::find_runner(args.python_runner.as_deref()) {
+        let python = match Lang::Python.find_runner(args.python_runner.as_deref()) {
             // One instance kept ready: a run_python call starts with the
             // snippet, not with instantiating CPython.
             Ok(path) => Some(
@@ -91,6 +93,21 @@ impl Door {
             Err(e) if args.python_runner.is_some() => return Err(e),
             Err(e) => {
                 tracing::warn!("run_python is not offered: {e:#}");
+                None
+            }
+        };
+        let js = match Lang::JavaScript.find_runner(args.js_runner.as_deref()) {
+            // One instance kept ready, as for Python.
+            Ok(path) => Some(
+                JsRunner::load(&host, &path)
+                    .and_then(|p| p.keep_warm(1))
+                    .with_context(|| {
+                        format!("cannot load the JavaScript runner {}", path.display())
+                    })?,
+            ),
+            Err(e) if args.js_runner.is_some() => return Err(e),
+            Err(e) => {
+                tracing::warn!("run_javascript is not offered: {e:#}");
                 None
             }
         };
@@ -161,6 +178,7 @@ impl Door {
         Ok(Door {
             host,
             python,
+            js,
             components,
             scratch_root,
             granted_tools,
@@ -199,6 +217,7 @@ impl Door {
             caps: &self.caps,
             scratch: self.scratch_root.is_some(),
             python: self.python.is_some(),
+            js: self.js.is_some(),
             components: self.components.is_some(),
             granted_tools: &self.granted_tools,
             catalog: &self.catalog,

@@ -25,7 +25,7 @@ pub(crate) const SINGLE_OPS: &[(&str, OpKind)] = &[
 ];
 
 /// The door's tools that run a program.
-const PROGRAMS: &[&str] = &["run_python", "run_wasm"];
+const PROGRAMS: &[&str] = &["run_python", "run_javascript", "run_wasm"];
 
 /// The op a single-op tool named `tool` runs.
 pub(crate) fn single_op(tool: &str) -> Option<OpKind> {
@@ -43,6 +43,7 @@ pub(crate) struct Offer<'a> {
     pub(crate) caps: &'a Capabilities,
     pub(crate) scratch: bool,
     pub(crate) python: bool,
+    pub(crate) js: bool,
     pub(crate) components: bool,
     pub(crate) granted_tools: &'a [ToolDefinition],
     pub(crate) catalog: &'a super::catalog::Catalog,
@@ -55,7 +56,7 @@ fn schema(v: Value) -> Arc<Map<String, Value>> {
 fn run_args() -> Value {
     json!({
         "args": { "type": "array", "items": { "type": "string" },
-                  "description": "Arguments (sys.argv[1:] for Python)." },
+                  "description": "Arguments (sys.argv[1:] for Python, process.argv.slice(2) for JavaScript)." },
         "stdin": { "type": "string", "description": "Text on the program's standard input." }
     })
 }
@@ -104,6 +105,27 @@ pub(crate) fn tools(door: &Offer<'_>) -> Vec<Tool> {
                 "type": "object",
                 "properties": with_run_args(json!({
                     "code": { "type": "string", "description": "The Python source to run." }
+                })),
+                "required": ["code"],
+            })),
+        ));
+    }
+    if door.js {
+        out.push(Tool::new(
+            "run_javascript",
+            format!(
+                "Run a JavaScript or TypeScript module in a sandbox (SpiderMonkey in \
+                 WebAssembly; types are stripped, not checked; top-level await works). It \
+                 sees {seen}: `fs` (import from 'fs' or 'fs/promises': readFile, writeFile, \
+                 readdir, stat, mkdir, rm and their Sync forms). The network only to the \
+                 granted origins, with the global fetch; tools as `await tools.NAME(args)` \
+                 (sbx.granted() lists them). No npm packages. A refused operation throws \
+                 SbxDenied (its `violation` and `reason`). {result}"
+            ),
+            schema(json!({
+                "type": "object",
+                "properties": with_run_args(json!({
+                    "code": { "type": "string", "description": "The JavaScript or TypeScript source to run." }
                 })),
                 "required": ["code"],
             })),

@@ -117,6 +117,10 @@ pub(crate) struct McpArgs {
     /// one, `run_python` is not offered.
     #[arg(long, value_name = "FILE")]
     python_runner: Option<PathBuf>,
+    /// The JavaScript runner component (default: as `run` finds it);
+    /// without one, `run_javascript` is not offered.
+    #[arg(long, value_name = "FILE")]
+    js_runner: Option<PathBuf>,
     /// Give each session a scratch folder, mounted read-write at /scratch,
     /// kept between its calls and removed when the session ends.
     #[arg(long)]

@@ -1,16 +1,18 @@
-//! The program calls: `run_python`, `run_wasm` and the catalog's script
+//! The program calls: `run_python`, `run_javascript`, `run_wasm` and the catalog's script
 //! tools, each made from its arguments into the `Program` a run takes (a
 //! mistake is the reason it is refused, before anything runs).
 
 use super::door::Door;
 use super::runs;
+use crate::scripts::Lang;
 use rmcp::model::JsonObject;
 use serde_json::Value;
 
 /// Whether `tool` is a program call (one that may become a task); the
 /// rest are single ops.
 pub(crate) fn is_program(door: &Door, tool: &str) -> bool {
-    matches!(tool, "run_python" | "run_wasm") || door.catalog.tool(tool).is_some()
+    matches!(tool, "run_python" | "run_javascript" | "run_wasm")
+        || door.catalog.tool(tool).is_some()
 }
 
 /// The program a call of `tool` (one [`is_program`] names) asks for, or
@@ -18,6 +20,7 @@ pub(crate) fn is_program(door: &Door, tool: &str) -> bool {
 pub(crate) fn program(door: &Door, tool: &str, args: &JsonObject) -> Result<runs::Program, String> {
     match tool {
         "run_python" => python(door, args),
+        "run_javascript" => javascript(door, args),
         "run_wasm" => component(door, args),
         _ => script_tool(door, tool, args),
     }
@@ -56,7 +59,23 @@ fn python(door: &Door, args: &JsonObject) -> Result<runs::Program, String> {
         name: "python".into(),
         args,
         stdin,
-        source: Some(code),
+        source: Some((Lang::Python, code)),
+        shape: None,
+    })
+}
+
+fn javascript(door: &Door, args: &JsonObject) -> Result<runs::Program, String> {
+    let Some(runner) = &door.js else {
+        return Err("run_javascript is not offered: this server has no JavaScript runner".into());
+    };
+    let code = string(args, "code")?.ok_or("`code` is required")?;
+    let (args, stdin) = run_args(args)?;
+    Ok(runs::Program {
+        agent: runner.agent().clone(),
+        name: "js".into(),
+        args,
+        stdin,
+        source: Some((Lang::JavaScript, code)),
         shape: None,
     })
 }
@@ -79,7 +98,7 @@ pub(crate) fn script_tool(
         name: t.name.clone(),
         args: Vec::new(),
         stdin: args.to_string().into_bytes(),
-        source: Some(t.source.clone()),
+        source: Some((Lang::Python, t.source.clone())),
         shape: Some(t.output),
     })
 }

@@ -1,4 +1,4 @@
-//! `run_python` and `run_wasm`: a whole program under the grant, in a run
+//! `run_python`, `run_javascript` and `run_wasm`: a whole program under the grant, in a run
 //! slot, its output and denials streamed as progress notifications when
 //! the client asked for progress (and its stderr and denials as log
 //! messages when the client set a log level), cancelled by the client's
@@ -10,6 +10,7 @@ use super::reply::{self, Ids};
 use super::session::Session;
 use super::{approve, events, files, logging};
 use crate::common::registry;
+use crate::scripts::Lang;
 use rmcp::model::{CallToolResult, ProgressNotificationParam, ProgressToken};
 use rmcp::service::{Peer, RoleServer};
 use sbx_wasm::events::{Event, EventSink};
@@ -25,9 +26,9 @@ pub(crate) struct Program {
     pub(crate) name: String,
     pub(crate) args: Vec<String>,
     pub(crate) stdin: Vec<u8>,
-    /// For `run_python` and catalog scripts: the source, handed to the
-    /// runner as its script.
-    pub(crate) source: Option<String>,
+    /// For `run_python`, `run_javascript` and catalog scripts (Python): the
+    /// script's language and source, handed to its runner as its script.
+    pub(crate) source: Option<(Lang, String)>,
     /// How a catalog script tool answers; `None` for the run's report.
     pub(crate) shape: Option<OutputKind>,
 }
@@ -110,15 +111,20 @@ pub(crate) async fn execute(
         .args(program.args)
         .stdin(program.stdin)
         .services(services);
-    if let (Some(source), Some(python)) = (&program.source, &door.python) {
+    if let Some((lang, source)) = &program.source {
         // A catalog script's traceback names its tool.
-        let file = match program.shape {
-            Some(_) => format!("{}.py", program.name),
-            None => "snippet.py".into(),
+        let file = match (program.shape, lang) {
+            (Some(_), _) => format!("{}.py", program.name),
+            (None, Lang::Python) => "snippet.py".into(),
+            // Types are stripped from a .ts name; plain JavaScript is TypeScript.
+            (None, Lang::JavaScript) => "snippet.ts".into(),
         };
-        opts = python
-            .source_options(source, &file, opts)
-            .map_err(|e| door.turn_away(ids, tool, "refused", &e.to_string()))?;
+        let set = match (lang, &door.python, &door.js) {
+            (Lang::Python, Some(python), _) => python.source_options(source, &file, opts),
+            (Lang::JavaScript, _, Some(js)) => js.source_options(source, &file, opts),
+            _ => return Err(door.turn_away(ids, tool, "refused", "no runner for this language")),
+        };
+        opts = set.map_err(|e| door.turn_away(ids, tool, "refused", &e.to_string()))?;
     }
     let (cancel, _watch) = door.cancel_switch(client_cancel);
     opts = opts.cancel(cancel);

@@ -40,7 +40,7 @@ impl Handler {
             name: "python".into(),
             args: Vec::new(),
             stdin: vars.to_string().into_bytes(),
-            source: Some(template.source.clone()),
+            source: Some((crate::scripts::Lang::Python, template.source.clone())),
             shape: None,
         };
         let (session, ids) = (&admitted.session, admitted.ids());

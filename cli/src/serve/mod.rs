@@ -57,7 +57,7 @@ const MAX_CLIENTS: usize = 64;
 
 impl ServeArgs {
     pub(crate) fn execute(&self) -> Result<i32> {
-        let runner = crate::python::find_runner(self.python_runner.as_deref())?;
+        let runner = crate::scripts::Lang::Python.find_runner(self.python_runner.as_deref())?;
         let runner = std::fs::canonicalize(&runner)
             .with_context(|| format!("cannot resolve {}", runner.display()))?;
         let cache = crate::common::open_cache()?;

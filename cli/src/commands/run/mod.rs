@@ -5,7 +5,8 @@ pub(crate) mod worker;
 
 use crate::common::{engine_for, load_caps, open_cache, registry};
 use crate::output::{OutputFiles, write_records};
-use crate::{progress, python, tool_helper};
+use crate::scripts::Lang;
+use crate::{progress, tool_helper};
 use anyhow::{Context, Result};
 use sbx_wasm::confine::Policy;
 use sbx_wasm::wasm::{CacheOutcome, PreparedAgent, RunOptions, WasmHost, WasmRun};
@@ -20,17 +21,27 @@ pub(crate) struct RunArgs {
     /// The caps file (TOML) that grants what the guest may touch.
     #[arg(long, value_name = "FILE")]
     pub(crate) caps: PathBuf,
-    /// The component, or a Python script (`*.py`, or any file with
-    /// `--python`) to run in the Python runner.
-    #[arg(value_name = "AGENT.wasm|SCRIPT.py")]
+    /// The component; or a script to run in its language's runner: Python
+    /// (`*.py`, or any file with `--python`), JavaScript or TypeScript
+    /// (`*.js`, `*.mjs`, `*.cjs`, `*.ts`, `*.mts`, `*.cts`, or any file with
+    /// `--js`); `-` with `--python` or `--js` reads the script from stdin.
+    #[arg(value_name = "AGENT.wasm|SCRIPT.py|SCRIPT.ts")]
     pub(crate) component: PathBuf,
     /// Run the file as a Python script whatever its name.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "js")]
     pub(crate) python: bool,
+    /// Run the file as JavaScript whatever its name (TypeScript's types are
+    /// stripped from a name ending in `.ts`, `.mts`, `.cts`, and from stdin).
+    #[arg(long)]
+    pub(crate) js: bool,
     /// The Python runner component (default: `$SBX_WASM_PYTHON_RUNNER`,
     /// then `sbx-python.wasm` beside this binary, then `../py/`).
     #[arg(long, value_name = "FILE")]
     pub(crate) python_runner: Option<PathBuf>,
+    /// The JavaScript runner component (default: `$SBX_WASM_JS_RUNNER`,
+    /// then `sbx-js.wasm` beside this binary, then `../js/`).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) js_runner: Option<PathBuf>,
     /// Arguments for the guest (after `--`).
     #[arg(last = true, value_name = "ARGS")]
     pub(crate) args: Vec<String>,
@@ -102,7 +113,8 @@ impl RunArgs {
     pub(crate) fn execute(&self) -> i32 {
         if !self.no_server
             && self.is_python()
-            && let Ok(runner) = python::find_runner(self.python_runner.as_deref())
+            && !self.script_on_stdin()
+            && let Ok(runner) = Lang::Python.find_runner(self.python_runner.as_deref())
             && let Some(code) = crate::serve::client::hand_over(&runner, self.verbose)
         {
             return code;
@@ -137,9 +149,25 @@ impl RunArgs {
         crate::exit::finish_run(run_inner(self, Some(ready)))
     }
 
+    /// The script's language, or None for a component.
+    pub(crate) fn lang(&self) -> Option<Lang> {
+        if self.python {
+            Some(Lang::Python)
+        } else if self.js {
+            Some(Lang::JavaScript)
+        } else {
+            Lang::of(&self.component)
+        }
+    }
+
     /// Whether this is a Python run.
     pub(crate) fn is_python(&self) -> bool {
-        self.python || python::is_script(&self.component)
+        self.lang() == Some(Lang::Python)
+    }
+
+    /// Whether the script comes from stdin (`-`).
+    fn script_on_stdin(&self) -> bool {
+        self.component.as_os_str() == "-"
     }
 }
 
@@ -180,25 +208,38 @@ fn run_inner(a: &RunArgs, mut ready: Option<&mut Ready>) -> Result<i32> {
         Some(r) => (r.host.clone(), Some((r.agent.clone(), r.runner.clone()))),
         None => (host_for(a, &caps)?, None),
     };
-    let python = a.is_python();
-    let (program, args) = if python {
-        let runner = match &ready {
-            Some((_, runner)) => runner.clone(),
-            None => python::find_runner(a.python_runner.as_deref())?,
-        };
-        let args = python::runner_args(&a.component, &a.args)?;
-        (runner, args)
-    } else {
-        if a.python_runner.is_some() {
-            anyhow::bail!("--python-runner applies to Python scripts only");
+    let lang = a.lang();
+    if a.script_on_stdin() && lang.is_none() {
+        anyhow::bail!("`-` reads a script from stdin: say its language with --python or --js");
+    }
+    if a.python_runner.is_some() && lang != Some(Lang::Python) {
+        anyhow::bail!("--python-runner applies to Python scripts only");
+    }
+    if a.js_runner.is_some() && lang != Some(Lang::JavaScript) {
+        anyhow::bail!("--js-runner applies to JavaScript and TypeScript scripts only");
+    }
+    let (program, args) = match lang {
+        Some(lang) => {
+            let runner = match &ready {
+                Some((_, runner)) => runner.clone(),
+                None => {
+                    let flag = match lang {
+                        Lang::Python => a.python_runner.as_deref(),
+                        Lang::JavaScript => a.js_runner.as_deref(),
+                    };
+                    lang.find_runner(flag)?
+                }
+            };
+            (runner, lang.runner_args(&a.component, &a.args)?)
         }
-        (a.component.clone(), a.args.clone())
+        None => (a.component.clone(), a.args.clone()),
     };
+    let script = lang.is_some();
     // Also for a grant a warm worker loaded, and with the runner this run
     // uses: a guest must not reach what runs natively after it. (A plain
     // component's grant was checked as it was loaded.)
-    if python || ready.is_some() {
-        crate::common::refuse_protected(&caps, python.then_some(program.as_path()))?;
+    if script || ready.is_some() {
+        crate::common::refuse_protected(&caps, script.then_some(program.as_path()))?;
     }
     let target = match ready {
         Some((agent, _)) => Target::Ready(agent),
@@ -211,9 +252,9 @@ fn run_inner(a: &RunArgs, mut ready: Option<&mut Ready>) -> Result<i32> {
     };
     // A Python run's private /tmp, made before the wall goes up (which
     // keeps the run from removing it: the helper does, at the end).
-    let (caps, tmp) = match python {
-        true => sbx_wasm::wasm::python::private_tmp(&caps)?,
-        false => (caps, None),
+    let (caps, tmp) = match lang {
+        Some(Lang::Python) => sbx_wasm::wasm::python::private_tmp(&caps)?,
+        _ => (caps, None),
     };
     let remove: Vec<PathBuf> = tmp.iter().map(|t| t.path().to_path_buf()).collect();
     let name = program
@@ -226,7 +267,13 @@ fn run_inner(a: &RunArgs, mut ready: Option<&mut Ready>) -> Result<i32> {
         // Streamed, never read ahead: `sleep 100 | sbx-wasm run ...` must
         // not wait for the pipe to close before the guest starts.
         // (A recorded run reads it whole first, below.)
-        .inherit_stdin(a.record.is_none() && !a.no_stdin && !std::io::stdin().is_terminal())
+        // A script read from stdin used it up.
+        .inherit_stdin(
+            a.record.is_none()
+                && !a.no_stdin
+                && !a.script_on_stdin()
+                && !std::io::stdin().is_terminal(),
+        )
         // The guest's output is the command's output, as it is written.
         .stdout(Arc::new(Mutex::new(std::io::stdout())))
         .stderr(Arc::new(Mutex::new(std::io::stderr())));
@@ -234,7 +281,7 @@ fn run_inner(a: &RunArgs, mut ready: Option<&mut Ready>) -> Result<i32> {
         opts = opts.deterministic(a.seed.unwrap_or(0));
     }
     if a.record.is_some() {
-        let stdin = if a.no_stdin || std::io::stdin().is_terminal() {
+        let stdin = if a.no_stdin || a.script_on_stdin() || std::io::stdin().is_terminal() {
             Vec::new()
         } else {
             read_stdin(a.record_max_bytes)?
