@@ -1,8 +1,9 @@
 //! Build the wasm guests in `guest-examples/` from source for the end-to-end
-//! tests (their own workspace and target dir, target wasm32-wasip2), and the
+//! tests (their own workspace and target dir, target wasm32-wasip2), the
 //! Python runner (`guest-examples/python/build.sh`, componentize-py in a
-//! virtual environment under `target/py`), and tell the tests where the
-//! components are.
+//! virtual environment under `target/py`) and the JavaScript runner
+//! (`guest-examples/js/build.sh`, componentize-js from the npm registry),
+//! and tell the tests where the components are.
 
 use std::path::Path;
 use std::process::Command;
@@ -58,6 +59,27 @@ fn main() {
     assert!(
         status.success(),
         "building the Python runner failed (guest-examples/python/build.sh needs python3 with venv and PyPI)"
+    );
+    for watched in [
+        "js/app",
+        "js/wit",
+        "js/build.sh",
+        "js/package.json",
+        "js/package-lock.json",
+    ] {
+        println!("cargo:rerun-if-changed={}", guests.join(watched).display());
+    }
+    let status = Command::new("bash")
+        .arg(guests.join("js/build.sh"))
+        .status()
+        .expect("cannot run bash to build the JavaScript runner");
+    assert!(
+        status.success(),
+        "building the JavaScript runner failed (guest-examples/js/build.sh needs Node.js 20+ with npm and the npm registry)"
+    );
+    println!(
+        "cargo:rustc-env=JS_RUNNER={}",
+        root.join("target/js/sbx-js.wasm").display()
     );
     println!(
         "cargo:rustc-env=PYTHON_RUNNER={}",

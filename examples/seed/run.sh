@@ -2,7 +2,8 @@
 # The seed's worked example, end to end: build sbx-wasm and the wasm guests,
 # serve the "internal API" on 127.0.0.1:18080, run the eight model-proposed
 # ops of plan.json through the gate, then run the same actions as a wasm
-# agent (guest-examples/agents/src/bin/seed.rs) under the same caps file.
+# agent (guest-examples/agents/src/bin/seed.rs) under the same caps file,
+# then the Python and the JavaScript (TypeScript) examples.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -51,3 +52,7 @@ echo "(exit code 124: the guest was halted by a hard limit; every decision is in
 echo
 echo "== the Python examples, through sbx-wasm run script.py"
 bash "$root/examples/python/run.sh"
+
+echo
+echo "== the JavaScript examples, through sbx-wasm run agent.ts"
+bash "$root/examples/js/run.sh"

@@ -84,7 +84,7 @@ for f in "$wasi_wit"/*.wit; do
     cp "$f" "$work/wit/deps/$name/"
 done
 
-echo "js runner: building with componentize-js (StarlingMonkey); about a minute" >&2
+echo "js runner: building with componentize-js (StarlingMonkey); under a minute" >&2
 # One module: the runner's files and sucrase, bundled; the WIT imports stay
 # imports, for componentize-js to bind. The WASI version the imports name
 # is the host's (app/wasi.js holds it as @WASI@).

@@ -252,6 +252,14 @@ pub fn python_runner() -> PathBuf {
     p
 }
 
+/// The JavaScript runner component built by `guest-examples/js/build.sh`
+/// (this crate's build script runs it).
+pub fn js_runner() -> PathBuf {
+    let p = PathBuf::from(env!("JS_RUNNER"));
+    assert!(p.exists(), "{} was not built", p.display());
+    p
+}
+
 /// A temp folder with `data/` (for a read mount), `out/` (for a write mount)
 /// and the given files (paths relative to the folder).
 pub fn mount_tree(files: &[(&str, &str)]) -> tempfile::TempDir {

@@ -80,10 +80,12 @@ function timers() {
   };
 }
 
-function allTimersDone() {
-  if (pending.size === 0) return Promise.resolve();
-  idle ??= Promise.withResolvers();
-  return idle.promise;
+// A callback may set a timer after clearing the last one: wait again.
+async function allTimersDone() {
+  while (pending.size > 0) {
+    idle ??= Promise.withResolvers();
+    await idle.promise;
+  }
 }
 
 // Math.random from a generator seeded by wasi:random at the run's start:
@@ -124,6 +126,12 @@ function install(name, args) {
   seedRandom();
 }
 
+// The wrapper's start, on the script's first line (so line numbers are the
+// script's); a first-line column is this much further right.
+// Strict, as ES modules and TypeScript's output are: an assignment the
+// runtime refuses (to tools, say) throws instead of failing silently.
+const WRAP_START = '(async (module, exports) => {"use strict";';
+
 /** The script as the body of an async function, for an indirect eval. */
 export function prepare(source, name) {
   const transforms = TYPESCRIPT.test(name) ? ['typescript', 'imports'] : ['imports'];
@@ -135,7 +143,7 @@ export function prepare(source, name) {
     : transform(source, { transforms, filePath: name, disableESTransforms: true, production: true }).code;
   // On the first line, so the script's line numbers are the stack's.
   const safeName = name.replace(/[\r\n]/g, '_');
-  return `(async (module, exports) => {${code}\n})({ exports: {} }, {});\n//# sourceURL=${safeName}\n`;
+  return `${WRAP_START}${code}\n})({ exports: {} }, {});\n//# sourceURL=${safeName}\n`;
 }
 
 function report(e) {
@@ -158,10 +166,13 @@ function stackOf(e) {
   for (const f of frames) {
     const at = f.lastIndexOf(`@${script.name}:`);
     if (at < 0) continue;
-    const where = f.slice(at + 1);
+    let where = f.slice(at + 1);
     // The line after the script's last is the runner's wrapper.
     if (Number(where.split(':').at(-2)) > script.lines) continue;
+    if (out.length === 10) break; // node's Error.stackTraceLimit
     const fn = f.slice(0, at);
+    const [line, col] = where.split(':').slice(-2).map(Number);
+    if (line === 1 && col > WRAP_START.length) where = `${script.name}:1:${col - WRAP_START.length}`;
     out.push(fn ? `    at ${fn} (${where})` : `    at ${where}`);
   }
   return out.join('\n');

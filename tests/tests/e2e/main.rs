@@ -11,6 +11,7 @@ mod fuzz_agent;
 mod host_integrity;
 mod hostile;
 mod interrupted;
+mod javascript;
 mod kernel;
 mod kv;
 mod mcp;

@@ -5,8 +5,8 @@
 //! agents use, clear errors for what cannot work, and the artifact cache.
 
 use sbx_wasm_tests::{
-    LoopbackServer, copy_tree, mount_caps, mount_tree, python_runner, repo_root, sbx_bin, snapshot,
-    utf8,
+    LoopbackServer, copy_tree, js_runner, mount_caps, mount_tree, python_runner, repo_root,
+    sbx_bin, snapshot, utf8,
 };
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -20,43 +20,49 @@ pub(crate) fn warm_cache() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let dir = repo_root().join("target/sbx-test-cache");
-        let out = Command::new(sbx_bin())
-            .env("SBX_WASM_CACHE_DIR", &dir)
-            .arg("compile")
-            .arg(python_runner())
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", utf8(&out.stderr));
+        // Both script runners: the JavaScript tests share it.
+        for runner in [python_runner(), js_runner()] {
+            let out = Command::new(sbx_bin())
+                .env("SBX_WASM_CACHE_DIR", &dir)
+                .arg("compile")
+                .arg(runner)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", utf8(&out.stderr));
+        }
         dir
     })
 }
 
 /// A temp folder holding `data/` (read mount `/work`), `out/` (write mount
-/// `/work/out`), a caps file and scripts.
-struct Py {
-    dir: tempfile::TempDir,
+/// `/work/out`), a caps file and scripts, and the runner its scripts run
+/// in (Python here; `javascript.rs` uses it with the JavaScript runner).
+pub(crate) struct Py {
+    pub(crate) dir: tempfile::TempDir,
+    /// The runner's flag and component.
+    runner: (&'static str, PathBuf),
 }
 
-struct Ran {
-    out: Output,
-    report: Value,
+pub(crate) struct Ran {
+    pub(crate) out: Output,
+    pub(crate) report: Value,
 }
 
 impl Ran {
-    fn code(&self) -> Option<i32> {
+    pub(crate) fn code(&self) -> Option<i32> {
         self.out.status.code()
     }
-    fn stdout(&self) -> String {
+    pub(crate) fn stdout(&self) -> String {
         utf8(&self.out.stdout)
     }
-    fn stderr(&self) -> String {
+    pub(crate) fn stderr(&self) -> String {
         utf8(&self.out.stderr)
     }
-    fn violation(&self) -> &str {
+    pub(crate) fn violation(&self) -> &str {
         self.report["violation"].as_str().unwrap_or("")
     }
     /// Soft denials, in order.
-    fn denials(&self) -> Vec<String> {
+    pub(crate) fn denials(&self) -> Vec<String> {
         self.report["denials"]
             .as_array()
             .unwrap()
@@ -67,16 +73,34 @@ impl Ran {
     }
 }
 
+fn python() -> (&'static str, PathBuf) {
+    ("--python-runner", python_runner())
+}
+
 impl Py {
     /// The shipped `examples/python` folder, copied.
     fn example() -> Self {
         let dir = tempfile::tempdir().unwrap();
         copy_tree(&repo_root().join("examples/python"), dir.path());
-        Py { dir }
+        Py::in_dir(dir)
+    }
+
+    /// A tree made by the caller, its scripts run by the Python runner.
+    pub(crate) fn in_dir(dir: tempfile::TempDir) -> Self {
+        Py {
+            dir,
+            runner: python(),
+        }
+    }
+
+    /// This tree, its scripts run by the JavaScript runner.
+    pub(crate) fn js(mut self) -> Self {
+        self.runner = ("--js-runner", js_runner());
+        self
     }
 
     /// A fresh tree with `budget` TOML lines and `extra` caps sections.
-    fn new(budget: &str, extra: &str) -> Self {
+    pub(crate) fn new(budget: &str, extra: &str) -> Self {
         let dir = mount_tree(&[
             ("data/table.csv", "name,score\nada,3\nbob,5\n"),
             ("secret.txt", "CANARY"),
@@ -85,18 +109,18 @@ impl Py {
                 &mount_caps(&format!("{extra}\n[budget]\n{budget}")),
             ),
         ]);
-        Py { dir }
+        Py::in_dir(dir)
     }
 
-    fn path(&self, rel: &str) -> PathBuf {
+    pub(crate) fn path(&self, rel: &str) -> PathBuf {
         self.dir.path().join(rel)
     }
 
-    fn write(&self, name: &str, source: &str) {
+    pub(crate) fn write(&self, name: &str, source: &str) {
         std::fs::write(self.path(name), source).unwrap();
     }
 
-    fn cmd(&self, cache: &Path) -> Command {
+    pub(crate) fn cmd(&self, cache: &Path) -> Command {
         let mut c = Command::new(sbx_bin());
         c.current_dir(self.dir.path())
             .env("SBX_WASM_CACHE_DIR", cache)
@@ -105,7 +129,7 @@ impl Py {
     }
 
     /// `sbx-wasm run --caps caps.toml SCRIPT -- ARGS` with the shared cache.
-    fn run(&self, script: &str, args: &[&str]) -> Ran {
+    pub(crate) fn run(&self, script: &str, args: &[&str]) -> Ran {
         self.run_with(warm_cache(), script, args)
     }
 
@@ -116,8 +140,8 @@ impl Py {
             .cmd(cache)
             .args(["run", "--summary", "--caps", "caps.toml", "--report"])
             .arg(&report)
-            .arg("--python-runner")
-            .arg(python_runner())
+            .arg(self.runner.0)
+            .arg(&self.runner.1)
             .arg(script)
             .arg("--")
             .args(args)

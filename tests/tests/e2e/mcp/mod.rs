@@ -7,6 +7,7 @@
 mod ask;
 mod catalog;
 mod conformance;
+mod javascript;
 mod metrics;
 mod prompts_and_logs;
 mod protocol;
@@ -16,7 +17,9 @@ mod tasks;
 mod ts_client;
 
 use crate::python::warm_cache;
-use sbx_wasm_tests::{LoopbackServer, guest, python_runner, repo_root, sbx_bin, snapshot};
+use sbx_wasm_tests::{
+    LoopbackServer, guest, js_runner, python_runner, repo_root, sbx_bin, snapshot,
+};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -81,6 +84,8 @@ impl Fixture {
             p("caps.toml"),
             "--python-runner".into(),
             python_runner().display().to_string(),
+            "--js-runner".into(),
+            js_runner().display().to_string(),
             "--components".into(),
             p("components"),
             "--session-scratch".into(),
