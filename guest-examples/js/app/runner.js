@@ -4,8 +4,9 @@
 // of its own `require` with sucrase, inside the guest (no parser runs in
 // the host on guest input; types are removed, never checked), then
 // evaluates it as the body of an async function, so top-level `await`
-// works. Its exit code: 0, the code given to process.exit, or 1 after an
-// uncaught error, printed with its stack as node prints it.
+// works; it ends when that has settled and no timer is left (timers.js).
+// Its exit code: 0, the code given to process.exit, or 1 after an uncaught
+// error, printed with its stack as node prints it (WASI passes 0 or 1).
 //
 // Everything above `run` is evaluated while the component is built and
 // kept in its snapshot (componentize-js pre-initialises with wizer), so a
@@ -19,74 +20,10 @@ import { inspect } from './inspect.js';
 import { require, sbx } from './modules.js';
 import { ExitRequest, process } from './process.js';
 import { tools } from './tools.js';
+import * as timers from './timers.js';
 import { getArguments, getEnvironment, getRandomBytes } from './wasi.js';
 
 const TYPESCRIPT = /\.(ts|mts|cts)$/;
-
-// Timers the script set and that have not run or been cleared: the run
-// ends when the script's code has and none is left, as node's does.
-const pending = new Set();
-let idle = null;
-// The runner's own fetch, tools and files answer at once, so timers are
-// the only thing a script's promise can still wait for: once none is left
-// and the script's top level has not settled, nothing ever will settle it
-// (node says "unsettled top-level await" and exits 13). A check queued
-// whenever the last timer goes finds that out.
-let scriptDone = true;
-let unsettled = null;
-
-function checkSettled() {
-  if (!scriptDone && pending.size === 0) unsettled?.resolve();
-}
-const engineTimeout = globalThis.setTimeout;
-const engineClear = globalThis.clearTimeout;
-const engineInterval = globalThis.setInterval;
-const engineClearInterval = globalThis.clearInterval;
-
-function settled(id) {
-  pending.delete(id);
-  if (pending.size > 0) return;
-  if (idle) {
-    idle.resolve();
-    idle = null;
-  }
-  // After the callback's own promise jobs have run.
-  if (!scriptDone) engineTimeout(checkSettled, 0);
-}
-
-function timers() {
-  globalThis.setTimeout = (f, ms, ...args) => {
-    const id = engineTimeout(() => {
-      settled(id);
-      if (typeof f === 'function') f(...args);
-    }, ms);
-    pending.add(id);
-    return id;
-  };
-  globalThis.clearTimeout = (id) => {
-    engineClear(id);
-    settled(id);
-  };
-  globalThis.setInterval = (f, ms, ...args) => {
-    const id = engineInterval(() => {
-      if (typeof f === 'function') f(...args);
-    }, ms);
-    pending.add(id);
-    return id;
-  };
-  globalThis.clearInterval = (id) => {
-    engineClearInterval(id);
-    settled(id);
-  };
-}
-
-// A callback may set a timer after clearing the last one: wait again.
-async function allTimersDone() {
-  while (pending.size > 0) {
-    idle ??= Promise.withResolvers();
-    await idle.promise;
-  }
-}
 
 // Math.random from a generator seeded by wasi:random at the run's start:
 // not the seed the snapshot was built with (every run would repeat it), and
@@ -122,7 +59,6 @@ function install(name, args) {
     process,
     require,
   });
-  timers();
   seedRandom();
 }
 
@@ -178,6 +114,13 @@ function stackOf(e) {
   return out.join('\n');
 }
 
+/** The exit code for an error that ended the script, reported as node does. */
+function failure(e) {
+  if (e instanceof ExitRequest || process.exitRequested !== undefined) return process.exitRequested ?? e.code;
+  report(e);
+  return 1;
+}
+
 async function main() {
   const argv = getArguments();
   if (argv.length < 4 || argv[1] !== '-c') {
@@ -187,26 +130,43 @@ async function main() {
   const [, , source, name, ...args] = argv;
   install(name, args);
   script = { name: name.replace(/[\r\n]/g, '_'), lines: source.split('\n').length };
-  try {
-    const code = prepare(source, name);
-    unsettled = Promise.withResolvers();
-    scriptDone = false;
-    engineTimeout(checkSettled, 0);
-    const top = (0, eval)(code).then(() => 'done');
-    const how = await Promise.race([top, unsettled.promise.then(() => 'unsettled')]);
-    scriptDone = true;
-    if (how === 'unsettled') {
+  // Whichever ends the script first: its top level and then its timers,
+  // an error thrown by a timer's callback, or nothing left to wait for.
+  const end = Promise.withResolvers();
+  let topSettled = false;
+  const stop = (code) => {
+    timers.stopAll();
+    end.resolve(code);
+  };
+  timers.install({
+    empty() {
+      if (topSettled) return;
       console.error(`Warning: Detected unsettled top-level await in ${script.name}: nothing is left that could settle it`);
-      return 13;
-    }
-    await allTimersDone();
+      stop(13);
+    },
+    thrown: (e) => stop(failure(e)),
+  });
+  let top;
+  try {
+    top = (0, eval)(prepare(source, name));
   } catch (e) {
-    scriptDone = true;
-    if (e instanceof ExitRequest || process.exitRequested !== undefined) return process.exitRequested ?? e.code;
-    report(e);
-    return 1;
+    // A syntax error (sucrase's, or the engine's for a plain script).
+    timers.stopAll();
+    return failure(e);
   }
-  return process.exitRequested ?? process.exitCode ?? 0;
+  const done = top.then(
+    async () => {
+      topSettled = true;
+      await timers.drained();
+      return process.exitRequested ?? process.exitCode ?? 0;
+    },
+    (e) => {
+      topSettled = true;
+      timers.stopAll();
+      return failure(e);
+    },
+  );
+  return Promise.race([done, end.promise]);
 }
 
 export const run = {

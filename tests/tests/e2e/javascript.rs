@@ -315,6 +315,20 @@ fn errors_and_exit_codes_are_as_node_gives_them() {
             "Warning: Detected unsettled top-level await in unsettled.mjs",
         ),
         (
+            "timer_throws.js",
+            "setTimeout(() => { throw new RangeError('late'); }, 1);\nsetInterval(() => {}, 1000);\nconsole.log('set');",
+            1,
+            "set\n",
+            "Uncaught RangeError: late\n    at timer_throws.js:1:",
+        ),
+        (
+            "timer_exits.js",
+            "setTimeout(() => process.exit(0), 1);\nsetInterval(() => {}, 1000);",
+            0,
+            "",
+            "",
+        ),
+        (
             "npm.js",
             "import _ from 'lodash';",
             1,
