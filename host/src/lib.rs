@@ -86,6 +86,8 @@ mod book {
     struct Fuzzing;
     #[doc = include_str!("../../docs/introduction.md")]
     struct Introduction;
+    #[doc = include_str!("../../docs/javascript.md")]
+    struct JavaScript;
     #[doc = include_str!("../../docs/kernel-wall.md")]
     struct KernelWall;
     #[doc = include_str!("../../docs/library.md")]
