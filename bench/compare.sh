@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Side-by-side speed table for sbx-wasm (issue #5's P1..P6 and the Python
-# start-up ratio of issue #7), measured in one run on this machine:
+# Side-by-side speed table for sbx-wasm (issue #5's P1..P6, the Python
+# start-up ratio of issue #7, the JavaScript rows beside node and deno),
+# measured in one run on this machine:
 #
 #   bash bench/compare.sh
 #
@@ -19,6 +20,7 @@ echo "bench: building sbx-wasm, the harness and the guests (release)" >&2
 (cd "$root" && cargo build --quiet --release -p sbx-wasm-cli -p sbx-wasm-bench)
 cargo build --quiet --release --target wasm32-wasip2 --manifest-path "$root/guest-examples/Cargo.toml"
 bash "$root/guest-examples/python/build.sh"
+bash "$root/guest-examples/js/build.sh"
 
 if [ ! -x "$tools/bin/wasmtime" ]; then
     echo "bench: building wasmtime-cli 48.0.8 into $tools (once; ~15 min on two cores)" >&2
@@ -52,5 +54,6 @@ export WASMTIME_BIN="$tools/bin/wasmtime"
 export GUEST_DIR="$root/guest-examples/target/wasm32-wasip2/release"
 export PYTHON_RUNNER="$root/target/py/sbx-python.wasm"
 export PYTHON_NATIVE="$python_native"
+export JS_RUNNER="$root/target/js/sbx-js.wasm"
 echo "bench: $(nproc) cores, $(uname -sr); wasmtime $("$WASMTIME_BIN" --version | cut -d' ' -f2)" >&2
 "$root/target/release/sbx-wasm-compare"

@@ -9,13 +9,16 @@
 //! - `GUEST_DIR`: the release guests (`noop`, `callloop`, `cpu`);
 //! - `PYTHON_RUNNER`, `PYTHON_NATIVE`: the runner component and the
 //!   interpreter binaries to compare with, `:`-separated (optional: the
-//!   Python rows are skipped without them).
+//!   Python rows are skipped without them);
+//! - `JS_RUNNER`: the JavaScript runner component (optional: the JS rows
+//!   are skipped without it; `node` and `deno` are found on PATH).
 
 use sbx_wasm::Services;
 use sbx_wasm_bench::bare;
 
 #[path = "../../guest-examples/agents/src/cpu_work.rs"]
 mod cpu_work;
+mod javascript;
 mod mcp;
 mod p5;
 mod p7;
@@ -384,6 +387,15 @@ fn main() -> Res<()> {
             &caps,
             scratch.path(),
         )?);
+    }
+    // JavaScript: a cached hello world against node and deno starting and
+    // printing; a snippet in-process; the memory a run takes.
+    match (env_path("JS_RUNNER"), want("JS")) {
+        (Some(runner), true) => {
+            rows.extend(javascript::js_rows(&sbx, &runner, &caps, scratch.path())?)
+        }
+        (None, true) => eprintln!("bench: JS skipped: JS_RUNNER is not set (compare.sh sets it)"),
+        _ => {}
     }
     if let (Some(runner), true) = (env_path("PYTHON_RUNNER"), want("MCP")) {
         let caps_file = scratch.path().join("caps.toml");
