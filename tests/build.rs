@@ -66,6 +66,7 @@ fn main() {
         "js/build.sh",
         "js/package.json",
         "js/package-lock.json",
+        "runner-wit.sh",
     ] {
         println!("cargo:rerun-if-changed={}", guests.join(watched).display());
     }

@@ -33,16 +33,13 @@ command -v node >/dev/null && command -v npm >/dev/null || {
     exit 1
 }
 
-# The WASI packages are the ones the host's wasmtime-wasi implements, read
-# from its crate source, as the Python runner does.
-wasi_wit="$(cargo metadata --format-version 1 --manifest-path "$root/host/Cargo.toml" 2>/dev/null \
-    | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{
-const p=JSON.parse(s).packages.find(p=>p.name==="wasmtime-wasi");
-console.log(require("path").join(require("path").dirname(p.manifest_path),"src","p2","wit","deps"))})')"
-[ -d "$wasi_wit" ] || { echo "js runner: WASI WIT not found at $wasi_wit" >&2; exit 1; }
-wasi_version="$(sed -n 's/^package wasi:cli@\([0-9.]*\);.*/\1/p' "$wasi_wit/cli.wit" | head -1)"
+# The WASI packages are the ones the host's wasmtime-wasi implements, as
+# for the Python runner.
+. "$here/../runner-wit.sh"
+wasi_wit="$(wasi_wit_dir "$root")"
+wasi_version="$(wasi_version "$wasi_wit")"
 
-stamp="$( (cat "$here/build.sh" "$here/package-lock.json" "$here/wit/runner.wit" "$root"/wit/*.wit "$here"/app/*.js; echo "$wasi_wit"; ls "$wasi_wit") | sha256sum | cut -d' ' -f1)"
+stamp="$( (cat "$here/build.sh" "$here/../runner-wit.sh" "$here/package-lock.json" "$here/wit/runner.wit" "$root"/wit/*.wit "$here"/app/*.js; echo "$wasi_wit"; ls "$wasi_wit") | sha256sum | cut -d' ' -f1)"
 if [ -f "$target" ] && [ "$(cat "$target.stamp" 2>/dev/null)" = "$stamp" ]; then
     echo "js runner: up to date ($target)" >&2
     exit 0
@@ -75,14 +72,7 @@ fi
 
 work="$out/build"
 rm -rf "$work"
-mkdir -p "$work/wit/deps/sbx-agent"
-sed "s/@WASI@/$wasi_version/g" "$here/wit/runner.wit" > "$work/wit/runner.wit"
-cp "$root"/wit/*.wit "$work/wit/deps/sbx-agent/"
-for f in "$wasi_wit"/*.wit; do
-    name="$(basename "$f" .wit)"
-    mkdir -p "$work/wit/deps/$name"
-    cp "$f" "$work/wit/deps/$name/"
-done
+stage_wit "$root" "$wasi_wit" "$here/wit/runner.wit" "$work/wit"
 
 echo "js runner: building with componentize-js (StarlingMonkey); under a minute" >&2
 # One module: the runner's files and sucrase, bundled; the WIT imports stay

@@ -39,16 +39,11 @@ while [ $# -gt 0 ]; do
 done
 [ -z "$extra" ] || [ -f "$extra" ] || { echo "python runner: no such requirements file: $extra" >&2; exit 2; }
 
-# The WASI packages are the ones the host's wasmtime-wasi implements, read
-# from its crate source so the runner never asks for a version the host lacks.
-wasi_wit="$(cargo metadata --format-version 1 --manifest-path "$root/host/Cargo.toml" 2>/dev/null \
-    | python3 -c 'import json,sys,os
-pkgs=json.load(sys.stdin)["packages"]
-p=[p for p in pkgs if p["name"]=="wasmtime-wasi"][0]
-print(os.path.join(os.path.dirname(p["manifest_path"]),"src","p2","wit","deps"))')"
-[ -d "$wasi_wit" ] || { echo "python runner: WASI WIT not found at $wasi_wit" >&2; exit 1; }
+# The WASI packages are the ones the host's wasmtime-wasi implements.
+. "$here/../runner-wit.sh"
+wasi_wit="$(wasi_wit_dir "$root")"
 
-stamp="$( (cat "$here/build.sh" "$here/requirements.txt" ${extra:+"$extra"} "$here/wit/runner.wit" "$root"/wit/*.wit "$here"/app/*.py; echo "$wasi_wit"; ls "$wasi_wit"; echo "$componentize_py_version") | sha256sum | cut -d' ' -f1)"
+stamp="$( (cat "$here/build.sh" "$here/../runner-wit.sh" "$here/requirements.txt" ${extra:+"$extra"} "$here/wit/runner.wit" "$root"/wit/*.wit "$here"/app/*.py; echo "$wasi_wit"; ls "$wasi_wit"; echo "$componentize_py_version") | sha256sum | cut -d' ' -f1)"
 if [ -f "$target" ] && [ "$(cat "$target.stamp" 2>/dev/null)" = "$stamp" ]; then
     echo "python runner: up to date ($target)" >&2
     exit 0
@@ -79,15 +74,7 @@ fi
 work="$out/build-$( (cat "$here/requirements.txt" ${extra:+"$extra"}) | sha256sum | cut -c1-16)"
 mkdir -p "$work"
 wit="$work/wit"
-rm -rf "$wit"
-mkdir -p "$wit/deps/sbx-agent"
-cp "$here/wit/runner.wit" "$wit/"
-cp "$root"/wit/*.wit "$wit/deps/sbx-agent/"
-for f in "$wasi_wit"/*.wit; do
-    name="$(basename "$f" .wit)"
-    mkdir -p "$wit/deps/$name"
-    cp "$f" "$wit/deps/$name/"
-done
+stage_wit "$root" "$wasi_wit" "$here/wit/runner.wit" "$wit"
 
 # The bundled pure-Python packages, pinned by hash: wheels only (no
 # package's setup code runs here), then each wheel's tags checked.

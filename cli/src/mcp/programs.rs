@@ -19,8 +19,8 @@ pub(crate) fn is_program(door: &Door, tool: &str) -> bool {
 /// why it is refused.
 pub(crate) fn program(door: &Door, tool: &str, args: &JsonObject) -> Result<runs::Program, String> {
     match tool {
-        "run_python" => python(door, args),
-        "run_javascript" => javascript(door, args),
+        "run_python" => script(door, Lang::Python, args),
+        "run_javascript" => script(door, Lang::JavaScript, args),
         "run_wasm" => component(door, args),
         _ => script_tool(door, tool, args),
     }
@@ -48,34 +48,35 @@ fn run_args(args: &JsonObject) -> Result<(Vec<String>, Vec<u8>), String> {
     Ok((list, stdin))
 }
 
-fn python(door: &Door, args: &JsonObject) -> Result<runs::Program, String> {
-    let Some(runner) = &door.python else {
-        return Err("run_python is not offered: this server has no Python runner".into());
+/// `run_python` or `run_javascript`: `code` run in that language's runner.
+fn script(door: &Door, lang: Lang, args: &JsonObject) -> Result<runs::Program, String> {
+    let (agent, tool, name, language) = match lang {
+        Lang::Python => (
+            door.python.as_ref().map(|r| r.agent()),
+            "run_python",
+            "python",
+            "Python",
+        ),
+        Lang::JavaScript => (
+            door.js.as_ref().map(|r| r.agent()),
+            "run_javascript",
+            "js",
+            "JavaScript",
+        ),
+    };
+    let Some(agent) = agent else {
+        return Err(format!(
+            "{tool} is not offered: this server has no {language} runner"
+        ));
     };
     let code = string(args, "code")?.ok_or("`code` is required")?;
     let (args, stdin) = run_args(args)?;
     Ok(runs::Program {
-        agent: runner.agent().clone(),
-        name: "python".into(),
+        agent: agent.clone(),
+        name: name.into(),
         args,
         stdin,
-        source: Some((Lang::Python, code)),
-        shape: None,
-    })
-}
-
-fn javascript(door: &Door, args: &JsonObject) -> Result<runs::Program, String> {
-    let Some(runner) = &door.js else {
-        return Err("run_javascript is not offered: this server has no JavaScript runner".into());
-    };
-    let code = string(args, "code")?.ok_or("`code` is required")?;
-    let (args, stdin) = run_args(args)?;
-    Ok(runs::Program {
-        agent: runner.agent().clone(),
-        name: "js".into(),
-        args,
-        stdin,
-        source: Some((Lang::JavaScript, code)),
+        source: Some((lang, code)),
         shape: None,
     })
 }

@@ -62,13 +62,8 @@ function contentOf(data) {
   throw new TypeError('fs: data must be a string or bytes');
 }
 
-class Stats {
-  constructor(m) {
-    this.size = Number(m.size);
-    this.kind = m.kind;
-    this.writable = m.writable;
-  }
-
+// What a path holds, as node's Stats and Dirent tell it.
+class Kind {
   isFile() {
     return this.kind === 'file';
   }
@@ -82,22 +77,20 @@ class Stats {
   }
 }
 
-class Dirent {
+class Stats extends Kind {
+  constructor(m) {
+    super();
+    this.size = Number(m.size);
+    this.kind = m.kind;
+    this.writable = m.writable;
+  }
+}
+
+class Dirent extends Kind {
   constructor(name, kind) {
+    super();
     this.name = name;
     this.kind = kind;
-  }
-
-  isFile() {
-    return this.kind === 'file';
-  }
-
-  isDirectory() {
-    return this.kind === 'dir';
-  }
-
-  isSymbolicLink() {
-    return this.kind === 'symlink';
   }
 }
 

@@ -77,20 +77,7 @@ fn hostile_example_sees_every_attempt_denied_then_halts() {
     let ex = example();
     let before = snapshot(ex.dir.path());
     let ran = ex.run("hostile.ts", &[]);
-    assert_eq!(ran.code(), Some(124), "{}", ran.stderr());
-    assert_eq!(
-        ran.denials(),
-        [
-            "fs_read_denied",
-            "path_traversal",
-            "egress_denied",
-            "tool_denied",
-            "fs_write_denied"
-        ],
-        "{}",
-        ran.report
-    );
-    assert!(["max_fuel", "max_wall"].contains(&ran.violation()));
+    ran.assert_seed_hostile();
     let stdout = ran.stdout();
     assert!(!stdout.contains("ALLOWED"), "{stdout}");
     assert!(stdout.contains("exfiltrate to evil.example: denied (egress_denied)"));

@@ -61,6 +61,30 @@ impl Ran {
     pub(crate) fn violation(&self) -> &str {
         self.report["violation"].as_str().unwrap_or("")
     }
+    /// The shipped hostile example's end (in Python and TypeScript alike):
+    /// each of the seed's five attempts denied in order, then halted by a
+    /// hard limit.
+    pub(crate) fn assert_seed_hostile(&self) {
+        assert_eq!(self.code(), Some(124), "{}", self.stderr());
+        assert_eq!(
+            self.denials(),
+            [
+                "fs_read_denied",
+                "path_traversal",
+                "egress_denied",
+                "tool_denied",
+                "fs_write_denied"
+            ],
+            "{}",
+            self.report
+        );
+        assert!(
+            ["max_fuel", "max_wall"].contains(&self.violation()),
+            "{}",
+            self.report
+        );
+    }
+
     /// Soft denials, in order.
     pub(crate) fn denials(&self) -> Vec<String> {
         self.report["denials"]
@@ -195,24 +219,7 @@ fn hostile_example_sees_every_attempt_denied_then_halts() {
     let py = Py::example();
     let before = snapshot(py.dir.path());
     let ran = py.run("hostile.py", &[]);
-    assert_eq!(ran.code(), Some(124), "{}", ran.stderr());
-    assert_eq!(
-        ran.denials(),
-        [
-            "fs_read_denied",
-            "path_traversal",
-            "egress_denied",
-            "tool_denied",
-            "fs_write_denied"
-        ],
-        "{}",
-        ran.report
-    );
-    assert!(
-        ["max_fuel", "max_wall"].contains(&ran.violation()),
-        "{}",
-        ran.report
-    );
+    ran.assert_seed_hostile();
     let stdout = ran.stdout();
     assert!(
         stdout.contains("read /work/notes.txt: 63 bytes"),

@@ -1,0 +1,36 @@
+# What the script runners' builds share (sourced by python/build.sh and
+# js/build.sh): the WIT a runner is built against.
+
+# The WASI WIT folder of the host's own wasmtime-wasi (read from its crate
+# source), so a runner never asks for a version the host lacks.
+wasi_wit_dir() {
+    local root="$1" dir
+    dir="$(cargo metadata --format-version 1 --manifest-path "$root/host/Cargo.toml" 2>/dev/null \
+        | python3 -c 'import json,sys,os
+pkgs=json.load(sys.stdin)["packages"]
+p=[p for p in pkgs if p["name"]=="wasmtime-wasi"][0]
+print(os.path.join(os.path.dirname(p["manifest_path"]),"src","p2","wit","deps"))')"
+    [ -d "$dir" ] || { echo "runner build: WASI WIT not found at $dir" >&2; return 1; }
+    echo "$dir"
+}
+
+# The WASI version of that folder (its wasi:cli package), e.g. 0.2.12.
+wasi_version() {
+    sed -n 's/^package wasi:cli@\([0-9.]*\);.*/\1/p' "$1/cli.wit" | head -1
+}
+
+# stage_wit ROOT WASI_WIT RUNNER_WIT DEST: DEST made anew with the runner's
+# world (@WASI@ in it written as the WASI version), the sbx:agent package
+# (the repo's wit/) and each WASI package, in the deps/ layout WIT tools read.
+stage_wit() {
+    local root="$1" wasi="$2" runner="$3" dest="$4" f name
+    rm -rf "$dest"
+    mkdir -p "$dest/deps/sbx-agent"
+    sed "s/@WASI@/$(wasi_version "$wasi")/g" "$runner" > "$dest/$(basename "$runner")"
+    cp "$root"/wit/*.wit "$dest/deps/sbx-agent/"
+    for f in "$wasi"/*.wit; do
+        name="$(basename "$f" .wit)"
+        mkdir -p "$dest/deps/$name"
+        cp "$f" "$dest/deps/$name/"
+    done
+}
