@@ -82,7 +82,7 @@ mkdir -p "$work/app"
 cp "$here"/app/*.js "$work/app/"
 sed -i "s/@WASI@/$wasi_version/g" "$work/app/wasi.js"
 NODE_PATH="$tools/node_modules" "$tools/node_modules/.bin/esbuild" "$work/app/runner.js" \
-    --bundle --format=esm --platform=neutral --main-fields=module,main --log-level=warning \
+    --bundle --keep-names --format=esm --platform=neutral --main-fields=module,main --log-level=warning \
     --external:'wasi:*' --external:'sbx:*' --outfile="$work/runner.bundle.js"
 # From the work folder, with relative paths: componentize-js reads the WIT
 # from inside its own WASI sandbox, which sees the current folder only.

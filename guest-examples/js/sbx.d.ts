@@ -93,7 +93,7 @@ declare const process: {
 };
 
 /** `require` of the runner's modules (what `import` becomes): `fs`,
- * `fs/promises`, `path`, `util`, `process`, `crypto` (also as `node:NAME`)
+ * `fs/promises`, `buffer`, `path`, `util`, `process`, `crypto` (also as `node:NAME`)
  * and `sbx`. There is no package loader: npm packages are not here. */
 declare function require(name: string): any;
 
@@ -120,7 +120,8 @@ interface SbxDirent {
  * A refusal throws SbxDenied (`fs_read_denied`, `fs_write_denied`,
  * `path_traversal`); a failure an Error with a Node `code` (`ENOENT`...). */
 interface SbxFsPromises {
-  readFile(path: string | URL): Promise<Uint8Array>;
+  /** A Buffer (node's, the common part: a Uint8Array with toString(encoding)). */
+  readFile(path: string | URL): Promise<Uint8Array & { toString(encoding?: string): string }>;
   readFile(path: string | URL, encoding: 'utf8' | 'utf-8' | 'latin1' | 'base64' | { encoding: string }): Promise<string>;
   writeFile(path: string | URL, data: string | Uint8Array | ArrayBuffer): Promise<void>;
   /** Reads the file and writes it whole again: two operations. */
@@ -145,7 +146,7 @@ declare module 'fs/promises' {
 declare module 'fs' {
   const fs: {
     promises: SbxFsPromises;
-    readFileSync(path: string | URL): Uint8Array;
+    readFileSync(path: string | URL): Uint8Array & { toString(encoding?: string): string };
     readFileSync(path: string | URL, encoding: string | { encoding: string }): string;
     writeFileSync(path: string | URL, data: string | Uint8Array | ArrayBuffer): void;
     appendFileSync(path: string | URL, data: string | Uint8Array): void;

@@ -6,6 +6,7 @@
 // allowed op is an Error with a Node-style `code` (ENOENT, ...).
 // Relative paths are taken from process.cwd() ("/").
 
+import { Buffer, decode } from './buffer.js';
 import { gated, text } from './errors.js';
 import { fsList, fsMkdir, fsRead, fsRemove, fsStat, fsWrite } from './wasi.js';
 
@@ -39,19 +40,6 @@ function abs(path) {
 
 function encodingOf(options) {
   return typeof options === 'string' ? options : options?.encoding ?? null;
-}
-
-function decode(bytes, encoding) {
-  if (!encoding) return bytes;
-  const e = encoding.toLowerCase();
-  if (e === 'utf8' || e === 'utf-8') return new TextDecoder().decode(bytes);
-  if (e === 'latin1' || e === 'binary') return String.fromCharCode(...bytes);
-  if (e === 'base64') {
-    let s = '';
-    for (let i = 0; i < bytes.length; i += 8192) s += String.fromCharCode(...bytes.subarray(i, i + 8192));
-    return btoa(s);
-  }
-  throw new TypeError(`fs: encoding ${encoding} is not supported (utf8, latin1, base64)`);
 }
 
 function contentOf(data) {
@@ -96,7 +84,9 @@ class Dirent extends Kind {
 
 export function readFileSync(path, options) {
   const p = abs(path);
-  return decode(gated(() => fsRead(p), failure('open', p)), encodingOf(options));
+  const bytes = gated(() => fsRead(p), failure('open', p));
+  const encoding = encodingOf(options);
+  return encoding ? decode(bytes, encoding) : Buffer.from(bytes);
 }
 
 export function writeFileSync(path, data) {

@@ -4,6 +4,8 @@
 // columns, Map, Set, typed arrays, errors by their stack, cycles named.
 // Node's column layout of long arrays is not copied: they go one per line.
 
+import { Buffer } from './buffer.js';
+
 const IDENT = /^[A-Za-z_$][\w$]*$/;
 const BREAK = 80;
 const MAX_ITEMS = 100;
@@ -78,6 +80,11 @@ function format(v, depth, indent, seen, nestedOut) {
   if (v instanceof RegExp) return v.toString();
   if (v instanceof Promise) return 'Promise { <unknown> }';
   const name = className(v);
+  if (v instanceof Buffer) {
+    const hex = Array.from(v.subarray(0, 50), (b) => b.toString(16).padStart(2, '0')).join(' ');
+    const more = v.length > 50 ? ` ... ${v.length - 50} more bytes` : '';
+    return `<Buffer${hex ? ` ${hex}` : ''}${more}>`;
+  }
   const isArray = Array.isArray(v);
   const typed = ArrayBuffer.isView(v) && !(v instanceof DataView);
   if (depth > 2) {

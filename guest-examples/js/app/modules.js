@@ -2,6 +2,7 @@
 // Node's names where Node has one. There is no package loader: an npm
 // package is not here, and importing one fails at once, naming what is.
 
+import { Buffer } from './buffer.js';
 import * as errors from './errors.js';
 import { fs, promises } from './fs.js';
 import { Headers, Response, fetch } from './fetch.js';
@@ -97,6 +98,7 @@ export const sbx = Object.freeze({
 
 const MODULES = {
   sbx,
+  buffer: { Buffer },
   fs,
   'fs/promises': promises,
   path,

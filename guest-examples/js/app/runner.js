@@ -13,6 +13,7 @@
 // run starts with sucrase and these modules already compiled.
 
 import { transform } from 'sucrase';
+import { Buffer } from './buffer.js';
 import { console } from './console.js';
 import { SbxDenied, SbxToolError } from './errors.js';
 import { Headers, Response, fetch } from './fetch.js';
@@ -48,6 +49,7 @@ function install(name, args) {
   process.argv = ['js', `/${name}`, ...args];
   process.env = Object.fromEntries(getEnvironment());
   Object.assign(globalThis, {
+    Buffer,
     console,
     fetch,
     Headers,
