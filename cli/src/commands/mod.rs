@@ -3,6 +3,7 @@
 
 mod cache;
 mod check;
+mod doctor;
 mod exec;
 mod fuzz_init;
 mod kernel_check;
@@ -11,14 +12,26 @@ mod policy;
 mod python_build;
 mod replay;
 pub(crate) mod run;
+mod shell;
 
 use crate::exit::EXIT_CODES;
 use clap::{Parser, Subcommand};
 
+/// What `--version` prints after the name: the crate's version, the git
+/// commit it was built from and the wasmtime release it runs guests with.
+pub(crate) const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (git ",
+    env!("SBX_WASM_GIT_COMMIT"),
+    ", wasmtime ",
+    env!("SBX_WASM_WASMTIME"),
+    ")"
+);
+
 #[derive(Parser, Debug)]
 #[command(
     name = "sbx-wasm",
-    version,
+    version = VERSION,
     about = "Run untrusted, model-proposed actions under a capability grant",
     after_help = EXIT_CODES
 )]
@@ -65,6 +78,14 @@ enum Command {
     /// pure-Python packages (pinned by hash) into one; `python serve`
     /// keeps warm workers that `run SCRIPT.py` hands its runs to.
     Python(python_build::PythonArgs),
+    /// Check what this machine has of what the commands need (artifact
+    /// cache, script runners and their build tools, the wasm target, the
+    /// kernel wall), with the fix for what is missing; exit 1 if anything is.
+    Doctor(doctor::DoctorArgs),
+    /// Write shell completions (bash, zsh, fish, elvish, powershell) to stdout.
+    Completions(shell::CompletionsArgs),
+    /// Write the man page (roff) to stdout.
+    Man(shell::ManArgs),
 }
 
 /// `run`'s arguments from a whole command line (`sbx-wasm run ...`), as
@@ -91,6 +112,9 @@ impl Cli {
             Command::Replay(c) => c.execute(),
             Command::FuzzInit(c) => crate::exit::finish(c.execute()),
             Command::Python(c) => crate::exit::finish(c.execute()),
+            Command::Doctor(c) => c.execute(),
+            Command::Completions(c) => crate::exit::finish(c.execute()),
+            Command::Man(c) => crate::exit::finish(c.execute()),
         }
     }
 }

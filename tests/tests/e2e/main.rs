@@ -6,6 +6,7 @@
 mod abuse;
 mod cli;
 mod deploy;
+mod doctor;
 mod egress;
 mod fuzz_agent;
 mod host_integrity;
