@@ -16,7 +16,8 @@
 //!   answer.
 //! - `logging.rs`: a run's stderr and denials as log messages, for a
 //!   client that set a level.
-//! - `prompts.rs`: the `code_mode` prompt, the grant as an API.
+//! - `prompts.rs`: the `code_mode` and `code_mode_ts` prompts, the grant as
+//!   an API; `typescript.rs`: the granted tools as a TypeScript declaration.
 //! - `served.rs`: the catalog's templates, prompts and completions when
 //!   a client asks for them.
 //! - `ops.rs`: `read_file`, `write_file`, `list_files`, `fetch` and the
@@ -59,6 +60,7 @@ mod served;
 mod session;
 mod subscriptions;
 mod tasks;
+mod typescript;
 mod uris;
 mod workspaces;
 

@@ -1,17 +1,58 @@
-//! The prompts the MCP door lists: `code_mode`, which hands the model the
-//! grant as an API (the folders it may read and write, the origins it may
-//! reach, the granted tools with their schemas) and asks it to do the task
-//! in one `run_python` script. Listed only when `run_python` is offered.
+//! The prompts the MCP door lists: `code_mode` and `code_mode_ts`, which
+//! hand the model the grant as an API (the folders it may read and write,
+//! the origins it may reach, the granted tools with their schemas) and ask
+//! it to do the task in one `run_python` script, or one `run_javascript`
+//! TypeScript module (its tools as typed functions, their input schemas as
+//! TypeScript types). Each is listed only when its tool is offered.
 //!
 //! The text is made from the grant the listing shows, never from a host
 //! path: a mount is named by its guest path.
 
 use super::listing::Offer;
+use crate::scripts::Lang;
 use rmcp::model::{GetPromptResult, Prompt, PromptArgument, PromptMessage, Role};
 use serde_json::Value;
 
-/// The one prompt's name.
+/// The Python prompt's name.
 pub(crate) const CODE_MODE: &str = "code_mode";
+/// The TypeScript prompt's name.
+pub(crate) const CODE_MODE_TS: &str = "code_mode_ts";
+
+/// The prompt for `lang`: its name, its tool, what it says it does.
+fn prompt_of(lang: Lang) -> (&'static str, &'static str, &'static str) {
+    match lang {
+        Lang::Python => (
+            CODE_MODE,
+            "run_python",
+            "Do a task in one sandboxed Python script: the grant (folders, origins, tools) as an \
+             API, and how a refusal shows.",
+        ),
+        Lang::JavaScript => (
+            CODE_MODE_TS,
+            "run_javascript",
+            "Do a task in one sandboxed TypeScript module: the grant (folders, origins, tools as \
+             typed functions) as an API, and how a refusal shows.",
+        ),
+    }
+}
+
+/// The languages whose runner the door offers.
+fn offered(offer: &Offer<'_>) -> Vec<Lang> {
+    let mut out = Vec::new();
+    if offer.python {
+        out.push(Lang::Python);
+    }
+    if offer.js {
+        out.push(Lang::JavaScript);
+    }
+    out
+}
+
+/// Whether `name` is one of the door's own prompts (a catalog prompt may
+/// not take one).
+pub(crate) fn built_in(name: &str) -> bool {
+    name == CODE_MODE || name == CODE_MODE_TS
+}
 
 /// Everything listed: `code_mode` (with a Python runner), then the
 /// catalog's prompts.
@@ -33,20 +74,16 @@ pub(crate) fn list(offer: &Offer<'_>) -> Vec<Prompt> {
 }
 
 fn code_mode(offer: &Offer<'_>) -> Vec<Prompt> {
-    if !offer.python {
-        return Vec::new();
-    }
     let task = PromptArgument::new("task")
         .with_description("What to do, in words (the user's request).")
         .with_required(true);
-    vec![Prompt::new(
-        CODE_MODE,
-        Some(
-            "Do a task in one sandboxed Python script: the grant (folders, origins, tools) as an \
-             API, and how a refusal shows.",
-        ),
-        Some(vec![task]),
-    )]
+    offered(offer)
+        .into_iter()
+        .map(|lang| {
+            let (name, _, description) = prompt_of(lang);
+            Prompt::new(name, Some(description), Some(vec![task.clone()]))
+        })
+        .collect()
 }
 
 /// The prompt `name` with `args`, or why there is none.
@@ -55,29 +92,38 @@ pub(crate) fn get(
     name: &str,
     args: Option<&serde_json::Map<String, Value>>,
 ) -> Result<GetPromptResult, String> {
-    if name != CODE_MODE || !offer.python {
+    let Some(lang) = offered(offer).into_iter().find(|l| prompt_of(*l).0 == name) else {
         return Err(format!("no prompt {}", sbx_wasm::bound::quote(name)));
-    }
+    };
     let task = match args.and_then(|a| a.get("task")) {
         Some(Value::String(t)) if !t.trim().is_empty() => t.as_str(),
         Some(Value::String(_)) | None => return Err("`task` is required".into()),
         Some(_) => return Err("`task` must be a string".into()),
     };
-    let text = format!("{}\n\nThe task:\n{task}", grant_as_api(offer));
+    let text = format!("{}\n\nThe task:\n{task}", grant_as_api(offer, lang));
+    let tool = prompt_of(lang).1;
     Ok(
         GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
-            .with_description("Do the task in one run_python script under the grant."),
+            .with_description(format!("Do the task in one {tool} script under the grant.")),
     )
 }
 
-/// The grant, said to a model that will write the script.
-fn grant_as_api(offer: &Offer<'_>) -> String {
+/// The grant, said to a model that will write the script in `lang`.
+fn grant_as_api(offer: &Offer<'_>, lang: Lang) -> String {
     let caps = offer.caps;
-    let mut s = String::from(
-        "Do the task below by calling the run_python tool once with a whole Python 3 script \
-         (standard library, plus the packages the runner was built with). The script runs in \
-         a sandbox that lets it do only this:\n",
-    );
+    let mut s = match lang {
+        Lang::Python => String::from(
+            "Do the task below by calling the run_python tool once with a whole Python 3 \
+             script (standard library, plus the packages the runner was built with). The \
+             script runs in a sandbox that lets it do only this:\n",
+        ),
+        Lang::JavaScript => String::from(
+            "Do the task below by calling the run_javascript tool once with a whole \
+             TypeScript module (an ES module: top-level await works; types are stripped, not \
+             checked; no npm packages: node's fs, fs/promises, path, util, buffer and crypto \
+             are there). The module runs in a sandbox that lets it do only this:\n",
+        ),
+    };
     let (reads, writes): (Vec<_>, Vec<_>) = caps
         .mounts()
         .iter()
@@ -112,8 +158,13 @@ fn grant_as_api(offer: &Offer<'_>) -> String {
         let rules: Vec<String> = egress.rules().iter().map(|r| r.to_string()).collect();
         format!("- Reach only: {}", rules.join(", "))
     };
-    s += " (with urllib.request, http.client, requests, or sbx.fetch(url, method, headers, \
-          body); raw sockets are refused).\n";
+    s += match lang {
+        Lang::Python => {
+            " (with urllib.request, http.client, requests, or sbx.fetch(url, method, \
+             headers, body); raw sockets are refused).\n"
+        }
+        Lang::JavaScript => " (with the global fetch).\n",
+    };
     // The granted tools, and the catalog's client tools the grant allows.
     let asking = (offer.catalog.client_tools.iter())
         .filter(|t| caps.tools().contains(&t.name))
@@ -121,6 +172,10 @@ fn grant_as_api(offer: &Offer<'_>) -> String {
     let tools: Vec<_> = offer.granted_tools.iter().cloned().chain(asking).collect();
     if tools.is_empty() {
         s += "- Call tools: none are granted.\n";
+    } else if lang == Lang::JavaScript {
+        s += "- Call these tools as functions of the global `tools`; each takes its input \
+              (sent as JSON) and resolves to the tool's output, parsed when it is JSON:\n";
+        s += &super::typescript::tools_declaration(&tools);
     } else {
         s += "- Call these tools with sbx.call_tool(name, input): input a dict (sent as \
               JSON) that the tool's input schema accepts, or a string where it has none; it \
@@ -136,9 +191,17 @@ fn grant_as_api(offer: &Offer<'_>) -> String {
             );
         }
     }
-    s += "Anything else is refused: the operation raises sbx.Denied (a PermissionError) whose \
-          `violation` names the rule, and the refusal is on record. Do not try to get around \
-          a refusal; say what was refused instead. Print the results the user needs; the \
-          tool returns stdout, stderr and the exit status.";
+    s += match lang {
+        Lang::Python => {
+            "Anything else is refused: the operation raises sbx.Denied (a PermissionError) \
+             whose `violation` names the rule, and the refusal is on record."
+        }
+        Lang::JavaScript => {
+            "Anything else is refused: the call throws (or its promise rejects with) \
+             SbxDenied, whose `violation` names the rule, and the refusal is on record."
+        }
+    };
+    s += " Do not try to get around a refusal; say what was refused instead. Print the \
+          results the user needs; the tool returns stdout, stderr and the exit status.";
     s
 }

@@ -138,7 +138,7 @@ impl Handler {
         let (values, total) = match &request.r#ref {
             Reference::Prompt(p) => match self.door().catalog.prompt(&p.name) {
                 Some(def) => def.complete(&request.argument.name, &request.argument.value),
-                None if p.name == super::prompts::CODE_MODE => (Vec::new(), 0),
+                None if super::prompts::built_in(&p.name) => (Vec::new(), 0),
                 None => {
                     let reason = format!("no prompt {}", sbx_wasm::bound::quote(&p.name));
                     return Err(ErrorData::invalid_params(reason, None));

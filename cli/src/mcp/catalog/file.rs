@@ -321,9 +321,9 @@ impl ClientEntry {
 }
 
 fn prompt(key: &str, name: String, p: PromptEntry, cx: &Checks<'_>) -> Result<PromptDef> {
-    if !valid_name(&name) || name == crate::mcp::prompts::CODE_MODE {
+    if !valid_name(&name) || crate::mcp::prompts::built_in(&name) {
         bail!(
-            "{key}: {name:?} is not a free prompt name (1 to 64 of a-z A-Z 0-9 _ - ., not code_mode)"
+            "{key}: {name:?} is not a free prompt name (1 to 64 of a-z A-Z 0-9 _ - ., not code_mode or code_mode_ts)"
         );
     }
     let mut declared = BTreeSet::new();

@@ -5,6 +5,7 @@
 
 use super::Fixture;
 use super::rust_client::{Client, call, field, stdio};
+use rmcp::model::{ContentBlock, GetPromptRequestParams};
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread")]
@@ -71,6 +72,47 @@ console.log(r.status, denied, typeof words);"#,
     // A wrong type is refused before anything runs.
     let r = call(&s, "run_javascript", json!({ "code": 7 })).await;
     assert_eq!(r.is_error, Some(true));
+
+    // code_mode_ts: the grant as a TypeScript API, the granted tool typed
+    // from its input schema; a module written to it runs as is.
+    let prompts = s.list_all_prompts().await.unwrap();
+    let names: Vec<&str> = prompts.iter().map(|p| p.name.as_str()).collect();
+    assert!(
+        names.contains(&"code_mode") && names.contains(&"code_mode_ts"),
+        "{names:?}"
+    );
+    let args = json!({ "task": "count the words of /work/a.txt" });
+    let got = s
+        .get_prompt(
+            GetPromptRequestParams::new("code_mode_ts")
+                .with_arguments(args.as_object().unwrap().clone()),
+        )
+        .await
+        .unwrap();
+    let text: String = (got.messages.iter())
+        .filter_map(|m| match &m.content {
+            ContentBlock::Text(t) => Some(t.text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(text.contains("run_javascript tool once"), "{text}");
+    assert!(text.contains("- Read files under: /work."), "{text}");
+    assert!(text.contains("declare const tools: {"), "{text}");
+    assert!(
+        text.contains("  /** Count the words of a text. */\n  word_count(input: { text?: string }): Promise<any>;"),
+        "{text}"
+    );
+    assert!(text.contains("SbxDenied"), "{text}");
+    assert!(!text.contains(&*f.path("").to_string_lossy()), "{text}");
+    let r = call(
+        &s,
+        "run_javascript",
+        json!({ "code": "import { readFile } from 'fs/promises';\n\
+            const text = await readFile('/work/a.txt', 'utf8');\n\
+            const n: number = await tools.word_count({ text });\nconsole.log(n);" }),
+    )
+    .await;
+    assert_eq!(field(&r, "stdout"), "2\n", "{:?}", r.structured_content);
 
     assert_eq!(f.host_state(), before, "the host changed");
     s.cancel().await.unwrap();

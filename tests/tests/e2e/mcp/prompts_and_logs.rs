@@ -153,7 +153,7 @@ async fn the_code_mode_prompt_hands_over_the_grant_by_guest_paths() {
     let s = stdio(&f, &[], Client::default()).await;
     let listed = s.list_all_prompts().await.unwrap();
     let names: Vec<&str> = listed.iter().map(|p| p.name.as_str()).collect();
-    assert_eq!(names, ["code_mode"]);
+    assert_eq!(names, ["code_mode", "code_mode_ts"]);
     let task = "Sum the values in /work/data.csv";
     let mut args = serde_json::Map::new();
     args.insert("task".into(), json!(task));
