@@ -34,3 +34,15 @@ stage_wit() {
         cp "$f" "$dest/deps/$name/"
     done
 }
+
+# publish_runner FILE: FILE (a runner just built or found up to date) copied
+# into the user's runner folder, where an sbx-wasm that sits beside no
+# checkout (`cargo install`) finds it. Only a build's default runner goes
+# there: a runner built with other packages (-o) never replaces it.
+publish_runner() {
+    local file="$1" dir
+    dir="${XDG_CACHE_HOME:-$HOME/.cache}/sbx-wasm/runners"
+    mkdir -p "$dir" 2>/dev/null || return 0
+    cmp -s "$file" "$dir/$(basename "$file")" && return 0
+    cp "$file" "$dir/.$(basename "$file").$$" && mv "$dir/.$(basename "$file").$$" "$dir/$(basename "$file")"
+}

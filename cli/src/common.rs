@@ -53,6 +53,10 @@ pub(crate) fn protected(runner: Option<&Path>) -> ProtectedPaths {
             if let Ok(found) = sbx_wasm::wasm::JsRunner::locate(None) {
                 p.add(found, "the JavaScript runner");
             }
+            // A runner put there would be what later runs find.
+            if let Some(dir) = sbx_wasm::wasm::runner::user_runner_dir() {
+                p.add(dir, "the user's runner folder");
+            }
             p
         })
         .clone();

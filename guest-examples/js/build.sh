@@ -22,9 +22,10 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 out="${SBX_WASM_JS_BUILD_DIR:-$root/target/js}"
 target="$out/sbx-js.wasm"
+publish=1
 while [ $# -gt 0 ]; do
     case "$1" in
-        -o) target="$2"; shift 2 ;;
+        -o) target="$2"; publish=0; shift 2 ;;
         *) echo "usage: build.sh [-o OUT.wasm]" >&2; exit 2 ;;
     esac
 done
@@ -36,6 +37,8 @@ command -v node >/dev/null && command -v npm >/dev/null || {
 # The WASI packages are the ones the host's wasmtime-wasi implements, as
 # for the Python runner.
 . "$here/../runner-wit.sh"
+# The default runner, once made or found up to date, is also the user's.
+trap 'status=$?; [ "$status" -ne 0 ] || [ "$publish" = 0 ] || publish_runner "$target"; exit "$status"' EXIT
 wasi_wit="$(wasi_wit_dir "$root")"
 wasi_version="$(wasi_version "$wasi_wit")"
 

@@ -30,10 +30,11 @@ mkdir -p "$out"
 
 extra=""
 target="$out/sbx-python.wasm"
+publish=1
 while [ $# -gt 0 ]; do
     case "$1" in
-        --requirements) extra="$(realpath "$2")"; shift 2 ;;
-        -o) target="$2"; shift 2 ;;
+        --requirements) extra="$(realpath "$2")"; publish=0; shift 2 ;;
+        -o) target="$2"; publish=0; shift 2 ;;
         *) echo "usage: build.sh [--requirements FILE] [-o OUT.wasm]" >&2; exit 2 ;;
     esac
 done
@@ -41,6 +42,8 @@ done
 
 # The WASI packages are the ones the host's wasmtime-wasi implements.
 . "$here/../runner-wit.sh"
+# The default runner, once made or found up to date, is also the user's.
+trap 'status=$?; [ "$status" -ne 0 ] || [ "$publish" = 0 ] || publish_runner "$target"; exit "$status"' EXIT
 wasi_wit="$(wasi_wit_dir "$root")"
 
 stamp="$( (cat "$here/build.sh" "$here/../runner-wit.sh" "$here/requirements.txt" ${extra:+"$extra"} "$here/wit/runner.wit" "$root"/wit/*.wit "$here"/app/*.py; echo "$wasi_wit"; ls "$wasi_wit"; echo "$componentize_py_version") | sha256sum | cut -d' ' -f1)"

@@ -109,9 +109,12 @@ impl<L: Language> ScriptRunner<L> {
     /// Where the runner is, in order: `explicit`, the language's
     /// environment variable (`$SBX_WASM_PYTHON_RUNNER`,
     /// `$SBX_WASM_JS_RUNNER`), its file (`sbx-python.wasm`, `sbx-js.wasm`)
-    /// beside the running program, then the project's build folder
+    /// beside the running program, the project's build folder
     /// (`target/py/`, `target/js/`, beside `target/debug/` or
-    /// `target/release/`).
+    /// `target/release/`), then the user's runner folder
+    /// ([`user_runner_dir`]), where the build scripts leave the runner they
+    /// made last: so an installed `sbx-wasm` (`cargo install`) finds the
+    /// runners a checkout built, from any folder.
     pub fn locate(explicit: Option<&Path>) -> Result<PathBuf, LoadError> {
         if let Some(p) = explicit {
             return existing::<L>(p, "the path given");
@@ -138,6 +141,12 @@ impl<L: Language> ScriptRunner<L> {
                 }
                 looked.push(candidate.display().to_string());
             }
+        }
+        if let Some(candidate) = user_runner_dir().map(|d| d.join(L::RUNNER_FILE)) {
+            if candidate.is_file() {
+                return Ok(candidate);
+            }
+            looked.push(candidate.display().to_string());
         }
         Err(setup(format!(
             "the {} runner ({}) was not found (looked at {}); build it with `bash {}`, or name \
@@ -231,6 +240,20 @@ impl<L: Language> ScriptRunner<L> {
     pub fn agent(&self) -> &PreparedAgent {
         &self.agent
     }
+}
+
+/// Where the runner builds (`guest-examples/*/build.sh`) leave the runner
+/// each made last, for programs that do not sit beside a checkout:
+/// `$XDG_CACHE_HOME/sbx-wasm/runners`, else `$HOME/.cache/sbx-wasm/runners`.
+pub fn user_runner_dir() -> Option<PathBuf> {
+    let env = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    env("XDG_CACHE_HOME")
+        .or_else(|| env("HOME").map(|h| h.join(".cache")))
+        .map(|c| c.join("sbx-wasm").join("runners"))
 }
 
 /// A script's source and its name, read from the host file `script`.

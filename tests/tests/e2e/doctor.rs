@@ -103,3 +103,67 @@ fn completions_and_the_man_page_list_the_commands() {
     assert!(page.contains(".TH sbx-wasm 1"), "{page}");
     assert!(page.contains("doctor"), "{page}");
 }
+
+/// `path` at `to`: a hard link where the file system allows it.
+fn place(path: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+    if std::fs::hard_link(path, to).is_err() {
+        std::fs::copy(path, to).unwrap();
+    }
+}
+
+#[test]
+fn an_installed_binary_finds_the_runners_a_checkout_built_from_any_folder() {
+    let t = tempfile::tempdir().unwrap();
+    let bin = t.path().join("bin/sbx-wasm");
+    place(&sbx_bin(), &bin);
+    let runners = t.path().join("cache/sbx-wasm/runners");
+    place(&js_runner(), &runners.join("sbx-js.wasm"));
+    place(&python_runner(), &runners.join("sbx-python.wasm"));
+    let work = t.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(work.join("caps.toml"), "").unwrap();
+    std::fs::write(
+        work.join("hello.ts"),
+        "const n: number = 6 * 7;\nconsole.log(n);",
+    )
+    .unwrap();
+    std::fs::write(work.join("hello.py"), "print(6 * 7)").unwrap();
+    let run = |args: &[&str]| {
+        Command::new(&bin)
+            .current_dir(&work)
+            .args(args)
+            .env_remove("SBX_WASM_PYTHON_RUNNER")
+            .env_remove("SBX_WASM_JS_RUNNER")
+            .env("XDG_CACHE_HOME", t.path().join("cache"))
+            .env("SBX_WASM_CACHE_DIR", crate::scripts::warm_cache())
+            .output()
+            .unwrap()
+    };
+    for script in ["hello.ts", "hello.py"] {
+        let o = run(&["run", "--caps", "caps.toml", "--no-stdin", script]);
+        assert_eq!(o.status.code(), Some(0), "{script}: {}", utf8(&o.stderr));
+        assert_eq!(utf8(&o.stdout), "42\n", "{script}");
+    }
+    let o = run(&["doctor"]);
+    let text = utf8(&o.stdout);
+    assert!(
+        text.contains(&format!(
+            "ok       JavaScript runner: {}",
+            runners.join("sbx-js.wasm").display()
+        )),
+        "{text}"
+    );
+    // The runners' folder is the binary's own: no grant may mount it.
+    std::fs::write(
+        work.join("bad.toml"),
+        format!(
+            "[fs]\nwrite = [{{ host = \"{}\", guest = \"/r\" }}]\n",
+            runners.display()
+        ),
+    )
+    .unwrap();
+    let o = run(&["run", "--caps", "bad.toml", "--no-stdin", "hello.ts"]);
+    assert_eq!(o.status.code(), Some(125), "{}", utf8(&o.stderr));
+    assert!(utf8(&o.stderr).contains("runner"), "{}", utf8(&o.stderr));
+}
