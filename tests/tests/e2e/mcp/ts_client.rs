@@ -95,6 +95,11 @@ fn inspector(f: &Fixture, era: &str, target: &[String], method: &[&str]) -> (i32
     let out = Command::new(node(&tree))
         .arg(tree.join(cli))
         .args(["--cli", "--format", "json", "--protocol-era", era])
+        // The Inspector's own 15 s connect timeout is short for a debug
+        // build of the door starting (two runners loaded, each with a warm
+        // instance) while the whole suite loads both cores; the door
+        // answers in milliseconds when the machine is idle.
+        .args(["--connect-timeout", "60000"])
         .args(target)
         .args(method)
         .envs(f.env())
