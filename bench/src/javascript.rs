@@ -26,11 +26,8 @@ pub(crate) fn js_rows(
     scratch: &Path,
 ) -> Res<Vec<Row>> {
     let mut rows = Vec::new();
-    let caps_file = scratch.join("caps.toml");
-    std::fs::write(&caps_file, caps.to_toml())?;
-    let script = scratch.join("hello.js");
-    std::fs::write(&script, "console.log(1)\n")?;
-    spawn_ok(Command::new(sbx).arg("compile").arg(runner))?;
+    let (caps_file, script) =
+        super::python::hello(sbx, runner, caps, scratch, "hello.js", "console.log(1)\n")?;
     let ours = || {
         spawn_ok(
             Command::new(sbx)

@@ -19,11 +19,7 @@ pub(crate) fn python_rows(
     scratch: &Path,
 ) -> Res<Vec<Row>> {
     let mut rows = Vec::new();
-    let caps_file = scratch.join("caps.toml");
-    std::fs::write(&caps_file, caps.to_toml())?;
-    let script = scratch.join("hello.py");
-    std::fs::write(&script, "print(1)\n")?;
-    spawn_ok(Command::new(sbx).arg("compile").arg(runner))?;
+    let (caps_file, script) = hello(sbx, runner, caps, scratch, "hello.py", "print(1)\n")?;
     let run = |server: bool| {
         let mut cmd = Command::new(sbx);
         cmd.args(["run", "--no-stdin", "--caps"])
@@ -133,6 +129,24 @@ pub(crate) fn python_rows(
         });
     }
     Ok(rows)
+}
+
+/// A hello world for a runner's rows: the grant's caps file and the
+/// script `name` in `scratch`, and the runner compiled into the cache.
+pub(crate) fn hello(
+    sbx: &Path,
+    runner: &Path,
+    caps: &Capabilities,
+    scratch: &Path,
+    name: &str,
+    source: &str,
+) -> Res<(std::path::PathBuf, std::path::PathBuf)> {
+    let caps_file = scratch.join("caps.toml");
+    std::fs::write(&caps_file, caps.to_toml())?;
+    let script = scratch.join(name);
+    std::fs::write(&script, source)?;
+    spawn_ok(Command::new(sbx).arg("compile").arg(runner))?;
+    Ok((caps_file, script))
 }
 
 /// A `sbx-wasm python serve` for the rows, stopped when dropped.

@@ -125,18 +125,23 @@ fn refuse(msg: String) -> io::Error {
     io::Error::new(io::ErrorKind::PermissionDenied, msg)
 }
 
+/// The environment variable `k` as a path, when it is set and not empty.
+fn env_path(k: &str) -> Option<PathBuf> {
+    std::env::var_os(k)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+/// The user's cache folder: `$XDG_CACHE_HOME`, else `$HOME/.cache`.
+pub(crate) fn user_cache_home() -> Option<PathBuf> {
+    env_path("XDG_CACHE_HOME").or_else(|| env_path("HOME").map(|h| h.join(".cache")))
+}
+
 impl ArtifactCache {
     /// `$SBX_WASM_CACHE_DIR`, else `$XDG_CACHE_HOME/sbx-wasm`, else
     /// `$HOME/.cache/sbx-wasm`.
     pub fn default_dir() -> Option<PathBuf> {
-        let env = |k: &str| {
-            std::env::var_os(k)
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        };
-        env("SBX_WASM_CACHE_DIR")
-            .or_else(|| env("XDG_CACHE_HOME").map(|d| d.join("sbx-wasm")))
-            .or_else(|| env("HOME").map(|h| h.join(".cache").join("sbx-wasm")))
+        env_path("SBX_WASM_CACHE_DIR").or_else(|| user_cache_home().map(|d| d.join("sbx-wasm")))
     }
 
     /// Where the key of a cache in `dir` is kept unless one is given (see

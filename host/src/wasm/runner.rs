@@ -246,14 +246,7 @@ impl<L: Language> ScriptRunner<L> {
 /// each made last, for programs that do not sit beside a checkout:
 /// `$XDG_CACHE_HOME/sbx-wasm/runners`, else `$HOME/.cache/sbx-wasm/runners`.
 pub fn user_runner_dir() -> Option<PathBuf> {
-    let env = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    env("XDG_CACHE_HOME")
-        .or_else(|| env("HOME").map(|h| h.join(".cache")))
-        .map(|c| c.join("sbx-wasm").join("runners"))
+    super::cache::user_cache_home().map(|c| c.join("sbx-wasm").join("runners"))
 }
 
 /// A script's source and its name, read from the host file `script`.
