@@ -44,39 +44,17 @@ fn main() {
         status.success(),
         "building guest-examples failed; is the target installed? `rustup target add wasm32-wasip2`"
     );
-    for watched in [
-        "python/app",
-        "python/wit",
-        "python/build.sh",
-        "python/requirements.txt",
-    ] {
-        println!("cargo:rerun-if-changed={}", guests.join(watched).display());
-    }
-    let status = Command::new("bash")
-        .arg(guests.join("python/build.sh"))
-        .status()
-        .expect("cannot run bash to build the Python runner");
-    assert!(
-        status.success(),
-        "building the Python runner failed (guest-examples/python/build.sh needs python3 with venv and PyPI)"
+    runner(
+        &guests,
+        "python",
+        &["requirements.txt"],
+        "python3 with venv and PyPI",
     );
-    for watched in [
-        "js/app",
-        "js/wit",
-        "js/build.sh",
-        "js/package.json",
-        "js/package-lock.json",
-        "runner-wit.sh",
-    ] {
-        println!("cargo:rerun-if-changed={}", guests.join(watched).display());
-    }
-    let status = Command::new("bash")
-        .arg(guests.join("js/build.sh"))
-        .status()
-        .expect("cannot run bash to build the JavaScript runner");
-    assert!(
-        status.success(),
-        "building the JavaScript runner failed (guest-examples/js/build.sh needs Node.js 20+ with npm and the npm registry)"
+    runner(
+        &guests,
+        "js",
+        &["package.json", "package-lock.json"],
+        "Node.js 20+ with npm and the npm registry",
     );
     println!(
         "cargo:rustc-env=JS_RUNNER={}",
@@ -89,5 +67,33 @@ fn main() {
     println!(
         "cargo:rustc-env=GUEST_WASM_DIR={}",
         guests.join("target/wasm32-wasip2/release").display()
+    );
+}
+
+/// Build the script runner in `guest-examples/DIR` with its `build.sh`
+/// (which makes nothing when its inputs are unchanged), watching its app,
+/// WIT, build script, the `files` it pins and the WIT staging both share;
+/// `needs` is what the build takes, for the message when it fails.
+fn runner(guests: &Path, dir: &str, files: &[&str], needs: &str) {
+    let watched = ["app", "wit", "build.sh"].iter().chain(files);
+    for w in watched {
+        println!(
+            "cargo:rerun-if-changed={}",
+            guests.join(dir).join(w).display()
+        );
+    }
+    println!(
+        "cargo:rerun-if-changed={}",
+        guests.join("runner-wit.sh").display()
+    );
+    let script = guests.join(dir).join("build.sh");
+    let status = Command::new("bash")
+        .arg(&script)
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run bash to build {}: {e}", script.display()));
+    assert!(
+        status.success(),
+        "building the runner failed ({} needs {needs})",
+        script.display()
     );
 }

@@ -4,13 +4,13 @@
 //! `JsRunner` with a warm instance, against the 2 ms goal; and the memory
 //! a run's guest takes beside what node holds for the same script.
 
-use super::timing::{fmt, median, side_by_side};
+use super::timing::{fmt, side_by_side};
 use super::{Res, Row, spawn_ok};
 use sbx_wasm::Capabilities;
 use sbx_wasm::wasm::{ArtifactCache, JsRunner, PoolSizes, RunOptions, WasmHost};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// `name` on PATH, if it is there.
 fn on_path(name: &str) -> Option<PathBuf> {
@@ -76,24 +76,9 @@ pub(crate) fn js_rows(
     let host = WasmHost::with_pool(PoolSizes::for_caps(caps, 2))?.with_cache(cache);
     let js = JsRunner::load(&host, runner)?.keep_warm(1)?;
     let goal = Duration::from_millis(2);
-    let mut times = Vec::new();
-    let mut peak = 0;
-    for i in 0..210 {
-        let waited = Instant::now();
-        while js.agent().warm_ready() == 0 && waited.elapsed() < Duration::from_secs(5) {
-            std::thread::sleep(Duration::from_micros(100));
-        }
-        let started = Instant::now();
-        let run = js.run_source(&host, "console.log(1)\n", RunOptions::new(caps.clone()))?;
-        if run.stdout != b"1\n" {
-            return Err(format!("snippet ended {:?} {:?}", run.report, run.trap).into());
-        }
-        if i >= 10 {
-            times.push(started.elapsed());
-        }
-        peak = peak.max(run.report.usage.memory_peak_bytes.unwrap_or(0));
-    }
-    let p50 = median(times);
+    let (p50, peak) = super::python::snippets(js.agent(), true, || {
+        js.run_source(&host, "console.log(1)\n", RunOptions::new(caps.clone()))
+    })?;
     let ratio = p50.as_secs_f64() / goal.as_secs_f64();
     rows.push(Row {
         id: "JSin",

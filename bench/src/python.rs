@@ -5,7 +5,9 @@
 use super::timing::{fmt, median, side_by_side};
 use super::{Res, Row, spawn_ok};
 use sbx_wasm::Capabilities;
-use sbx_wasm::wasm::{ArtifactCache, PoolSizes, PythonRunner, RunOptions, WasmHost};
+use sbx_wasm::wasm::{
+    ArtifactCache, LoadError, PoolSizes, PreparedAgent, PythonRunner, RunOptions, WasmHost, WasmRun,
+};
 use std::ffi::OsStr;
 use std::path::Path;
 use std::process::Command;
@@ -80,24 +82,9 @@ pub(crate) fn python_rows(
     let goal = Duration::from_millis(1);
     for ready_first in [true, false] {
         let served = py.agent().warm_runs();
-        let mut times: Vec<Duration> = Vec::new();
-        for i in 0..210 {
-            if ready_first {
-                let waited = Instant::now();
-                while py.agent().warm_ready() == 0 && waited.elapsed() < Duration::from_secs(5) {
-                    std::thread::sleep(Duration::from_micros(100));
-                }
-            }
-            let started = Instant::now();
-            let run = py.run_source(&host, "print(1)\n", RunOptions::new(caps.clone()))?;
-            if run.stdout != b"1\n" {
-                return Err(format!("snippet ended {:?} {:?}", run.report, run.trap).into());
-            }
-            if i >= 10 {
-                times.push(started.elapsed());
-            }
-        }
-        let median = median(times);
+        let (median, _) = snippets(py.agent(), ready_first, || {
+            py.run_source(&host, "print(1)\n", RunOptions::new(caps.clone()))
+        })?;
         let ratio = median.as_secs_f64() / goal.as_secs_f64();
         let warm = py.agent().warm_runs() - served;
         let (what, goal_text, met) = match ready_first {
@@ -129,6 +116,37 @@ pub(crate) fn python_rows(
         });
     }
     Ok(rows)
+}
+
+/// A snippet printing `1`, run 210 times by `run` on a runner kept warm
+/// by `agent`: the median of the last 200 (the first 10 warm up) and the
+/// guest's peak memory. With `ready_first`, each run starts once a warm
+/// instance is ready (as a model's next snippet finds it).
+pub(crate) fn snippets(
+    agent: &PreparedAgent,
+    ready_first: bool,
+    mut run: impl FnMut() -> Result<WasmRun, LoadError>,
+) -> Res<(Duration, u64)> {
+    let mut times: Vec<Duration> = Vec::new();
+    let mut peak = 0;
+    for i in 0..210 {
+        if ready_first {
+            let waited = Instant::now();
+            while agent.warm_ready() == 0 && waited.elapsed() < Duration::from_secs(5) {
+                std::thread::sleep(Duration::from_micros(100));
+            }
+        }
+        let started = Instant::now();
+        let ran = run()?;
+        if ran.stdout != b"1\n" {
+            return Err(format!("snippet ended {:?} {:?}", ran.report, ran.trap).into());
+        }
+        if i >= 10 {
+            times.push(started.elapsed());
+        }
+        peak = peak.max(ran.report.usage.memory_peak_bytes.unwrap_or(0));
+    }
+    Ok((median(times), peak))
 }
 
 /// A hello world for a runner's rows: the grant's caps file and the

@@ -31,6 +31,46 @@ impl Lang {
         }
     }
 
+    /// The library's facts about the language's runner, by name: so the
+    /// command line and the MCP door never spell them a second time.
+    fn facts(self) -> (&'static str, &'static str, &'static str, bool) {
+        fn of<L: Language>() -> (&'static str, &'static str, &'static str, bool) {
+            (L::NAME, L::PROGRAM, L::SNIPPET, L::PRIVATE_TMP)
+        }
+        match self {
+            Lang::Python => of::<Python>(),
+            Lang::JavaScript => of::<JavaScript>(),
+        }
+    }
+
+    /// The language's name, for people (`Python`, `JavaScript`).
+    pub(crate) fn name(self) -> &'static str {
+        self.facts().0
+    }
+
+    /// The guest's program name (`python`, `js`).
+    pub(crate) fn program(self) -> &'static str {
+        self.facts().1
+    }
+
+    /// The name a source string runs under (`snippet.py`, `snippet.ts`).
+    pub(crate) fn snippet(self) -> &'static str {
+        self.facts().2
+    }
+
+    /// Whether a run of it gets a private `/tmp`.
+    pub(crate) fn private_tmp(self) -> bool {
+        self.facts().3
+    }
+
+    /// The MCP door's tool that runs it.
+    pub(crate) fn tool(self) -> &'static str {
+        match self {
+            Lang::Python => "run_python",
+            Lang::JavaScript => "run_javascript",
+        }
+    }
+
     /// Where the runner is: the flag, then what `ScriptRunner::locate` finds.
     pub(crate) fn find_runner(self, flag: Option<&Path>) -> Result<PathBuf> {
         match self {

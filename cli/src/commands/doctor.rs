@@ -5,7 +5,7 @@
 //! (but for making the cache folder, as any run would); the wall is tried
 //! in a child, this binary run again as `kernel-check`, never here.
 
-use sbx_wasm::wasm::{ArtifactCache, JsRunner, PythonRunner};
+use sbx_wasm::wasm::{ArtifactCache, JavaScript, Language, Python, ScriptRunner};
 use std::process::Command;
 
 #[derive(clap::Args, Debug)]
@@ -62,14 +62,19 @@ fn cache() -> Finding {
     }
 }
 
-fn python() -> Vec<Finding> {
-    let mut out = vec![match PythonRunner::locate(None) {
-        Ok(p) => ok(format!("Python runner: {}", p.display())),
+/// The runner of `L`, as `run` finds it; `needs` is what building it takes.
+fn runner<L: Language>(needs: &str) -> Finding {
+    match ScriptRunner::<L>::locate(None) {
+        Ok(p) => ok(format!("{} runner: {}", L::NAME, p.display())),
         Err(e) => missing(
-            format!("Python runner: {e}"),
-            "bash guest-examples/python/build.sh in a checkout (needs python3 with venv and PyPI)",
+            format!("{} runner: {e}", L::NAME),
+            &format!("bash {} in a checkout (needs {needs})", L::BUILD_SCRIPT),
         ),
-    }];
+    }
+}
+
+fn python() -> Vec<Finding> {
+    let mut out = vec![runner::<Python>("python3 with venv and PyPI")];
     let venv = Command::new("python3")
         .args(["-c", "import venv, ensurepip"])
         .output()
@@ -89,13 +94,9 @@ fn python() -> Vec<Finding> {
 }
 
 fn javascript() -> Vec<Finding> {
-    let mut out = vec![match JsRunner::locate(None) {
-        Ok(p) => ok(format!("JavaScript runner: {}", p.display())),
-        Err(e) => missing(
-            format!("JavaScript runner: {e}"),
-            "bash guest-examples/js/build.sh in a checkout (needs Node.js 20+ with npm and the npm registry)",
-        ),
-    }];
+    let mut out = vec![runner::<JavaScript>(
+        "Node.js 20+ with npm and the npm registry",
+    )];
     let node = version("node", &["--version"]);
     let major = node.as_deref().and_then(|v| {
         v.trim_start_matches('v')

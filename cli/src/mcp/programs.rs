@@ -50,30 +50,22 @@ fn run_args(args: &JsonObject) -> Result<(Vec<String>, Vec<u8>), String> {
 
 /// `run_python` or `run_javascript`: `code` run in that language's runner.
 fn script(door: &Door, lang: Lang, args: &JsonObject) -> Result<runs::Program, String> {
-    let (agent, tool, name, language) = match lang {
-        Lang::Python => (
-            door.python.as_ref().map(|r| r.agent()),
-            "run_python",
-            "python",
-            "Python",
-        ),
-        Lang::JavaScript => (
-            door.js.as_ref().map(|r| r.agent()),
-            "run_javascript",
-            "js",
-            "JavaScript",
-        ),
+    let agent = match lang {
+        Lang::Python => door.python.as_ref().map(|r| r.agent()),
+        Lang::JavaScript => door.js.as_ref().map(|r| r.agent()),
     };
     let Some(agent) = agent else {
         return Err(format!(
-            "{tool} is not offered: this server has no {language} runner"
+            "{} is not offered: this server has no {} runner",
+            lang.tool(),
+            lang.name()
         ));
     };
     let code = string(args, "code")?.ok_or("`code` is required")?;
     let (args, stdin) = run_args(args)?;
     Ok(runs::Program {
         agent: agent.clone(),
-        name: name.into(),
+        name: lang.program().into(),
         args,
         stdin,
         source: Some((lang, code)),

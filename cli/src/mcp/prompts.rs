@@ -18,18 +18,16 @@ pub(crate) const CODE_MODE: &str = "code_mode";
 /// The TypeScript prompt's name.
 pub(crate) const CODE_MODE_TS: &str = "code_mode_ts";
 
-/// The prompt for `lang`: its name, its tool, what it says it does.
-fn prompt_of(lang: Lang) -> (&'static str, &'static str, &'static str) {
+/// The prompt for `lang`: its name and what it says it does.
+fn prompt_of(lang: Lang) -> (&'static str, &'static str) {
     match lang {
         Lang::Python => (
             CODE_MODE,
-            "run_python",
             "Do a task in one sandboxed Python script: the grant (folders, origins, tools) as an \
              API, and how a refusal shows.",
         ),
         Lang::JavaScript => (
             CODE_MODE_TS,
-            "run_javascript",
             "Do a task in one sandboxed TypeScript module: the grant (folders, origins, tools as \
              typed functions) as an API, and how a refusal shows.",
         ),
@@ -80,7 +78,7 @@ fn code_mode(offer: &Offer<'_>) -> Vec<Prompt> {
     offered(offer)
         .into_iter()
         .map(|lang| {
-            let (name, _, description) = prompt_of(lang);
+            let (name, description) = prompt_of(lang);
             Prompt::new(name, Some(description), Some(vec![task.clone()]))
         })
         .collect()
@@ -101,7 +99,7 @@ pub(crate) fn get(
         Some(_) => return Err("`task` must be a string".into()),
     };
     let text = format!("{}\n\nThe task:\n{task}", grant_as_api(offer, lang));
-    let tool = prompt_of(lang).1;
+    let tool = lang.tool();
     Ok(
         GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
             .with_description(format!("Do the task in one {tool} script under the grant.")),

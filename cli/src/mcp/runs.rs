@@ -113,11 +113,9 @@ pub(crate) async fn execute(
         .services(services);
     if let Some((lang, source)) = &program.source {
         // A catalog script's traceback names its tool.
-        let file = match (program.shape, lang) {
-            (Some(_), _) => format!("{}.py", program.name),
-            (None, Lang::Python) => "snippet.py".into(),
-            // Types are stripped from a .ts name; plain JavaScript is TypeScript.
-            (None, Lang::JavaScript) => "snippet.ts".into(),
+        let file = match program.shape {
+            Some(_) => format!("{}.py", program.name),
+            None => lang.snippet().into(),
         };
         let set = match (lang, &door.python, &door.js) {
             (Lang::Python, Some(python), _) => python.source_options(source, &file, opts),

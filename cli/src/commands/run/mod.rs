@@ -253,7 +253,7 @@ fn run_inner(a: &RunArgs, mut ready: Option<&mut Ready>) -> Result<i32> {
     // A Python run's private /tmp, made before the wall goes up (which
     // keeps the run from removing it: the helper does, at the end).
     let (caps, tmp) = match lang {
-        Some(Lang::Python) => sbx_wasm::wasm::python::private_tmp(&caps)?,
+        Some(lang) if lang.private_tmp() => sbx_wasm::wasm::python::private_tmp(&caps)?,
         _ => (caps, None),
     };
     let remove: Vec<PathBuf> = tmp.iter().map(|t| t.path().to_path_buf()).collect();
