@@ -210,6 +210,33 @@ fn a_script_on_stdin_runs_as_typescript_and_needs_its_language_named() {
         b"",
     );
     assert_eq!(o.status.code(), Some(125));
+    // A script past 4 MiB is refused before any guest starts, from stdin
+    // (read no further than the bound) as from a file; at the bound it runs.
+    let mut big = b"//".to_vec();
+    big.resize(4 * 1024 * 1024, b'x');
+    std::fs::write(dir.path().join("edge.js"), &big).unwrap();
+    let o = sbx(dir.path(), &["run", "--caps", "caps.toml", "edge.js"], b"");
+    assert_eq!(o.status.code(), Some(0), "{}", utf8(&o.stderr));
+    big.push(b'x');
+    let o = sbx(
+        dir.path(),
+        &["run", "--caps", "caps.toml", "--js", "-"],
+        &big,
+    );
+    assert_eq!(o.status.code(), Some(125));
+    assert!(
+        utf8(&o.stderr).contains("over 4194304 bytes"),
+        "{}",
+        utf8(&o.stderr)
+    );
+    std::fs::write(dir.path().join("big.js"), &big).unwrap();
+    let o = sbx(dir.path(), &["run", "--caps", "caps.toml", "big.js"], b"");
+    assert_eq!(o.status.code(), Some(125));
+    assert!(
+        utf8(&o.stderr).contains("scripts are limited to 4194304 bytes"),
+        "{}",
+        utf8(&o.stderr)
+    );
 }
 
 #[test]
