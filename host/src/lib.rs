@@ -53,6 +53,7 @@ mod digest;
 mod error;
 pub mod events;
 mod failure;
+pub mod flow;
 #[cfg(feature = "fuzzing")]
 pub mod fuzz_agent;
 mod gate;

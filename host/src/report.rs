@@ -97,6 +97,7 @@ impl RunReport {
             denials: Vec::new(),
             kernel_wall: None,
             notes: vec![why.into()],
+            labels: Default::default(),
             secret_uses: Vec::new(),
         }
     }
@@ -161,6 +162,11 @@ pub struct RunReport {
     /// stdout or stderr whose reader went away).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The labels the run read (see `[flow]`), each with the op that
+    /// brought it in; what a later run that sees this one's data should
+    /// start from ([`SandboxBuilder::labels`](crate::SandboxBuilder::labels)).
+    #[serde(default, skip_serializing_if = "crate::flow::Mark::is_empty")]
+    pub labels: crate::flow::Mark,
     /// Which secrets each fetch carried (names only), in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub secret_uses: Vec<SecretUse>,

@@ -32,6 +32,10 @@ pub enum Violation {
     /// bound host echoed the credential into `Location`): the hop is not
     /// dialled (soft).
     SecretInRedirect,
+    /// The op would send data carrying a label the grant's `[flow.allow]`
+    /// does not let reach its sink (an egress rule, a tool, a write mount,
+    /// the key-value store, stdout): nothing is sent (soft).
+    FlowDenied,
     /// The request itself is malformed: bad JSON, NUL in a path, a relative
     /// path, an over-long path, an unknown op (soft).
     InvalidRequest,
@@ -63,7 +67,7 @@ pub enum Violation {
 
 impl Violation {
     /// Every violation, soft ones first.
-    pub const ALL: [Violation; 18] = [
+    pub const ALL: [Violation; 19] = [
         Violation::PathTraversal,
         Violation::FsReadDenied,
         Violation::FsWriteDenied,
@@ -71,6 +75,7 @@ impl Violation {
         Violation::ToolDenied,
         Violation::KvDenied,
         Violation::SecretInRedirect,
+        Violation::FlowDenied,
         Violation::InvalidRequest,
         Violation::MaxOps,
         Violation::MaxOutputBytes,
@@ -94,6 +99,7 @@ impl Violation {
             Violation::ToolDenied => "tool_denied",
             Violation::KvDenied => "kv_denied",
             Violation::SecretInRedirect => "secret_in_redirect",
+            Violation::FlowDenied => "flow_denied",
             Violation::InvalidRequest => "invalid_request",
             Violation::MaxOps => "max_ops",
             Violation::MaxOutputBytes => "max_output_bytes",

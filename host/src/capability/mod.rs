@@ -164,6 +164,11 @@ pub(crate) struct Held<'a> {
     pub(crate) cancel: Option<&'a crate::CancelHandle>,
     /// The grant's secrets with this run's placeholders.
     pub(crate) secrets: &'a net::RunSecrets,
+    /// The run's label mark, which decides each redirect hop as a sink of
+    /// its own.
+    pub(crate) flow: &'a crate::flow::FlowState,
+    /// Whether op results go back to the caller (a plan), not to a guest.
+    pub(crate) results_to_caller: bool,
 }
 
 /// What the gate lends an effect from the budgets.

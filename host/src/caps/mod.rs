@@ -11,6 +11,7 @@
 mod ask;
 mod budget;
 mod env;
+mod flow;
 pub(crate) mod protected;
 
 pub use protected::{Protected, ProtectedPaths};
@@ -25,6 +26,8 @@ use crate::capability::net::secrets::Secret;
 use crate::capability::net::secrets::config::{RequestedSecrets, SecretsSection};
 use crate::capability::tools::config::{RequestedTools, ToolsSection};
 use crate::error::CapsError;
+use crate::flow::FlowPolicy;
+use crate::flow::config::{FlowSection, RequestedFlow};
 use crate::fs::{Access, Mount};
 use crate::net::Egress;
 use crate::tools::CommandTool;
@@ -48,6 +51,7 @@ pub struct Capabilities {
     env: BTreeMap<String, String>,
     secrets: Vec<Secret>,
     ask: AskGrant,
+    flow: FlowPolicy,
     budget: Budget,
     warnings: Vec<String>,
 }
@@ -104,6 +108,7 @@ pub struct CapabilitiesBuilder {
     env: Vec<(String, String)>,
     secrets: RequestedSecrets,
     ask: RequestedAsk,
+    flow: RequestedFlow,
     budget: Budget,
 }
 
@@ -144,6 +149,8 @@ struct CapsFile {
     secrets: SecretsSection,
     #[serde(default, skip_serializing_if = "AskSection::is_empty")]
     ask: AskSection,
+    #[serde(default, skip_serializing_if = "FlowSection::is_empty")]
+    flow: FlowSection,
     #[serde(default)]
     budget: BudgetSection,
 }
@@ -296,6 +303,7 @@ impl CapabilitiesBuilder {
         if let Some(kv) = &self.kv {
             check_grant(kv)?;
         }
+        let flow = self.flow_policy(&mounts, &egress, &tools, &secrets, &ask, &mut warnings)?;
         check_budget(&self.budget)?;
         Ok(Capabilities {
             mounts,
@@ -306,6 +314,7 @@ impl CapabilitiesBuilder {
             env,
             secrets,
             ask,
+            flow,
             budget: self.budget,
             warnings,
         })
@@ -361,7 +370,8 @@ impl Capabilities {
     fn builder_from(file: CapsFile, base: &Path) -> Result<CapabilitiesBuilder, CapsError> {
         let mut b = Capabilities::builder();
         b.base_dir = Some(base.to_path_buf());
-        file.fs.apply(&mut b.mounts);
+        file.fs.apply(&mut b.mounts, &mut b.flow);
+        file.flow.apply(&mut b.flow);
         file.net.apply(&mut b.egress)?;
         file.tools.apply(&mut b.tools, base)?;
         if let Some(kv) = file.kv {
@@ -469,6 +479,7 @@ impl Capabilities {
             env: self.env.clone(),
             secrets: crate::capability::net::secrets::config::render(&self.secrets),
             ask: AskSection::render(&self.ask),
+            flow: FlowSection::render(&self.flow),
             budget: BudgetSection::render(&self.budget),
         }
     }

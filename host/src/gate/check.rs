@@ -37,6 +37,8 @@ impl Sandbox {
             kv: &*self.services.kv,
             cancel: self.cancel.as_ref(),
             secrets: &self.secrets,
+            flow: &self.flow,
+            results_to_caller: self.results_to_caller,
         }
     }
 

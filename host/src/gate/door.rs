@@ -4,7 +4,6 @@
 //! for effects the gate did not perform.
 
 use super::{Failure, Mode, Sandbox};
-use crate::bound::record_target;
 use crate::budget::WriteMeter;
 use crate::capability::Permit;
 use crate::fs::{MountTable, OpenMount, check_path};
@@ -66,6 +65,21 @@ impl Sandbox {
             .is_some_and(|(mount, rel)| mount.escapes(rel))
     }
 
+    /// The run's label mark, for writes that do not pass the gate call by
+    /// call (WASI file output streams).
+    pub(crate) fn flow_state(&self) -> Arc<crate::flow::FlowState> {
+        self.flow.clone()
+    }
+
+    /// The flow sink of a write through a descriptor of the mount at guest
+    /// path `via`: the mount, unless it is private to the run (or the
+    /// grant labels nothing).
+    pub(crate) fn mount_sink(&self, via: &str) -> Option<crate::flow::Sink> {
+        let m = self.mounts.by_guest(via)?;
+        (self.flow.tracks() && !m.mount.private)
+            .then(|| crate::flow::Sink::Mount(m.mount.guest.to_string()))
+    }
+
     /// The write quota's meter, for writes that do not pass the gate call by
     /// call (WASI file output streams).
     pub(crate) fn write_meter(&self) -> Arc<WriteMeter> {
@@ -91,25 +105,7 @@ impl Sandbox {
             self.refuse_admitted(seq, d.clone());
             return Err(d);
         }
-        self.seq += 1;
-        let op = Op::Invalid {
-            op: kind.to_string(),
-            reason: String::new(),
-        };
-        self.finish(&op, None, Err(Failure::Denied(d.clone())));
-        // Named as the effect it stopped, not as the placeholder op.
-        let target = record_target(target);
-        if let Some(ev) = self.audit.last_mut() {
-            ev.op = kind.into();
-            ev.target = target.clone();
-        }
-        if let Some(ev) = self.audit.last() {
-            self.announce(&ev.clone());
-        }
-        if let Some(rec) = self.denials.last_mut() {
-            rec.op = kind.into();
-            rec.target = target;
-        }
+        self.record_refusal(kind, target, d.clone());
         Err(d)
     }
 

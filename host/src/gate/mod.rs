@@ -10,15 +10,18 @@ mod check;
 #[cfg(feature = "wasm")]
 mod door;
 mod effect;
+mod flow;
 mod record;
 
 pub(crate) use record::Decided;
 
 use crate::CancelHandle;
 use crate::budget::{Clock, MonotonicClock, OutputMeter, Usage, WriteMeter};
+use crate::capability::Trace;
 use crate::caps::Capabilities;
 use crate::error::Error;
 use crate::events::EventSink;
+use crate::flow::{FlowState, Mark};
 use crate::fs::MountTable;
 use crate::net::RunSecrets;
 use crate::op::{Failure, Op, Output, SandboxResult};
@@ -38,6 +41,7 @@ use std::time::Duration;
 /// | [`write_meter`](SandboxBuilder::write_meter) | a meter of its own with the caps' `max_write_bytes` and `max_files` |
 /// | [`cancel`](SandboxBuilder::cancel) | none: the run cannot be cancelled from outside |
 /// | [`events`](SandboxBuilder::events) | none: decisions are only in the audit log |
+/// | [`labels`](SandboxBuilder::labels) | none: the run starts having read nothing labelled |
 pub struct SandboxBuilder {
     caps: Capabilities,
     services: Services,
@@ -47,9 +51,32 @@ pub struct SandboxBuilder {
     events: Option<EventSink>,
     secrets: Option<RunSecrets>,
     tape: Option<Tape>,
+    labels: Mark,
+    flow: Option<Arc<FlowState>>,
+    results_to_caller: bool,
 }
 
 impl SandboxBuilder {
+    /// Start the run holding the labels of `mark`, as if it had read them
+    /// (the mark of an earlier run whose data this one can see: an MCP
+    /// session's previous calls, through its scratch folder). Default:
+    /// none.
+    pub fn labels(mut self, mark: Mark) -> Self {
+        self.labels = mark;
+        self
+    }
+
+    /// Share `state` as the run's mark (the wasm host shares it with the
+    /// guest's stdout, stderr and file output streams); its op results go
+    /// to the guest, not back to the caller. Default: a mark of its own,
+    /// started from [`labels`](Self::labels), results to the caller.
+    #[cfg_attr(not(feature = "wasm"), allow(dead_code))]
+    pub(crate) fn guest_flow(mut self, state: Arc<FlowState>) -> Self {
+        self.flow = Some(state);
+        self.results_to_caller = false;
+        self
+    }
+
     /// Record the run, or answer it from a recording (the wasm door's
     /// `record` and `replay`). Default: neither.
     #[cfg_attr(not(feature = "wasm"), allow(dead_code))]
@@ -128,7 +155,12 @@ impl SandboxBuilder {
         let writes = self
             .writes
             .unwrap_or_else(|| Arc::new(WriteMeter::new(b.max_write_bytes, b.max_files)));
+        let flow = self
+            .flow
+            .unwrap_or_else(|| Arc::new(FlowState::new(self.caps.flow().clone(), self.labels)));
         Ok(Sandbox {
+            flow,
+            results_to_caller: self.results_to_caller,
             output,
             writes,
             caps: self.caps,
@@ -197,6 +229,11 @@ pub struct Sandbox {
     tape: Option<Tape>,
     /// What the run asked for (the grant's `[ask]`) and was answered.
     asked: ask::Asked,
+    /// The run's label mark under the grant's `[flow]`.
+    flow: Arc<FlowState>,
+    /// Whether op results go back to the caller (a plan) rather than to a
+    /// guest: then what an op brings in must be able to reach `stdout`.
+    results_to_caller: bool,
 }
 
 /// How [`Sandbox::run_with`] treats an op that passes the check.
@@ -221,6 +258,9 @@ impl Sandbox {
             events: None,
             secrets: None,
             tape: None,
+            labels: Mark::default(),
+            flow: None,
+            results_to_caller: true,
         }
     }
 
@@ -265,6 +305,12 @@ impl Sandbox {
         }
     }
 
+    /// The labels the run has read so far, and what brought each in
+    /// (empty when the grant labels nothing).
+    pub fn labels(&self) -> Mark {
+        self.flow.mark()
+    }
+
     /// Every decision so far.
     pub fn audit(&self) -> &[AuditEvent] {
         &self.audit
@@ -274,6 +320,7 @@ impl Sandbox {
     /// the end of a run instead of copying every record).
     #[cfg_attr(not(feature = "wasm"), allow(dead_code))]
     pub(crate) fn take_audit(&mut self) -> Vec<AuditEvent> {
+        self.record_stream_refusals();
         std::mem::take(&mut self.audit)
     }
 
@@ -286,6 +333,7 @@ impl Sandbox {
     /// than copied (the wasm door; the sandbox is dropped next).
     #[cfg_attr(not(feature = "wasm"), allow(dead_code))]
     pub(crate) fn take_report(&mut self) -> RunReport {
+        self.record_stream_refusals();
         let denials = std::mem::take(&mut self.denials);
         self.report_with(denials)
     }
@@ -309,6 +357,7 @@ impl Sandbox {
                 )],
                 _ => Vec::new(),
             },
+            labels: self.flow.mark(),
             secret_uses: self
                 .audit
                 .iter()
@@ -351,6 +400,7 @@ impl Sandbox {
     }
 
     fn run_with(&mut self, op: Op, mode: Mode<'_>) -> Decided {
+        self.record_stream_refusals();
         self.seq += 1;
         if let Some(h) = &self.halted {
             let d = Denial {
@@ -407,8 +457,14 @@ impl Sandbox {
             Ok(permit) => permit,
             Err(d) => return self.finish(&op, None, Err(Failure::Denied(d))),
         };
+        let admitted = matches!(mode, Mode::Admit(_));
+        let incoming = match self.flow_check(&op, &permit, permit.rule(), admitted) {
+            Ok(incoming) => incoming,
+            Err(d) => return self.finish(&op, None, Err(Failure::Denied(d))),
+        };
         let rule = self.asked.mark(permit.take_rule());
-        if let Mode::Admit(_) = mode {
+        if admitted {
+            self.flow_raise(&op, incoming, &Trace::default());
             let mut decided = self.finish(&op, Some(rule), Ok(Output::Admitted));
             decided.permit = Some(permit);
             return decided;
@@ -426,6 +482,7 @@ impl Sandbox {
         if let Some(Tape::Record(rec)) = &mut self.tape {
             rec.answer(self.seq, &outcome, &trace);
         }
+        self.flow_raise(&op, incoming, &trace);
         if op.request().is_some_and(|r| r.slow()) {
             // A fetch or a tool may take most of the budget: the record and
             // the report say when it ended, not when it began. (File ops

@@ -28,6 +28,7 @@ use std::sync::Arc;
 /// | [`in_place`](RunOptions::in_place) | off: an async run gets a thread of its own |
 /// | [`record`](RunOptions::record) | off: [`WasmRun::recording`] is `None` |
 /// | [`private_tmp`](RunOptions::private_tmp) | off (the Python doors turn it on) |
+/// | [`labels`](RunOptions::labels) | none: the run starts having read nothing labelled |
 ///
 /// # Examples
 ///
@@ -60,6 +61,7 @@ pub struct RunOptions {
     pub(super) in_place: bool,
     pub(super) tape: Option<crate::replay::TapeSpec>,
     pub(super) private_tmp: bool,
+    pub(super) labels: crate::flow::Mark,
 }
 
 impl RunOptions {
@@ -81,7 +83,16 @@ impl RunOptions {
             in_place: false,
             tape: None,
             private_tmp: false,
+            labels: crate::flow::Mark::default(),
         }
+    }
+
+    /// Start the run holding the labels of `mark` (under the grant's
+    /// `[flow]`), as if it had read them: the mark of an earlier run whose
+    /// data this one can see (an MCP session's previous calls).
+    pub fn labels(mut self, mark: crate::flow::Mark) -> Self {
+        self.labels = mark;
+        self
     }
 
     /// Give the guest a fresh, empty, writable folder at `/tmp` (so

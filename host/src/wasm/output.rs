@@ -9,6 +9,7 @@
 use super::HardLimit;
 use crate::budget::OutputMeter;
 use crate::events::{Event, EventSink};
+use crate::flow::{FlowState, Sink as FlowSink};
 use crate::violation::Violation;
 use std::io::Write;
 use std::pin::Pin;
@@ -33,6 +34,10 @@ pub(crate) struct MeteredOutput {
     closed: Arc<AtomicBool>,
     /// Where each chunk is also announced, and as which event.
     events: Option<(EventSink, ChunkEvent)>,
+    /// The run's label mark, when the grant labels anything, and this
+    /// stream's name: a write the mark does not let reach `stdout` is
+    /// refused (soft: the guest sees a failed write).
+    flow: Option<(Arc<FlowState>, &'static str)>,
 }
 
 /// What became of one write.
@@ -42,6 +47,8 @@ enum Put {
     OverBudget,
     /// The sink is closed; nothing more goes out.
     Closed,
+    /// The flow rules refused it (nothing was written): why.
+    Refused(String),
 }
 
 impl MeteredOutput {
@@ -51,7 +58,17 @@ impl MeteredOutput {
             sink,
             closed: Arc::new(AtomicBool::new(false)),
             events: None,
+            flow: None,
         }
+    }
+
+    /// Refuse writes that `flow`'s mark does not let reach `stdout`
+    /// (`name` is the stream's, for the record).
+    pub(crate) fn with_flow(mut self, flow: &Arc<FlowState>, name: &'static str) -> Self {
+        if flow.tracks() {
+            self.flow = Some((flow.clone(), name));
+        }
+        self
     }
 
     /// Also announce every chunk written to `events`, as `kind`.
@@ -69,6 +86,11 @@ impl MeteredOutput {
     fn put(&self, bytes: &[u8]) -> Put {
         if self.closed.load(Ordering::SeqCst) {
             return Put::Closed;
+        }
+        if let Some((flow, name)) = &self.flow
+            && let Err(d) = flow.stream_write(&FlowSink::Stdout, name, name)
+        {
+            return Put::Refused(d.message);
         }
         let n = bytes.len() as u64;
         let (take, fits) = if self.meter.try_charge(n) {
@@ -114,6 +136,9 @@ impl OutputStream for MeteredOutput {
         match self.put(&bytes) {
             Put::Written => Ok(()),
             Put::Closed => Err(StreamError::Closed),
+            Put::Refused(why) => Err(StreamError::LastOperationFailed(wasmtime::Error::msg(
+                format!("flow_denied: {why}"),
+            ))),
             Put::OverBudget => Err(StreamError::Trap(wasmtime::Error::new(HardLimit(
                 Violation::MaxOutputBytes,
             )))),
@@ -141,6 +166,10 @@ impl tokio::io::AsyncWrite for MeteredOutput {
         Poll::Ready(match self.put(buf) {
             Put::Written => Ok(buf.len()),
             Put::Closed => Err(std::io::ErrorKind::BrokenPipe.into()),
+            Put::Refused(why) => Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                format!("flow_denied: {why}"),
+            )),
             Put::OverBudget => Err(std::io::Error::other("max_output_bytes")),
         })
     }

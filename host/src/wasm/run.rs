@@ -170,7 +170,11 @@ impl WasmHost {
         let meter = Arc::new(OutputMeter::new(budget.max_output_bytes));
         let capture = Capture::new(&mut opts);
         let secrets = crate::net::RunSecrets::bind(opts.caps.secrets(), opts.deterministic);
-        let (wasi, closed) = self.wasi_context(&opts, &meter, &secrets)?;
+        let flow = Arc::new(crate::flow::FlowState::new(
+            opts.caps.flow().clone(),
+            std::mem::take(&mut opts.labels),
+        ));
+        let (wasi, closed) = self.wasi_context(&opts, &meter, &secrets, &flow)?;
         let RunOptions {
             caps,
             mut services,
@@ -186,7 +190,8 @@ impl WasmHost {
         let mut gate = Sandbox::builder(caps)
             .secrets(secrets)
             .services(services)
-            .output_meter(meter.clone());
+            .output_meter(meter.clone())
+            .guest_flow(flow);
         if let Some(c) = &cancel {
             gate = gate.cancel(c.clone());
         }

@@ -25,6 +25,7 @@ impl WasmHost {
         opts: &RunOptions,
         meter: &Arc<OutputMeter>,
         secrets: &crate::net::RunSecrets,
+        flow: &Arc<crate::flow::FlowState>,
     ) -> Result<(WasiCtx, Closed), LoadError> {
         let mut wasi = WasiCtxBuilder::new();
         // The grant's mounts first: a program that takes "the directory it
@@ -70,9 +71,11 @@ impl WasmHost {
         let sink = |s: &Option<Sink>| s.clone().expect("Capture::new set every sink");
         let (stdout, stderr) = (
             MeteredOutput::new(meter.clone(), sink(&opts.stdout))
-                .with_events(opts.events.clone(), Event::Stdout),
+                .with_events(opts.events.clone(), Event::Stdout)
+                .with_flow(flow, "stdout"),
             MeteredOutput::new(meter.clone(), sink(&opts.stderr))
-                .with_events(opts.events.clone(), Event::Stderr),
+                .with_events(opts.events.clone(), Event::Stderr)
+                .with_flow(flow, "stderr"),
         );
         let closed = [
             ("stdout", stdout.closed_flag()),

@@ -4,12 +4,13 @@
 //!
 //! ```toml
 //! [fs]
-//! read  = [{ host = "./data", guest = "/work" }]
+//! read  = [{ host = "./data", guest = "/work" }]   # label = "...": see [flow]
 //! write = [{ host = "./out",  guest = "/work/out" }]
 //! ```
 
 use super::{Access, GuestPath, Mount, check_path};
 use crate::error::CapsError;
+use crate::flow::config::RequestedFlow;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -31,6 +32,9 @@ struct MountEntry {
     /// Named "private to the run" in audit rules, not by its host path.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     private: bool,
+    /// The label on everything read through it (see `[flow]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    label: Option<String>,
 }
 
 /// Mounts as the builder was given them, before validation.
@@ -38,13 +42,22 @@ struct MountEntry {
 pub(crate) struct RequestedMounts(Vec<(PathBuf, String, Access, bool)>);
 
 impl FsSection {
-    /// Request this section's mounts.
-    pub(crate) fn apply(self, to: &mut RequestedMounts) {
-        for m in self.read {
-            to.push(m.host.into(), m.guest, Access::ReadOnly, m.private);
-        }
-        for m in self.write {
-            to.push(m.host.into(), m.guest, Access::ReadWrite, m.private);
+    /// Request this section's mounts, and the labels on them.
+    pub(crate) fn apply(self, to: &mut RequestedMounts, flow: &mut RequestedFlow) {
+        for (key, access, list) in [
+            ("fs.read", Access::ReadOnly, self.read),
+            ("fs.write", Access::ReadWrite, self.write),
+        ] {
+            for m in list {
+                if let Some(label) = m.label {
+                    flow.label(
+                        m.guest.clone(),
+                        label,
+                        &format!("{key} ({}).label", m.guest),
+                    );
+                }
+                to.push(m.host.into(), m.guest, access, m.private);
+            }
         }
     }
 
@@ -56,6 +69,8 @@ impl FsSection {
                 host: m.host.display().to_string(),
                 guest: m.guest.as_str().to_string(),
                 private: m.private,
+                // Rendered in [flow.label], with every other source's.
+                label: None,
             };
             match m.access {
                 Access::ReadOnly => s.read.push(entry),

@@ -25,8 +25,10 @@ pub(crate) fn fetch(
     let timeout = lent.wall_left;
     let run = || {
         let egress = held.egress;
+        let hop = |rule: &str| held.flow.hop(rule, held.results_to_caller);
         gated_fetch(
             egress,
+            &hop,
             held.secrets,
             held.resolver,
             held.net,

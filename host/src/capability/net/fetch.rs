@@ -68,6 +68,7 @@ fn dial(
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn gated_fetch(
     egress: &Egress,
+    hop: &dyn Fn(&str) -> Result<(), Denial>,
     secrets: &RunSecrets,
     resolver: &dyn Resolve,
     net: &Arc<dyn Net>,
@@ -88,7 +89,12 @@ pub(crate) fn gated_fetch(
             Some(url) => egress
                 .resolve_checked(&url, resolver, left())
                 .map(|addrs| (url, None, addrs)),
-            None => match egress.check(&req.url) {
+            // A redirect hop is also a send to its rule's sink: the flow
+            // rules decide it before any lookup.
+            None => match egress
+                .check(&req.url)
+                .and_then(|(u, r)| hop(&r).map(|()| (u, r)))
+            {
                 Ok((url, rule)) => egress
                     .resolve_checked(&url, resolver, left())
                     .map(|addrs| (url, Some(rule), addrs)),

@@ -174,6 +174,28 @@ impl HostState {
             .map_err(hard)
     }
 
+    /// The flow sink of a write through descriptor `fd`: the mount it was
+    /// opened through (none when the grant labels nothing, or the mount is
+    /// private to the run).
+    pub(super) fn flow_sink(&self, fd: u32) -> Option<crate::flow::Sink> {
+        let via = &self.fs_paths.get(&fd)?.via;
+        self.gate.mount_sink(via)
+    }
+
+    /// Whether the run's mark lets a write through descriptor `fd` reach
+    /// its mount: the refusal is recorded (once per mount) and the guest
+    /// sees `access`.
+    pub(super) fn flow_write(&mut self, fd: u32) -> Result<(), ErrorCode> {
+        let Some(sink) = self.flow_sink(fd) else {
+            return Ok(());
+        };
+        let name = self.fd_name(fd);
+        self.gate
+            .flow_state()
+            .stream_write(&sink, "fs_write", &name)
+            .map_err(|_| ErrorCode::Access)
+    }
+
     /// A file's guest path, for records (directories are known; a file
     /// descriptor is named by what opened it).
     pub(super) fn fd_name(&self, fd: u32) -> String {

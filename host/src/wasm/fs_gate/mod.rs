@@ -350,6 +350,9 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
         |mut store, (fd, buf, offset): (Resource<Descriptor>, Vec<u8>, u64)| {
             Box::new(async move {
                 let state = store.data_mut();
+                if let Err(code) = state.flow_write(fd.rep()) {
+                    return Ok((Err(code),));
+                }
                 state.charge_bytes(fd.rep(), buf.len() as u64)?;
                 match state.filesystem().write(fd, buf, offset).await {
                     Ok(n) => Ok((Ok(n),)),
@@ -363,6 +366,9 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
         |mut store, (fd, size): (Resource<Descriptor>, u64)| {
             Box::new(async move {
                 let state = store.data_mut();
+                if let Err(code) = state.flow_write(fd.rep()) {
+                    return Ok((Err(code),));
+                }
                 // Growth counts as written: a sparse gigabyte is still a
                 // gigabyte to whoever copies the folder afterwards.
                 let now = state
@@ -383,16 +389,18 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
         "[method]descriptor.write-via-stream",
         |mut store, (fd, offset): (Resource<Descriptor>, u64)| {
             let state = store.data_mut();
+            let rep = fd.rep();
             let r = state.filesystem().write_via_stream(fd, offset);
-            metered(state, r)
+            metered(state, rep, r)
         },
     )?;
     t.func_wrap(
         "[method]descriptor.append-via-stream",
         |mut store, (fd,): (Resource<Descriptor>,)| {
             let state = store.data_mut();
+            let rep = fd.rep();
             let r = state.filesystem().append_via_stream(fd);
-            metered(state, r)
+            metered(state, rep, r)
         },
     )?;
     Ok(())

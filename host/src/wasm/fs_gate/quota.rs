@@ -2,6 +2,7 @@
 
 use super::Res;
 use crate::budget::WriteMeter;
+use crate::flow::{FlowState, Sink};
 use crate::violation::Violation;
 use crate::wasm::{HardLimit, HostState};
 use std::sync::Arc;
@@ -13,10 +14,21 @@ use wasmtime_wasi::p2::{DynOutputStream, FsError, OutputStream, Pollable, Stream
 pub(super) struct QuotaStream {
     inner: DynOutputStream,
     meter: Arc<WriteMeter>,
+    /// The run's mark and the mount written into, with the file's name,
+    /// when the grant labels anything: a write the mark does not let reach
+    /// the mount is refused (soft).
+    flow: Option<(Arc<FlowState>, Sink, String)>,
 }
 
 impl QuotaStream {
     fn charge(&self, n: usize) -> Result<(), StreamError> {
+        if let Some((flow, sink, name)) = &self.flow
+            && let Err(d) = flow.stream_write(sink, "fs_write", name)
+        {
+            return Err(StreamError::LastOperationFailed(wasmtime::Error::msg(
+                format!("flow_denied: {}", d.message),
+            )));
+        }
         if self.meter.try_bytes(n as u64) {
             Ok(())
         } else {
@@ -62,6 +74,7 @@ impl OutputStream for QuotaStream {
 /// Swap the stream wasmtime-wasi made for one that charges the quota.
 pub(super) fn metered(
     state: &mut HostState,
+    fd: u32,
     r: Result<Resource<DynOutputStream>, FsError>,
 ) -> Res<Resource<DynOutputStream>> {
     let stream = match r {
@@ -70,6 +83,9 @@ pub(super) fn metered(
     };
     let inner = state.table.delete(stream)?;
     let meter = state.gate.write_meter();
-    let wrapped: DynOutputStream = Box::new(QuotaStream { inner, meter });
+    let flow = state
+        .flow_sink(fd)
+        .map(|sink| (state.gate.flow_state(), sink, state.fd_name(fd)));
+    let wrapped: DynOutputStream = Box::new(QuotaStream { inner, meter, flow });
     Ok((Ok(state.table.push(wrapped)?),))
 }
