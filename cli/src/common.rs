@@ -125,6 +125,7 @@ pub(crate) fn sandbox(
     services: Services,
     deterministic: bool,
     cancel: Option<sbx_wasm::CancelHandle>,
+    labels: sbx_wasm::flow::Mark,
 ) -> Result<Sandbox> {
     let clock: Arc<dyn Clock> = if deterministic {
         Arc::new(TickClock::new(Duration::from_millis(1)))
@@ -132,7 +133,7 @@ pub(crate) fn sandbox(
         Arc::new(MonotonicClock::new())
     };
     let services = services.tools(registry(&caps)).clock(clock);
-    let mut b = Sandbox::builder(caps).services(services);
+    let mut b = Sandbox::builder(caps).services(services).labels(labels);
     if let Some(c) = cancel {
         b = b.cancel(c);
     }

@@ -56,7 +56,13 @@ fn check(caps_path: &Path, explain: Option<&str>, resolve: bool) -> Result<i32> 
         return Ok(EXIT_OK);
     };
     let op = explain_op(text)?;
-    let sandbox = sandbox(caps, sbx_wasm::Services::new(), false, None)?;
+    let sandbox = sandbox(
+        caps,
+        sbx_wasm::Services::new(),
+        false,
+        None,
+        Default::default(),
+    )?;
     let mut out = std::io::stdout().lock();
     if let Op::Net(req) = &op
         && let Ok(u) = url::Url::parse(&req.url)

@@ -63,6 +63,7 @@ fn exec(
         sbx_wasm::Services::new(),
         deterministic,
         Some(crate::common::cancel_on_signals()?),
+        Default::default(),
     )?);
     let run = agent.run_all(ops);
 

@@ -293,6 +293,7 @@ impl Door {
     ) {
         session.charge(report.usage.wall_us, report.usage.output_bytes);
         session.note_writes(decisions);
+        session.add_labels(&report.labels);
         tracing::info!(
             session = ids.session, call = ids.call, tool,
             status = ?report.status, violation = ?report.violation, "call ended"
@@ -417,11 +418,17 @@ impl Door {
                     .with_context(|| {
                         format!("cannot make a scratch folder in {}", root.display())
                     })?;
-                let caps = self
+                let mut b = self
                     .caps
                     .to_builder()?
-                    .write_mount(dir.path(), SCRATCH_GUEST)
-                    .build()?;
+                    .write_mount(dir.path(), SCRATCH_GUEST);
+                // Every label may reach /scratch: it lives as long as the
+                // session, whose mark carries every label its calls read,
+                // so what is written there cannot leave by it.
+                for label in self.caps.flow().allowed().keys() {
+                    b = b.flow(label.clone(), [SCRATCH_GUEST]);
+                }
+                let caps = b.build()?;
                 (caps, Some(dir))
             }
             None => (self.caps.clone(), None),

@@ -61,9 +61,18 @@ fn run_args() -> Value {
     })
 }
 
-fn with_run_args(mut props: Value) -> Value {
+/// `props` and the arguments every run takes; `labels` too when the grant
+/// labels anything.
+fn with_run_args(mut props: Value, flow: bool) -> Value {
     if let (Some(p), Value::Object(extra)) = (props.as_object_mut(), run_args()) {
         p.extend(extra);
+        if flow {
+            p.insert(
+                "labels".into(),
+                json!({ "type": "array", "items": { "type": "string" },
+                        "description": "Labels (of the grant's [flow]) that the code or its input carries: the run is held to where they may go." }),
+            );
+        }
     }
     props
 }
@@ -89,6 +98,7 @@ pub(crate) fn tools(door: &Offer<'_>) -> Vec<Tool> {
         }
         seen
     };
+    let flow = !door.caps.flow().is_empty();
     let result = "Returns stdout, stderr, status (completed, exited, hard_limit, trapped, \
                   cancelled, busy, refused), exit code, violation, denials and usage.";
     if door.python {
@@ -105,7 +115,7 @@ pub(crate) fn tools(door: &Offer<'_>) -> Vec<Tool> {
                 "type": "object",
                 "properties": with_run_args(json!({
                     "code": { "type": "string", "description": "The Python source to run." }
-                })),
+                }), flow),
                 "required": ["code"],
             })),
         ));
@@ -126,7 +136,7 @@ pub(crate) fn tools(door: &Offer<'_>) -> Vec<Tool> {
                 "type": "object",
                 "properties": with_run_args(json!({
                     "code": { "type": "string", "description": "The JavaScript or TypeScript source to run." }
-                })),
+                }), flow),
                 "required": ["code"],
             })),
         ));
@@ -142,7 +152,7 @@ pub(crate) fn tools(door: &Offer<'_>) -> Vec<Tool> {
                 "type": "object",
                 "properties": with_run_args(json!({
                     "component": { "type": "string", "description": "File name, e.g. agent.wasm." }
-                })),
+                }), flow),
                 "required": ["component"],
             })),
         ));

@@ -42,7 +42,9 @@ pub(crate) async fn run(
     match perform(door, session, ids, tool, vec![op], (client_cancel, asks)).await {
         Ok((results, report)) => {
             door.count_ran();
-            reply::op(&results[0], &report, ids)
+            let mut answer = reply::op(&results[0], &report, ids);
+            reply::labels(&mut answer, session.caps.flow(), &report.labels);
+            answer
         }
         Err(reason) => door.turn_away(ids, tool, "refused", &reason),
     }
@@ -61,13 +63,14 @@ pub(crate) async fn perform(
 ) -> Result<(Vec<sbx_wasm::SandboxResult>, sbx_wasm::RunReport), String> {
     let (cancel, _watch) = door.cancel_switch(client_cancel);
     let caps = session.caps.clone();
+    let labels = session.labels_with(&sbx_wasm::flow::Mark::default());
     let mut services = session.services();
     if let Some(a) = asks {
         services = services.approver(a);
     }
     // A fetch or a tool blocks: off the runtime's workers.
     let done = tokio::task::spawn_blocking(move || {
-        let mut sandbox = crate::common::sandbox(caps, services, false, Some(cancel))
+        let mut sandbox = crate::common::sandbox(caps, services, false, Some(cancel), labels)
             .map_err(|e| format!("{e:#}"))?;
         let results: Vec<_> = (ops.into_iter())
             .map(|op| sandbox.run(sbx_wasm::plan::op_from_json(op)))

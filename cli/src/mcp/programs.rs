@@ -34,6 +34,29 @@ fn string(args: &JsonObject, key: &str) -> Result<Option<String>, String> {
     }
 }
 
+/// The `labels` argument: labels of the grant's `[flow]` that the call's
+/// code or input carries (the run starts holding them). An unknown label
+/// is refused: a typo would otherwise leave the input unlabelled.
+fn input_labels(door: &Door, args: &JsonObject) -> Result<sbx_wasm::flow::Mark, String> {
+    let mut mark = sbx_wasm::flow::Mark::default();
+    let items = match args.get("labels") {
+        None | Some(Value::Null) => return Ok(mark),
+        Some(Value::Array(items)) => items,
+        Some(_) => return Err("`labels` must be a list of strings".into()),
+    };
+    for item in items {
+        let label = item.as_str().ok_or("`labels` must be a list of strings")?;
+        if !door.caps.flow().knows(label) {
+            return Err(format!(
+                "`labels`: {} is not a label of this server's grant",
+                sbx_wasm::bound::quote(label)
+            ));
+        }
+        mark.join(label, "the call's arguments");
+    }
+    Ok(mark)
+}
+
 fn run_args(args: &JsonObject) -> Result<(Vec<String>, Vec<u8>), String> {
     let list = match args.get("args") {
         None | Some(Value::Null) => Vec::new(),
@@ -62,6 +85,7 @@ fn script(door: &Door, lang: Lang, args: &JsonObject) -> Result<runs::Program, S
         ));
     };
     let code = string(args, "code")?.ok_or("`code` is required")?;
+    let labels = input_labels(door, args)?;
     let (args, stdin) = run_args(args)?;
     Ok(runs::Program {
         agent: agent.clone(),
@@ -70,6 +94,7 @@ fn script(door: &Door, lang: Lang, args: &JsonObject) -> Result<runs::Program, S
         stdin,
         source: Some((lang, code)),
         shape: None,
+        labels,
     })
 }
 
@@ -93,6 +118,7 @@ pub(crate) fn script_tool(
         stdin: args.to_string().into_bytes(),
         source: Some((Lang::Python, t.source.clone())),
         shape: Some(t.output),
+        labels: Default::default(),
     })
 }
 
@@ -100,6 +126,7 @@ fn component(door: &Door, args: &JsonObject) -> Result<runs::Program, String> {
     let name = string(args, "component")?.ok_or("`component` is required")?;
     // A first use compiles: off the async workers.
     let agent = tokio::task::block_in_place(|| door.component(&name))?;
+    let labels = input_labels(door, args)?;
     let (args, stdin) = run_args(args)?;
     Ok(runs::Program {
         agent,
@@ -108,5 +135,6 @@ fn component(door: &Door, args: &JsonObject) -> Result<runs::Program, String> {
         stdin,
         source: None,
         shape: None,
+        labels,
     })
 }

@@ -7,6 +7,7 @@ use super::catalog::{OutputKind, blocks};
 use rmcp::model::{CallToolResult, ContentBlock};
 use sbx_wasm::Output;
 use sbx_wasm::SandboxResult;
+use sbx_wasm::flow::{FlowPolicy, Mark, Readers};
 use sbx_wasm::wasm::WasmRun;
 use sbx_wasm::{RunReport, Status};
 use serde_json::{Value, json};
@@ -127,6 +128,36 @@ pub(crate) fn script(run: &WasmRun, ids: &Ids<'_>, shape: OutputKind) -> CallToo
             ))]),
         },
     }
+}
+
+/// The `_meta` key under which a result's information-flow label goes, in
+/// the form FIDES gateways read.
+pub(crate) const IFC_META: &str = "com.github.ifc/labels";
+
+/// Say what the call's result carries, when the grant labels anything: the
+/// labels it read (structured `labels`), and in `_meta` the readers they
+/// leave, as an information-flow label (`confidentiality` the sinks that may
+/// still receive it, or `["public"]`; `integrity` untrusted: it is what
+/// model-proposed code produced).
+pub(crate) fn labels(answer: &mut CallToolResult, policy: &FlowPolicy, mark: &Mark) {
+    if policy.is_empty() {
+        return;
+    }
+    let readers = match policy.readers_of(mark) {
+        Readers::All => vec!["public".to_string()],
+        Readers::Only(sinks) => sinks.iter().map(ToString::to_string).collect(),
+    };
+    let names: Vec<&str> = mark.labels().collect();
+    if let Some(Value::Object(o)) = &mut answer.structured_content {
+        o.insert("labels".into(), json!(mark.held()));
+    }
+    let mut meta = answer.meta.take().unwrap_or_default();
+    meta.0.insert(
+        IFC_META.into(),
+        json!({ "integrity": "untrusted", "confidentiality": readers }),
+    );
+    meta.0.insert("sbx/labels".into(), json!(names));
+    answer.meta = Some(meta);
 }
 
 /// A call refused before it ran: `busy` (no run slot came free in time)

@@ -31,6 +31,8 @@ pub(crate) struct Program {
     pub(crate) source: Option<(Lang, String)>,
     /// How a catalog script tool answers; `None` for the run's report.
     pub(crate) shape: Option<OutputKind>,
+    /// Labels the call's code or input carries (its `labels` argument).
+    pub(crate) labels: sbx_wasm::flow::Mark,
 }
 
 /// The client a call came from: who hears of a run's events as they
@@ -76,6 +78,7 @@ pub(crate) async fn run(
         return reply::script(&run, ids, shape);
     }
     let mut answer = reply::run(&run, ids);
+    reply::labels(&mut answer, door.caps.flow(), &run.report.labels);
     let written = files::written(&run.audit);
     files::attach(
         &mut answer,
@@ -110,6 +113,7 @@ pub(crate) async fn execute(
         .program_name(program.name.clone())
         .args(program.args)
         .stdin(program.stdin)
+        .labels(session.labels_with(&program.labels))
         .services(services);
     if let Some((lang, source)) = &program.source {
         // A catalog script's traceback names its tool.

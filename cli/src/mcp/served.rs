@@ -42,6 +42,7 @@ impl Handler {
             stdin: vars.to_string().into_bytes(),
             source: Some((crate::scripts::Lang::Python, template.source.clone())),
             shape: None,
+            labels: Default::default(),
         };
         let (session, ids) = (&admitted.session, admitted.ids());
         let client = self.client(&context, false);

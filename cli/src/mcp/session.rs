@@ -4,6 +4,7 @@
 //! The `Door` makes them and counts them against `--max-sessions`.
 
 use anyhow::{Result, bail};
+use sbx_wasm::flow::Mark;
 use sbx_wasm::kv::MemoryKv;
 use sbx_wasm::{AuditEvent, Capabilities, Services};
 use std::collections::BTreeSet;
@@ -70,6 +71,10 @@ pub(crate) struct Session {
     calls: AtomicU64,
     wall_us: AtomicU64,
     output_bytes: AtomicU64,
+    /// Every label the session's calls have read (the grant's `[flow]`):
+    /// each call starts from it, since what one call read can reach the
+    /// next through `/scratch`, the store, or the client itself.
+    labels: Mutex<Mark>,
 }
 
 impl Session {
@@ -92,7 +97,26 @@ impl Session {
             calls: AtomicU64::new(0),
             wall_us: AtomicU64::new(0),
             output_bytes: AtomicU64::new(0),
+            labels: Mutex::default(),
         }
+    }
+
+    /// The session's mark joined with `more` (labels a call's arguments
+    /// carry): what the call starts from.
+    pub(crate) fn labels_with(&self, more: &Mark) -> Mark {
+        let mut mark = self
+            .labels
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        mark.join_mark(more);
+        mark
+    }
+
+    /// Add what a call read to the session's mark.
+    pub(crate) fn add_labels(&self, read: &Mark) {
+        let mut mark = self.labels.lock().unwrap_or_else(|p| p.into_inner());
+        mark.join_mark(read);
     }
 
     /// Count a new call: its id (`c1`, `c2`, ...), or why the session may

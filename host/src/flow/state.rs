@@ -27,10 +27,10 @@ pub(crate) struct FlowState {
     /// this while the run has read nothing labelled.
     marked: AtomicBool,
     pending: Mutex<Vec<StreamRefusal>>,
-    /// Sinks whose stream refusal is already recorded (one record per
-    /// sink: a guest printing in a loop is refused every time, recorded
-    /// once).
-    told: Mutex<BTreeSet<Sink>>,
+    /// Streams (by op name) and sinks whose refusal is already recorded:
+    /// one record for each, so a guest printing in a loop is refused every
+    /// time and recorded once.
+    told: Mutex<BTreeSet<(&'static str, Sink)>>,
 }
 
 impl FlowState {
@@ -130,7 +130,7 @@ impl FlowState {
         let first = self
             .told
             .lock()
-            .map(|mut t| t.insert(sink.clone()))
+            .map(|mut t| t.insert((kind, sink.clone())))
             .unwrap_or(false);
         if first && let Ok(mut p) = self.pending.lock() {
             p.push(StreamRefusal {

@@ -8,6 +8,7 @@ mod cli;
 mod deploy;
 mod doctor;
 mod egress;
+mod flow;
 mod fuzz_agent;
 mod host_integrity;
 mod hostile;
