@@ -293,7 +293,7 @@ impl Door {
     ) {
         session.charge(report.usage.wall_us, report.usage.output_bytes);
         session.note_writes(decisions);
-        session.add_labels(&report.labels);
+        session.add_labels(&report.labels, ids.call);
         tracing::info!(
             session = ids.session, call = ids.call, tool,
             status = ?report.status, violation = ?report.violation, "call ended"

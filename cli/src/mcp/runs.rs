@@ -78,7 +78,7 @@ pub(crate) async fn run(
         return reply::script(&run, ids, shape);
     }
     let mut answer = reply::run(&run, ids);
-    reply::labels(&mut answer, door.caps.flow(), &run.report.labels);
+    reply::labels(&mut answer, session.caps.flow(), &run.report.labels);
     let written = files::written(&run.audit);
     files::attach(
         &mut answer,

@@ -113,10 +113,18 @@ impl Session {
         mark
     }
 
-    /// Add what a call read to the session's mark.
-    pub(crate) fn add_labels(&self, read: &Mark) {
+    /// Add what call `call` read to the session's mark (each label named
+    /// with the call that brought it in).
+    pub(crate) fn add_labels(&self, read: &Mark, call: &str) {
         let mut mark = self.labels.lock().unwrap_or_else(|p| p.into_inner());
-        mark.join_mark(read);
+        for h in read.held() {
+            let from = if h.from.contains(" of call ") {
+                h.from.clone()
+            } else {
+                format!("{} of call {call}", h.from)
+            };
+            mark.join(&h.label, from);
+        }
     }
 
     /// Count a new call: its id (`c1`, `c2`, ...), or why the session may

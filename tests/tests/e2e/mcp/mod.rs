@@ -7,6 +7,7 @@
 mod ask;
 mod catalog;
 mod conformance;
+mod flow;
 mod javascript;
 mod metrics;
 mod prompts_and_logs;
