@@ -42,6 +42,10 @@ pub struct AuditEvent {
     /// For fetches: the secrets put into the request (names only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub secrets: Vec<String>,
+    /// The labels (the grant's `[flow]`) what the op read carries: the
+    /// run holds them from then on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<String>,
     /// Why an allowed effect failed, or the denial message.
     pub detail: Option<String>,
     /// Milliseconds since the run started, on the injected clock.

@@ -48,12 +48,13 @@ impl Sandbox {
     /// Raise the mark by what an allowed op brought in, and by what its
     /// effect turned out to reach (a redirect's last rule, the secrets a
     /// request carried).
-    pub(super) fn flow_raise(&self, op: &Op, incoming: Incoming, trace: &Trace) {
+    pub(super) fn flow_raise(&mut self, op: &Op, incoming: Incoming, trace: &Trace) {
         if !self.flow.tracks() {
             return;
         }
         for (label, from) in incoming {
             self.flow.raise(&label, from);
+            self.brought.push(label);
         }
         let policy = self.flow.policy();
         let mut late: Vec<String> = Vec::new();
@@ -65,7 +66,20 @@ impl Sandbox {
         late.extend(trace.secrets.iter().filter_map(|s| policy.secret(s)));
         for label in late {
             self.flow.raise(&label, self.origin(op));
+            if !self.brought.contains(&label) {
+                self.brought.push(label);
+            }
         }
+    }
+
+    /// The flow decision of an op the capability check allowed, as
+    /// `policy what-if` re-makes it: refused, or allowed and the mark
+    /// raised by what it brings in (no effect performed).
+    pub(crate) fn flow_decide(&mut self, op: &Op, permit: &Permit) -> Result<(), Denial> {
+        let incoming = self.flow_check(op, permit, permit.rule(), false)?;
+        self.flow_raise(op, incoming, &Trace::default());
+        self.brought.clear();
+        Ok(())
     }
 
     /// The sink `op` sends to under `permit`, if it sends anywhere. A

@@ -70,7 +70,6 @@ impl SandboxBuilder {
     /// guest's stdout, stderr and file output streams); its op results go
     /// to the guest, not back to the caller. Default: a mark of its own,
     /// started from [`labels`](Self::labels), results to the caller.
-    #[cfg_attr(not(feature = "wasm"), allow(dead_code))]
     pub(crate) fn guest_flow(mut self, state: Arc<FlowState>) -> Self {
         self.flow = Some(state);
         self.results_to_caller = false;
@@ -161,6 +160,7 @@ impl SandboxBuilder {
         Ok(Sandbox {
             flow,
             results_to_caller: self.results_to_caller,
+            brought: Vec::new(),
             output,
             writes,
             caps: self.caps,
@@ -234,6 +234,8 @@ pub struct Sandbox {
     /// Whether op results go back to the caller (a plan) rather than to a
     /// guest: then what an op brings in must be able to reach `stdout`.
     results_to_caller: bool,
+    /// The labels the op being decided brought in, for its record.
+    brought: Vec<String>,
 }
 
 /// How [`Sandbox::run_with`] treats an op that passes the check.

@@ -1,6 +1,7 @@
 //! Draft the smallest grant that allows every op a recorded run had
 //! allowed.
 
+use super::learn_flow::{Drafted, learn_flow};
 use crate::capability::OpKind;
 use crate::caps::{Capabilities, CapabilitiesBuilder};
 use crate::error::CapsError;
@@ -120,7 +121,9 @@ fn touched(audit: &[AuditEvent]) -> Touched {
 /// Draft the smallest grant that allows every op `audit` allowed: mounts
 /// at the narrowest folder covering what was read and, apart, what was
 /// written (a write mount is readable, so a read folder inside one is
-/// left out); the exact origins fetched; the tools called; budgets from
+/// left out); the exact origins fetched; the tools called; the labels the
+/// run's ops brought in, on the drafted sources, each allowed to reach what
+/// the run sent to while holding it (and stdout); budgets from
 /// what was used ([`HEADROOM`] times; from `report` for fuel, memory and
 /// wall when given). Denied ops are listed as comments.
 pub fn learn(audit: &[AuditEvent], report: Option<&RunReport>) -> Result<Learned, CapsError> {
@@ -154,18 +157,18 @@ pub fn learn(audit: &[AuditEvent], report: Option<&RunReport>) -> Result<Learned
     let allowed = || audit.iter().filter(|e| passed(e));
     let origins: BTreeSet<String> = allowed()
         .filter_map(|e| match need(e) {
-            Some(Need::Origin(url)) => url::Url::parse(url).ok(),
+            Some(Need::Origin(url)) => origin(url),
             _ => None,
         })
-        .filter_map(|u| {
-            let port = u.port_or_known_default()?;
-            let host = match u.host()? {
-                url::Host::Ipv6(ip) => format!("[{ip}]"),
-                h => h.to_string(),
-            };
-            Some(format!("{}://{host}:{port}", u.scheme()))
-        })
         .collect();
+    let drafted = Drafted {
+        mounts: reads
+            .iter()
+            .chain(&writes)
+            .map(|(g, _)| g.as_str())
+            .collect(),
+        origin: &origin,
+    };
     for o in origins {
         b = b.allow_egress(o);
     }
@@ -183,6 +186,7 @@ pub fn learn(audit: &[AuditEvent], report: Option<&RunReport>) -> Result<Learned
     if allowed().any(|e| matches!(need(e), Some(Need::Kv))) {
         b = b.kv(crate::capability::kv::KvGrant::default());
     }
+    b = learn_flow(b, audit, passed, &drafted);
     b = budgets(b, audit, report);
     let caps = b.build()?;
     let mut toml = format!(
@@ -209,6 +213,17 @@ pub fn learn(audit: &[AuditEvent], report: Option<&RunReport>) -> Result<Learned
         }
     }
     Ok(Learned { toml, caps })
+}
+
+/// The egress rule a drafted grant allows `url` by: its exact origin.
+fn origin(url: &str) -> Option<String> {
+    let u = url::Url::parse(url).ok()?;
+    let port = u.port_or_known_default()?;
+    let host = match u.host()? {
+        url::Host::Ipv6(ip) => format!("[{ip}]"),
+        h => h.to_string(),
+    };
+    Some(format!("{}://{host}:{port}", u.scheme()))
 }
 
 fn budgets(

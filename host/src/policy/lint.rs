@@ -22,7 +22,7 @@ pub struct Finding {
     pub error: bool,
 }
 
-fn finding(what: String, why: &str, safer: String) -> Finding {
+pub(super) fn finding(what: String, why: &str, safer: String) -> Finding {
     Finding {
         what,
         why: why.to_string(),
@@ -181,6 +181,7 @@ pub fn lint(caps: &Capabilities, caps_file: Option<&Path>) -> Vec<Finding> {
             "e.g. 10,000",
         ),
     ];
+    out.extend(super::lint_flow::lint_flow(caps));
     for (hit, key, size, safer) in huge {
         if hit {
             out.push(finding(

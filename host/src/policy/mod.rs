@@ -6,7 +6,9 @@
 
 mod diff;
 mod learn;
+mod learn_flow;
 mod lint;
+mod lint_flow;
 mod what_if;
 
 pub use diff::{BudgetChange, GrantDiff, diff};

@@ -227,3 +227,100 @@ fn a_learned_draft_with_control_bytes_in_denied_targets_loads_and_shows_none_raw
     // The allowed neighbour: the plain denied target is kept as it was.
     assert!(learned.toml.contains("# seq 6: fs_read /etc/passwd"));
 }
+
+/// The recorded run's grant with `/work` labelled `customer`, which may
+/// reach `sinks`.
+fn labelled(dir: &std::path::Path, sinks: &[&str]) -> Capabilities {
+    Capabilities::builder()
+        .read_mount(dir.join("data"), "/work")
+        .write_mount(dir.join("out"), "/work/out")
+        .allow_tool("count")
+        .label("/work", "customer")
+        .flow("customer", sinks.to_vec())
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn what_if_decides_the_flow_rules_along_the_run() {
+    let (dir, audit, _) = recorded();
+    // The tool call comes after labelled reads: refused where the label
+    // may not reach the tool; the write where it may reach the mount.
+    let w = what_if(&audit, labelled(dir.path(), &["/work/out"])).unwrap();
+    let flipped: Vec<(u64, &str, &Verdict)> =
+        w.flips.iter().map(|f| (f.seq, &*f.op, &f.now)).collect();
+    assert_eq!(
+        flipped,
+        [(
+            5,
+            "tool_call",
+            &Verdict::Denied {
+                violation: Violation::FlowDenied
+            }
+        )]
+    );
+    // Its allowed neighbour: the label may reach the tool.
+    let w = what_if(&audit, labelled(dir.path(), &["/work/out", "tool:count"])).unwrap();
+    assert!(w.flips.is_empty(), "{:?}", w.flips);
+}
+
+#[test]
+fn learn_labels_the_drafted_sources_and_allows_only_the_flows_the_run_made() {
+    let (dir, _, _) = recorded();
+    let caps = labelled(dir.path(), &["stdout", "/work/out", "tool:count"]);
+    let mut tools = ToolRegistry::new();
+    tools.register("count", |s: &str| Ok(s.len().to_string()));
+    let mut sb = Sandbox::builder(caps)
+        .services(Services::new().tools(tools))
+        .build()
+        .unwrap();
+    for op in [
+        Op::read("/work/sub/a.txt"),
+        Op::tool("count", "abc"),
+        Op::write("/work/out/r/x.txt", "x"),
+    ] {
+        assert!(sb.run(op).ok);
+    }
+    let audit = sb.audit().to_vec();
+    assert_eq!(audit[0].labels, ["customer"]);
+    assert!(audit[1].labels.is_empty());
+    let learned = learn(&audit, None).unwrap();
+    let flow = learned.caps.flow();
+    let sinks: Vec<String> = flow.allowed()["customer"]
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        sinks,
+        ["stdout", "/work/out/r", "tool:count"],
+        "{}",
+        learned.toml
+    );
+    assert!(learned.toml.contains("[flow.label]"), "{}", learned.toml);
+    assert!(
+        learned.toml.contains("\"/work/sub\" = \"customer\""),
+        "{}",
+        learned.toml
+    );
+}
+
+#[test]
+fn lint_finds_labelled_data_leaving_the_tracking() {
+    let (dir, _, _) = recorded();
+    let found = lint(&labelled(dir.path(), &["/work/out"]), None);
+    let whats: Vec<&str> = found.iter().map(|f| f.what.as_str()).collect();
+    assert!(
+        whats.contains(&"flow.allow.customer reaches write mount /work/out"),
+        "{whats:?}"
+    );
+    // Its neighbour: labelling the write mount too keeps the data tracked.
+    let caps = Capabilities::builder()
+        .read_mount(dir.path().join("data"), "/work")
+        .write_mount(dir.path().join("out"), "/work/out")
+        .label("/work", "customer")
+        .label("/work/out", "customer")
+        .flow("customer", ["stdout"])
+        .build()
+        .unwrap();
+    assert!(lint(&caps, None).is_empty(), "{:?}", lint(&caps, None));
+}

@@ -4,10 +4,12 @@ use crate::Services;
 use crate::capability::op_aimed_at;
 use crate::caps::Capabilities;
 use crate::error::Error;
+use crate::flow::{FlowState, Mark};
 use crate::gate::Sandbox;
 use crate::report::{AuditEvent, Decision};
 use crate::violation::Violation;
 use serde::Serialize;
+use std::sync::Arc;
 
 /// One decision, recorded or re-made.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -63,15 +65,21 @@ pub struct WhatIf {
 }
 
 /// Decide every op of `audit` again under `caps`, with the capability
-/// check alone: no effect, no budget, fetches by the egress rules (no
-/// lookup). Budget halts and `invalid_request` are not capability
-/// decisions and are skipped, as are targets the record had to cut.
+/// check and the flow rules: no effect, no budget, fetches by the egress
+/// rules (no lookup). The flow rules are decided as a guest's ops are:
+/// each op allowed again raises the run's mark by the labels `caps` puts
+/// on what it reads, and a later send is checked against that mark.
+/// Budget halts and `invalid_request` are not capability decisions and
+/// are skipped, as are targets the record had to cut and what the gate
+/// did not decide op by op (a guest's stdout).
 pub fn what_if(audit: &[AuditEvent], caps: Capabilities) -> Result<WhatIf, Error> {
     // The check asks whether a tool is allowed and registered: register
     // every allowed name with a stand-in (checked only, never called).
     let tools = crate::tools::ToolRegistry::stand_ins(caps.tools(), "not run by what-if");
-    let sandbox = Sandbox::builder(caps)
+    let flow = Arc::new(FlowState::new(caps.flow().clone(), Mark::default()));
+    let mut sandbox = Sandbox::builder(caps)
         .services(Services::new().tools(tools))
+        .guest_flow(flow)
         .build()?;
     let mut out = WhatIf::default();
     for e in audit {
@@ -107,7 +115,10 @@ pub fn what_if(audit: &[AuditEvent], caps: Capabilities) -> Result<WhatIf, Error
                 rule: e.rule.clone().unwrap_or_default(),
             },
         };
-        let now = match sandbox.check(&op) {
+        let decided = sandbox
+            .check(&op)
+            .and_then(|permit| sandbox.flow_decide(&op, &permit).map(|()| permit));
+        let now = match decided {
             Ok(permit) => Verdict::Allowed {
                 rule: permit.rule().to_string(),
             },

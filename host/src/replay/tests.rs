@@ -26,6 +26,7 @@ fn recording(dir: &std::path::Path) -> Recording {
         status: None,
         redirects: None,
         secrets: Vec::new(),
+        labels: Vec::new(),
         detail: None,
         elapsed_ms: 0,
     }];
