@@ -83,6 +83,8 @@ mod book {
     struct Cli;
     #[doc = include_str!("../../docs/egress.md")]
     struct Egress;
+    #[doc = include_str!("../../docs/flow.md")]
+    struct Flow;
     #[doc = include_str!("../../docs/fuzzing.md")]
     struct Fuzzing;
     #[doc = include_str!("../../docs/introduction.md")]

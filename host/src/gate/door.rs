@@ -75,9 +75,11 @@ impl Sandbox {
     /// path `via`: the mount, unless it is private to the run (or the
     /// grant labels nothing).
     pub(crate) fn mount_sink(&self, via: &str) -> Option<crate::flow::Sink> {
+        if !self.flow.tracks() {
+            return None;
+        }
         let m = self.mounts.by_guest(via)?;
-        (self.flow.tracks() && !m.mount.private)
-            .then(|| crate::flow::Sink::Mount(m.mount.guest.to_string()))
+        (!m.mount.private).then(|| crate::flow::Sink::Mount(m.mount.guest.to_string()))
     }
 
     /// The write quota's meter, for writes that do not pass the gate call by

@@ -253,3 +253,51 @@ fn a_python_script_sends_labelled_data_only_where_its_label_may_go() {
 fn a_typescript_module_sends_labelled_data_only_where_its_label_may_go() {
     Flow::new().check("steps.ts");
 }
+
+#[test]
+fn a_recorded_run_replays_its_flow_decisions_as_they_were() {
+    let flow = Flow::new();
+    let hook = format!("post:{}/status", flow.hook.origin());
+    let crm = format!("post:{}/status", flow.crm.origin());
+    let out = Command::new(sbx_bin())
+        .current_dir(flow.dir.path())
+        .env("SBX_WASM_CACHE_DIR", warm_cache())
+        .args(["run", "--caps", "caps.toml", "--record", "run.sbxrec"])
+        .args(["--report", "r1.json", "--audit", "a1.jsonl"])
+        .arg(guest("exfil"))
+        .args(["--", "read:/private/c.csv", &hook, &crm])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", utf8(&out.stderr));
+    let (hook0, crm0) = (flow.hook.connections(), flow.crm.connections());
+    let out = Command::new(sbx_bin())
+        .current_dir(flow.dir.path())
+        .env("SBX_WASM_CACHE_DIR", warm_cache())
+        .args([
+            "replay",
+            "run.sbxrec",
+            "--report",
+            "r2.json",
+            "--audit",
+            "a2.jsonl",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", utf8(&out.stderr));
+    let read = |f: &str| std::fs::read_to_string(flow.path(f)).unwrap();
+    assert_eq!(
+        read("a1.jsonl"),
+        read("a2.jsonl"),
+        "the audit, byte for byte"
+    );
+    assert!(read("a1.jsonl").contains("\"flow_denied\""));
+    let r1: Value = serde_json::from_str(&read("r1.json")).unwrap();
+    let r2: Value = serde_json::from_str(&read("r2.json")).unwrap();
+    assert_eq!(r1["denials"], r2["denials"]);
+    assert_eq!(r1["labels"], r2["labels"]);
+    // A replay answers from the recording: neither server hears of it.
+    assert_eq!(
+        (flow.hook.connections(), flow.crm.connections()),
+        (hook0, crm0)
+    );
+}
