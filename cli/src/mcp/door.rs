@@ -58,15 +58,15 @@ pub(crate) struct Door {
     pub(crate) stop: CancellationToken,
     /// How long running calls may finish at shutdown.
     grace: Duration,
-    inflight: AtomicUsize,
+    pub(super) inflight: AtomicUsize,
     /// Calls answered since start: ran, and turned away.
-    ran: AtomicU64,
-    turned_away: AtomicU64,
+    pub(super) ran: AtomicU64,
+    pub(super) turned_away: AtomicU64,
     idle: Notify,
-    sessions: AtomicU64,
+    pub(super) sessions: AtomicU64,
     /// Sessions open now, and the most allowed at once.
-    open: Arc<AtomicUsize>,
-    max_sessions: usize,
+    pub(super) open: Arc<AtomicUsize>,
+    pub(super) max_sessions: usize,
     prepared: Mutex<HashMap<PathBuf, (SystemTime, u64, PreparedAgent)>>,
     /// What sessionless (2026-07-28) requests are served in.
     pub(crate) workspaces: Workspaces<Session>,
@@ -328,60 +328,6 @@ impl Door {
     /// such as reading back the images it wrote, is not counted again).
     pub(crate) fn count_ran(&self) {
         self.ran.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// The door's gauges and counters in the Prometheus text format
-    /// (`GET /metrics`): what an autoscaler scales on.
-    pub(crate) fn metrics(&self) -> String {
-        let rows = [
-            (
-                "sbx_mcp_runs_in_flight",
-                "gauge",
-                "Calls running now, over all sessions.",
-                self.inflight.load(Ordering::SeqCst) as u64,
-            ),
-            (
-                "sbx_mcp_run_slots",
-                "gauge",
-                "Calls that may run at once (--max-concurrent).",
-                self.max_concurrent as u64,
-            ),
-            (
-                "sbx_mcp_sessions_open",
-                "gauge",
-                "Sessions and workspaces open now.",
-                self.open.load(Ordering::SeqCst) as u64,
-            ),
-            (
-                "sbx_mcp_sessions_max",
-                "gauge",
-                "Sessions and workspaces that may be open at once (--max-sessions).",
-                self.max_sessions as u64,
-            ),
-            (
-                "sbx_mcp_sessions_opened_total",
-                "counter",
-                "Sessions and workspaces opened since start.",
-                self.sessions.load(Ordering::Relaxed),
-            ),
-            (
-                "sbx_mcp_calls_ran_total",
-                "counter",
-                "Calls that ran (a program or ops) since start.",
-                self.ran.load(Ordering::Relaxed),
-            ),
-            (
-                "sbx_mcp_calls_turned_away_total",
-                "counter",
-                "Calls answered busy or refused before running, since start.",
-                self.turned_away.load(Ordering::Relaxed),
-            ),
-        ];
-        let mut out = String::new();
-        for (name, kind, help, value) in rows {
-            out += &format!("# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n");
-        }
-        out
     }
 
     /// Whether as many sessions are open as `--max-sessions` allows.

@@ -50,6 +50,7 @@ mod handler;
 mod http;
 mod listing;
 mod logging;
+mod metrics;
 mod ops;
 mod programs;
 mod prompts;

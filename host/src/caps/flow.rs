@@ -6,8 +6,8 @@ use super::{Capabilities, CapabilitiesBuilder};
 use crate::ask::AskGrant;
 use crate::error::CapsError;
 use crate::flow::FlowPolicy;
-use crate::flow::config::Named;
-use crate::fs::Mount;
+use crate::flow::config::{Named, NamedMount};
+use crate::fs::{Access, Mount};
 use crate::net::{Egress, Secret};
 use std::collections::BTreeSet;
 
@@ -76,9 +76,20 @@ impl CapabilitiesBuilder {
         warnings: &mut Vec<String>,
     ) -> Result<FlowPolicy, CapsError> {
         let named = Named {
-            mounts,
-            egress,
-            ask_egress: ask.net.iter().map(|r| r.as_str()).collect(),
+            mounts: mounts
+                .iter()
+                .map(|m| NamedMount {
+                    guest: m.guest.as_str(),
+                    writable: m.access == Access::ReadWrite,
+                    private: m.private,
+                })
+                .collect(),
+            rules: egress
+                .rules()
+                .iter()
+                .chain(&ask.net)
+                .map(|r| r.as_str())
+                .collect(),
             tools: tools
                 .iter()
                 .chain(ask.tools.iter())

@@ -15,8 +15,6 @@
 
 use super::{FlowPolicy, Sink, Source};
 use crate::error::CapsError;
-use crate::fs::{Access, Mount};
-use crate::net::Egress;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -71,16 +69,25 @@ pub(crate) struct RequestedFlow {
     labels: Vec<(String, String, String)>,
 }
 
-/// What the rest of the grant holds, which the flow rules must name.
+/// What the rest of the grant holds, which the flow rules must name (in
+/// plain terms: the capabilities' types stay theirs).
 pub(crate) struct Named<'a> {
-    pub(crate) mounts: &'a [Mount],
-    pub(crate) egress: &'a Egress,
-    /// Egress rules a run may be approved for (`[ask] net`).
-    pub(crate) ask_egress: Vec<&'a str>,
+    pub(crate) mounts: Vec<NamedMount<'a>>,
+    /// Egress rules as written, and those a run may be approved for
+    /// (`[ask] net`).
+    pub(crate) rules: Vec<&'a str>,
     /// Tools allowed, or that a run may ask for.
     pub(crate) tools: BTreeSet<&'a str>,
     pub(crate) secrets: Vec<&'a str>,
     pub(crate) kv: bool,
+}
+
+/// A mount as the flow rules see it.
+pub(crate) struct NamedMount<'a> {
+    pub(crate) guest: &'a str,
+    pub(crate) writable: bool,
+    /// Private to the run: never a sink.
+    pub(crate) private: bool,
 }
 
 const LABEL_FORM: &str = "1 to 64 characters from a-z 0-9 _ - . (or secret:NAME in flow.allow)";
@@ -156,9 +163,10 @@ impl RequestedFlow {
             if let Source::Mount(guest) = &src {
                 // Data may go back where it came from.
                 if let Some(set) = policy.allow.get_mut(label)
-                    && named.mounts.iter().any(|m| {
-                        m.guest.as_str() == guest && m.access == Access::ReadWrite && !m.private
-                    })
+                    && named
+                        .mounts
+                        .iter()
+                        .any(|m| m.guest == guest && m.writable && !m.private)
                 {
                     set.insert(Sink::Mount(guest.clone()));
                 }
@@ -193,8 +201,8 @@ fn sink(named: &Named<'_>, text: &str, key: &str) -> Result<Sink, CapsError> {
         Sink::Stdout => true,
         Sink::Kv => named.kv,
         Sink::Mount(g) => {
-            let m = named.mounts.iter().find(|m| m.guest.as_str() == g);
-            if m.is_some_and(|m| m.access == Access::ReadOnly) {
+            let m = named.mounts.iter().find(|m| m.guest == g);
+            if m.is_some_and(|m| !m.writable) {
                 return Err(CapsError::invalid(
                     key,
                     format!("{g} is a read-only mount: nothing is sent there"),
@@ -218,7 +226,7 @@ fn sink(named: &Named<'_>, text: &str, key: &str) -> Result<Sink, CapsError> {
 }
 
 fn is_rule(named: &Named<'_>, rule: &str) -> bool {
-    named.egress.rules().iter().any(|r| r.as_str() == rule) || named.ask_egress.contains(&rule)
+    named.rules.contains(&rule)
 }
 
 fn source(named: &Named<'_>, text: &str, key: &str) -> Result<Source, CapsError> {
@@ -226,7 +234,7 @@ fn source(named: &Named<'_>, text: &str, key: &str) -> Result<Source, CapsError>
         named
             .mounts
             .iter()
-            .any(|m| m.guest.as_str() == text)
+            .any(|m| m.guest == text)
             .then(|| Source::Mount(text.to_string()))
     } else if let Some(t) = text.strip_prefix("tool:") {
         named.tools.contains(t).then(|| Source::Tool(t.to_string()))

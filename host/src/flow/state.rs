@@ -118,6 +118,7 @@ impl FlowState {
 
     /// A stream's write to `sink`: `Err` when the mark refuses it, the
     /// refusal left for the gate to record (the first time for this sink).
+    #[cfg_attr(not(feature = "wasm"), allow(dead_code))]
     pub(crate) fn stream_write(
         &self,
         sink: &Sink,
