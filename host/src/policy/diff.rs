@@ -83,6 +83,11 @@ fn items(caps: &Capabilities) -> BTreeSet<String> {
     for (k, v) in caps.env() {
         s.insert(format!("env {k}={v}"));
     }
+    for (label, sinks) in caps.flow().allowed() {
+        for sink in sinks {
+            s.insert(format!("data labelled {label} may reach {sink}"));
+        }
+    }
     for sec in caps.secrets() {
         let hosts: Vec<&str> = sec.hosts().iter().map(|h| h.as_str()).collect();
         s.insert(format!(
@@ -95,10 +100,27 @@ fn items(caps: &Capabilities) -> BTreeSet<String> {
     s
 }
 
+/// A source `other` labels and `caps` does not (or labels otherwise):
+/// `caps` lets what is read from it go where `other` does not.
+fn unlabelled(caps: &Capabilities, other: &Capabilities, into: &mut BTreeSet<String>) {
+    let mine = caps.flow().sources();
+    for (source, label) in other.flow().sources() {
+        match mine.get(source) {
+            None => into.insert(format!("data read from {source} unlabelled (not {label})")),
+            Some(l) if l != label => {
+                into.insert(format!("data read from {source} labelled {l}, not {label}"))
+            }
+            Some(_) => false,
+        };
+    }
+}
+
 /// What `a` allows that `b` does not and back, and the budgets that
 /// differ.
 pub fn diff(a: &Capabilities, b: &Capabilities) -> GrantDiff {
-    let (ia, ib) = (items(a), items(b));
+    let (mut ia, mut ib) = (items(a), items(b));
+    unlabelled(a, b, &mut ia);
+    unlabelled(b, a, &mut ib);
     let (ba, bb) = (a.budget(), b.budget());
     let fuel = |x: &crate::Budget| {
         if x.meter_fuel {

@@ -324,3 +324,13 @@ fn lint_finds_labelled_data_leaving_the_tracking() {
         .unwrap();
     assert!(lint(&caps, None).is_empty(), "{:?}", lint(&caps, None));
 }
+
+#[test]
+fn diff_names_flows_and_labels_one_grant_has_and_the_other_lacks() {
+    let (dir, _, caps) = recorded();
+    let tight = labelled(dir.path(), &["/work/out"]);
+    let d = diff(&caps, &tight);
+    assert_eq!(d.only_a, ["data read from /work unlabelled (not customer)"]);
+    assert_eq!(d.only_b, ["data labelled customer may reach /work/out"]);
+    assert!(diff(&tight, &tight).is_empty());
+}
