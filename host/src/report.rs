@@ -46,6 +46,11 @@ pub struct AuditEvent {
     /// run holds them from then on.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub labels: Vec<String>,
+    /// For a send, when the grant asks for evidence (`[flow] evidence`):
+    /// the label of labelled bytes found in what it sends, and their form
+    /// (`customer (base64)`). A note, never the decision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<String>,
     /// Why an allowed effect failed, or the denial message.
     pub detail: Option<String>,
     /// Milliseconds since the run started, on the injected clock.

@@ -65,6 +65,16 @@ impl CapabilitiesBuilder {
         self
     }
 
+    /// Fingerprint labelled bytes the gate sees (files read, responses,
+    /// tool results; a caps file says `[flow] evidence = true`) and note
+    /// each send that carries them in its audit record (`evidence`). A
+    /// note, never a decision: encoding the data otherwise defeats it, and
+    /// the run's mark is what enforces. Default: off.
+    pub fn flow_evidence(mut self) -> Self {
+        self.flow.evidence = true;
+        self
+    }
+
     /// The flow rules, checked against what the grant holds.
     pub(super) fn flow_policy(
         &self,

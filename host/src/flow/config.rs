@@ -26,11 +26,14 @@ pub(crate) struct FlowSection {
     allow: BTreeMap<String, Vec<String>>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     label: BTreeMap<String, String>,
+    /// Fingerprint labelled bytes; note matches in what a run sends.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    evidence: bool,
 }
 
 impl FlowSection {
     pub(crate) fn is_empty(&self) -> bool {
-        self.allow.is_empty() && self.label.is_empty()
+        self.allow.is_empty() && self.label.is_empty() && !self.evidence
     }
 
     /// Request this section's rules.
@@ -42,6 +45,7 @@ impl FlowSection {
             let key = format!("flow.label.{source:?}");
             to.label(source, label, &key);
         }
+        to.evidence |= self.evidence;
     }
 
     /// The section that holds `policy`.
@@ -57,6 +61,7 @@ impl FlowSection {
                 .iter()
                 .map(|(s, l)| (s.to_string(), l.clone()))
                 .collect(),
+            evidence: policy.evidence,
         }
     }
 }
@@ -67,6 +72,7 @@ pub(crate) struct RequestedFlow {
     allow: Vec<(String, Vec<String>)>,
     /// Source, label, and the caps-file key that gave it (for errors).
     labels: Vec<(String, String, String)>,
+    pub(crate) evidence: bool,
 }
 
 /// What the rest of the grant holds, which the flow rules must name (in
@@ -121,7 +127,10 @@ impl RequestedFlow {
         named: &Named<'_>,
         warnings: &mut Vec<String>,
     ) -> Result<FlowPolicy, CapsError> {
-        let mut policy = FlowPolicy::default();
+        let mut policy = FlowPolicy {
+            evidence: self.evidence,
+            ..FlowPolicy::default()
+        };
         for (label, sinks) in &self.allow {
             let key = format!("flow.allow.{label}");
             let secret = label.strip_prefix("secret:");

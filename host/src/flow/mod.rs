@@ -22,6 +22,7 @@
 //! does not see call by call (stdout, file output streams).
 
 pub(crate) mod config;
+pub(crate) mod evidence;
 pub(crate) mod state;
 
 pub(crate) use state::FlowState;
@@ -205,12 +206,21 @@ impl Mark {
 pub struct FlowPolicy {
     allow: BTreeMap<String, BTreeSet<Sink>>,
     sources: BTreeMap<Source, String>,
+    /// Fingerprint labelled bytes and note them in what the run sends.
+    evidence: bool,
 }
 
 impl FlowPolicy {
     /// Whether the grant labels nothing (no op is ever `flow_denied`).
     pub fn is_empty(&self) -> bool {
         self.allow.is_empty()
+    }
+
+    /// Whether labelled bytes are fingerprinted and looked for in what a
+    /// run sends (`[flow] evidence = true`): noted in the audit, never a
+    /// decision.
+    pub fn evidence(&self) -> bool {
+        self.evidence
     }
 
     /// The labels with rules, and the sinks each may reach.

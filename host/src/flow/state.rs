@@ -4,6 +4,7 @@
 //! stream checks each write and leaves its refusal here, once per sink, for
 //! the gate to record.
 
+use super::evidence::Prints;
 use super::{FlowPolicy, HeldLabel, Mark, Sink, Source, refusal};
 use crate::violation::Denial;
 use std::collections::BTreeSet;
@@ -31,6 +32,8 @@ pub(crate) struct FlowState {
     /// one record for each, so a guest printing in a loop is refused every
     /// time and recorded once.
     told: Mutex<BTreeSet<(&'static str, Sink)>>,
+    /// Fingerprints of labelled bytes, when the policy asks for evidence.
+    prints: Mutex<Prints>,
 }
 
 impl FlowState {
@@ -141,6 +144,28 @@ impl FlowState {
             });
         }
         Err(denial)
+    }
+
+    /// Fingerprint `bytes`, read with `label` (when the policy asks for
+    /// evidence).
+    pub(crate) fn fingerprint(&self, label: &str, bytes: &[u8]) {
+        if self.policy.evidence()
+            && let Ok(mut p) = self.prints.lock()
+        {
+            p.add(label, bytes);
+        }
+    }
+
+    /// The evidence that `parts` (what an op sends) carry labelled bytes:
+    /// `customer (base64)`, and whether the fingerprints cover only part
+    /// of what was read.
+    pub(crate) fn evidence_in(&self, parts: &[&[u8]]) -> Option<String> {
+        if !self.policy.evidence() || !self.marked.load(Ordering::Acquire) {
+            return None;
+        }
+        let p = self.prints.lock().ok()?;
+        let (label, form) = parts.iter().find_map(|b| p.find(b))?;
+        Some(format!("{label} ({form})"))
     }
 
     /// The stream refusals not yet recorded.

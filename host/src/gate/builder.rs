@@ -144,6 +144,7 @@ impl SandboxBuilder {
             flow,
             results_to_caller: self.results_to_caller,
             brought: Vec::new(),
+            evidence: None,
             output,
             writes,
             caps: self.caps,

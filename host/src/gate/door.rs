@@ -82,6 +82,18 @@ impl Sandbox {
         (!m.mount.private).then(|| crate::flow::Sink::Mount(m.mount.guest.to_string()))
     }
 
+    /// The label of the mount at guest path `via`, when the grant asks for
+    /// the flow rules' evidence (reads through it are fingerprinted).
+    pub(crate) fn evidence_label(&self, via: &str) -> Option<String> {
+        let policy = self.flow.policy();
+        if !policy.evidence() {
+            return None;
+        }
+        let m = self.mounts.by_guest(via)?;
+        let source = crate::flow::Source::Mount(m.mount.guest.to_string());
+        policy.label_of(&source).map(str::to_string)
+    }
+
     /// The write quota's meter, for writes that do not pass the gate call by
     /// call (WASI file output streams).
     pub(crate) fn write_meter(&self) -> Arc<WriteMeter> {

@@ -7,8 +7,23 @@ use super::Sandbox;
 use crate::bound::record_target;
 use crate::capability::{OpKind, Permit, Trace};
 use crate::flow::{Sink, Source};
-use crate::op::{Failure, Op};
+use crate::op::{Failure, Op, Output};
 use crate::violation::Denial;
+
+/// What an op sends, in parts: a request's URL, header values and body; a
+/// tool's input; a file's content.
+fn sent(op: &Op) -> Vec<&[u8]> {
+    match op {
+        Op::Net(r) => {
+            let mut parts = vec![r.url.as_bytes(), r.body.as_slice()];
+            parts.extend(r.headers.iter().map(|(_, v)| v.as_bytes()));
+            parts
+        }
+        Op::Tool(call) => vec![call.input.as_bytes()],
+        Op::Fs(crate::fs::FsOp::Write { content, .. }) => vec![content.as_slice()],
+        _ => Vec::new(),
+    }
+}
 
 /// Labels an op brings in, each with what brought it.
 pub(super) type Incoming = Vec<(String, String)>;
@@ -20,7 +35,7 @@ impl Sandbox {
     /// back to the caller (a plan), when what it brings in may not reach
     /// `stdout`. `Ok` is what it brings in, for [`Sandbox::flow_raise`].
     pub(super) fn flow_check(
-        &self,
+        &mut self,
         op: &Op,
         permit: &Permit,
         rule: &str,
@@ -30,6 +45,7 @@ impl Sandbox {
             return Ok(Vec::new());
         }
         if let Some(sink) = self.sink(op, permit, rule) {
+            self.evidence = self.flow.evidence_in(&sent(op));
             self.flow.check(&sink, &[], true)?;
         }
         let incoming: Incoming = self
@@ -43,6 +59,24 @@ impl Sandbox {
             self.flow.check(&Sink::Stdout, &incoming, false)?;
         }
         Ok(incoming)
+    }
+
+    /// Fingerprint what an allowed op brought in (its content, response
+    /// or result), under each label it brought, when the grant asks for
+    /// evidence.
+    pub(super) fn flow_fingerprint(&self, out: &Output) {
+        if self.brought.is_empty() || !self.flow.policy().evidence() {
+            return;
+        }
+        let bytes: &[u8] = match out {
+            Output::Data { content } => &content.0,
+            Output::Response { body, .. } => &body.0,
+            Output::ToolOutput { output } => output.as_bytes(),
+            _ => return,
+        };
+        for label in &self.brought {
+            self.flow.fingerprint(label, bytes);
+        }
     }
 
     /// Raise the mark by what an allowed op brought in, and by what its

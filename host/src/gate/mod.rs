@@ -86,6 +86,8 @@ pub struct Sandbox {
     results_to_caller: bool,
     /// The labels the op being decided brought in, for its record.
     brought: Vec<String>,
+    /// Labelled bytes found in what the op being decided sends.
+    evidence: Option<String>,
 }
 
 /// How [`Sandbox::run_with`] treats an op that passes the check.
@@ -313,6 +315,9 @@ impl Sandbox {
             rec.answer(self.seq, &outcome, &trace);
         }
         self.flow_raise(&op, incoming, &trace);
+        if let Ok(out) = &outcome {
+            self.flow_fingerprint(out);
+        }
         if op.request().is_some_and(|r| r.slow()) {
             // A fetch or a tool may take most of the budget: the record and
             // the report say when it ended, not when it began. (File ops

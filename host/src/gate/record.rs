@@ -54,6 +54,7 @@ impl Sandbox {
             redirects: (trace.redirects > 0).then_some(trace.redirects),
             secrets: trace.secrets.clone(),
             labels: std::mem::take(&mut self.brought),
+            evidence: self.evidence.take(),
             detail: trace_detail(trace),
             elapsed_ms: u64::try_from(self.elapsed.as_millis()).unwrap_or(u64::MAX),
         };

@@ -27,6 +27,7 @@ fn recording(dir: &std::path::Path) -> Recording {
         redirects: None,
         secrets: Vec::new(),
         labels: Vec::new(),
+        evidence: None,
         detail: None,
         elapsed_ms: 0,
     }];

@@ -73,6 +73,8 @@ struct Ran {
     stdout: String,
     stderr: String,
     report: Value,
+    /// The audit log's records.
+    audit: Vec<Value>,
 }
 
 impl Ran {
@@ -116,6 +118,8 @@ read = [
 write = [{{ host = "out", guest = "/out" }}, {{ host = "other", guest = "/other" }}]
 [net]
 allow = ["{crm}", "{hook}"]
+[flow]
+evidence = true
 [flow.allow]
 customer = ["stdout", "/out", "{crm}"]
 payroll = ["{crm}"]
@@ -138,11 +142,19 @@ payroll = ["{crm}"]
     fn run(&self, program: &str, steps: &[String]) -> Ran {
         let report = self.path("report.json");
         let _ = std::fs::remove_file(&report);
+        let _ = std::fs::remove_file(self.path("audit.jsonl"));
         let mut cmd = Command::new(sbx_bin());
         cmd.current_dir(self.dir.path())
             .env("SBX_WASM_CACHE_DIR", warm_cache())
             .stdin(Stdio::null())
-            .args(["run", "--caps", "caps.toml", "--report"])
+            .args([
+                "run",
+                "--caps",
+                "caps.toml",
+                "--audit",
+                "audit.jsonl",
+                "--report",
+            ])
             .arg(&report);
         match Path::new(program).extension().and_then(|e| e.to_str()) {
             Some("py") => cmd.arg("--python-runner").arg(python_runner()),
@@ -153,7 +165,13 @@ payroll = ["{crm}"]
         let report = std::fs::read_to_string(&report)
             .map(|t| serde_json::from_str(&t).unwrap())
             .unwrap_or(Value::Null);
+        let audit = std::fs::read_to_string(self.path("audit.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
         Ran {
+            audit,
             code: out.status.code(),
             stdout: utf8(&out.stdout),
             stderr: utf8(&out.stderr),
@@ -214,6 +232,18 @@ payroll = ["{crm}"]
         assert_eq!(ran.report["labels"][0]["label"], "customer", "{program}");
         let from = ran.report["labels"][0]["from"].as_str().unwrap_or("");
         assert!(from.starts_with("fs_read /private/c.csv at op"), "{from}");
+        // Evidence, not decision: the sends that carried the file's bytes
+        // (encoded as each guest encodes them) say so, allowed or refused.
+        let evidence: Vec<&str> = ran
+            .audit
+            .iter()
+            .filter(|e| e["op"] == "net_fetch")
+            .map(|e| e["evidence"].as_str().unwrap_or("none"))
+            .collect();
+        assert_eq!(evidence.len(), 2, "{program}: {:?}", ran.audit);
+        for e in evidence {
+            assert!(e.starts_with("customer ("), "{program}: {e}");
+        }
         std::fs::remove_file(self.path("out/c.txt")).unwrap();
 
         // A label that may not reach stdout: what the run prints is

@@ -21,12 +21,14 @@
 
 mod admit;
 mod link;
+mod printed;
 mod quota;
 
 use super::{HardLimit, HostState};
 use crate::op::Op;
 use crate::violation::{Denial, Violation};
 use link::check_link_target;
+use printed::printed;
 use quota::metered;
 use wasmtime::component::{Linker, Resource};
 use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemView};
@@ -341,6 +343,36 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
                     Err(e) => Ok((Err(e.downcast()?),)),
                 }
             })
+        },
+    )?;
+
+    // Reads that take no path: fingerprinted for the flow rules' evidence
+    // when the grant asks for it.
+    t.func_wrap_async(
+        "[method]descriptor.read",
+        |mut store, (fd, len, offset): (Resource<Descriptor>, u64, u64)| {
+            Box::new(async move {
+                let state = store.data_mut();
+                let label = state.evidence_label(fd.rep());
+                match state.filesystem().read(fd, len, offset).await {
+                    Ok((bytes, end)) => {
+                        if let Some(l) = label {
+                            state.gate.flow_state().fingerprint(&l, &bytes);
+                        }
+                        Ok((Ok((bytes, end)),))
+                    }
+                    Err(e) => Ok((Err(e.downcast()?),)),
+                }
+            })
+        },
+    )?;
+    t.func_wrap(
+        "[method]descriptor.read-via-stream",
+        |mut store, (fd, offset): (Resource<Descriptor>, u64)| {
+            let state = store.data_mut();
+            let label = state.evidence_label(fd.rep());
+            let r = state.filesystem().read_via_stream(fd, offset);
+            printed(state, label, r)
         },
     )?;
 
