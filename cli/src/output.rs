@@ -16,7 +16,8 @@ use crate::exit::Internal;
 use anyhow::{Context, Result};
 use cap_std::ambient_authority;
 use cap_std::fs::{Dir, OpenOptions};
-use sbx_wasm::{AuditEvent, RunReport};
+use sbx_wasm::seal::{AuditKey, Sealer};
+use sbx_wasm::{AuditEvent, Capabilities, RunReport};
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -29,17 +30,67 @@ pub(crate) struct OutputFiles {
     #[arg(long, value_name = "FILE")]
     pub(crate) report: Option<PathBuf>,
     /// Write the audit log (JSON lines, one per gated decision, allowed ones
-    /// included) to FILE.
+    /// included, each chained to the one before, then a seal; `sbx-wasm
+    /// audit verify` checks it) to FILE.
     #[arg(long, value_name = "FILE")]
     pub(crate) audit: Option<PathBuf>,
+    /// Sign the audit log's seal with the Ed25519 key in FILE (`sbx-wasm
+    /// audit keygen` makes one). It may not lie in a mount.
+    #[arg(long, value_name = "FILE", requires = "audit")]
+    pub(crate) audit_key: Option<PathBuf>,
+    /// The audit log's form: `jsonl` (the project's records) or `ocsf`
+    /// (OCSF 1.8 events, the run's start and end among them).
+    #[arg(long, value_name = "FORM", default_value = "jsonl", requires = "audit")]
+    pub(crate) audit_format: AuditFormat,
+}
+
+/// What an audit log's lines are.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AuditFormat {
+    /// The project's records, one per decision.
+    Jsonl,
+    /// OCSF 1.8 events.
+    Ocsf,
+}
+
+/// How a run's audit log is sealed: anchored at the digest of the grant
+/// it ran under, signed when a key was given.
+pub(crate) struct AuditSeal {
+    anchor: String,
+    key: Option<AuditKey>,
+    /// For `--audit-format ocsf`: what every event of the run shares.
+    ocsf: Option<sbx_wasm::ocsf::Context>,
 }
 
 impl OutputFiles {
+    /// The seal of the audit log of a run under `caps`, whose effective
+    /// grant is `grant` (as a caps file): the key is read now (before a
+    /// run that may not read it after), and refused if a mount holds it.
+    pub(crate) fn seal(
+        &self,
+        grant: &str,
+        caps: &Capabilities,
+        program: &str,
+    ) -> Result<AuditSeal> {
+        let key = match &self.audit_key {
+            None => None,
+            Some(path) => {
+                key_outside_mounts(path, caps)?;
+                Some(AuditKey::from_file(path).context("--audit-key")?)
+            }
+        };
+        let anchor = sbx_wasm::seal::anchor_of_grant(grant);
+        let ocsf = (self.audit_format == AuditFormat::Ocsf)
+            .then(|| ocsf_context(program, &anchor, now_ms()));
+        Ok(AuditSeal { anchor, key, ocsf })
+    }
+
     /// Each file asked for, with its text.
     pub(crate) fn texts(
         &self,
         report: &RunReport,
         audit: &[AuditEvent],
+        seal: &AuditSeal,
     ) -> Result<Vec<(PathBuf, String)>> {
         let mut out = Vec::new();
         if let Some(path) = &self.report {
@@ -47,11 +98,29 @@ impl OutputFiles {
             out.push((path.clone(), text + "\n"));
         }
         if let Some(path) = &self.audit {
-            let mut lines = String::new();
-            for ev in audit {
-                lines += &serde_json::to_string(ev).map_err(|e| Internal(e.to_string()))?;
-                lines.push('\n');
+            let mut sealer = Sealer::new(seal.anchor.clone());
+            if let Some(key) = &seal.key {
+                sealer = sealer.with_key(key.clone());
             }
+            let mut lines = String::new();
+            match &seal.ocsf {
+                Some(ctx) => {
+                    for ev in sbx_wasm::ocsf::run(audit, Some(report), ctx) {
+                        lines += &sealer.line(ev);
+                        lines.push('\n');
+                    }
+                }
+                None => {
+                    for ev in audit {
+                        let text =
+                            serde_json::to_string(ev).map_err(|e| Internal(e.to_string()))?;
+                        lines += &sealer.line_text(&text);
+                        lines.push('\n');
+                    }
+                }
+            }
+            lines += &sealer.seal();
+            lines.push('\n');
             out.push((path.clone(), lines));
         }
         Ok(out)
@@ -173,6 +242,45 @@ impl Record {
             }
         }
     }
+}
+
+/// Milliseconds since the Unix epoch, now.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// What every OCSF event of a run of `program` shares, the run started at
+/// `start_ms` under the grant whose digest is `grant`.
+pub(crate) fn ocsf_context(program: &str, grant: &str, start_ms: u64) -> sbx_wasm::ocsf::Context {
+    sbx_wasm::ocsf::Context {
+        program: program.to_string(),
+        run: format!("{program}@{start_ms}"),
+        session: None,
+        grant: grant.to_string(),
+        start_ms,
+        host: std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_string())
+            .unwrap_or_default(),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+    }
+}
+
+/// Refuse a signing key a guest could read: one inside a mount's host
+/// folder.
+pub(crate) fn key_outside_mounts(key: &Path, caps: &Capabilities) -> Result<()> {
+    let path = std::fs::canonicalize(key)
+        .with_context(|| format!("--audit-key: cannot read {}", key.display()))?;
+    if let Some(m) = caps.mounts().iter().find(|m| path.starts_with(&m.host)) {
+        anyhow::bail!(
+            "--audit-key: {} lies in mount {} (host {}): a guest could read the key; keep it outside every mount",
+            key.display(),
+            m.guest,
+            m.host.display()
+        );
+    }
+    Ok(())
 }
 
 /// Write each text into its record, in order, going on past a failure:

@@ -57,12 +57,14 @@ pub mod flow;
 #[cfg(feature = "fuzzing")]
 pub mod fuzz_agent;
 mod gate;
+pub mod ocsf;
 mod op;
 pub mod plan;
 pub mod policy;
 mod quiet_panic;
 pub mod replay;
 mod report;
+pub mod seal;
 mod services;
 mod violation;
 #[cfg(feature = "wasm")]
@@ -77,6 +79,8 @@ struct ReadmeDoctests;
 
 #[cfg(doctest)]
 mod book {
+    #[doc = include_str!("../../docs/audit.md")]
+    struct Audit;
     #[doc = include_str!("../../docs/caps-file.md")]
     struct CapsFile;
     #[doc = include_str!("../../docs/cli.md")]

@@ -300,3 +300,12 @@ pub fn record_summary(name: &str, server: &LoopbackServer) -> sbx_wasm::replay::
     assert_eq!(String::from_utf8_lossy(&run.stdout), "summary: ok\n");
     run.recording.unwrap()
 }
+
+/// The records of an audit log's text (`--audit`): its lines as JSON,
+/// seals left out (`sbx-wasm audit verify` checks those).
+pub fn audit_records(text: &str) -> Vec<serde_json::Value> {
+    text.lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v.get("seal").is_none())
+        .collect()
+}

@@ -58,6 +58,7 @@ fn exec(
         .with_context(|| format!("plan {}", plan_path.display()))?;
     // Before the plan runs: its writes may rearrange a write mount.
     let records = files.open(None)?;
+    let seal = files.seal(&caps.to_toml(), &caps, "plan")?;
     let mut agent = SandboxedAgent::new(sandbox(
         caps,
         sbx_wasm::Services::new(),
@@ -67,7 +68,7 @@ fn exec(
     )?);
     let run = agent.run_all(ops);
 
-    let texts = files.texts(&run.report, agent.sandbox().audit())?;
+    let texts = files.texts(&run.report, agent.sandbox().audit(), &seal)?;
     crate::output::write_records(texts, |i, text| records[i].write(text));
     let mut out = std::io::stdout().lock();
     if json {

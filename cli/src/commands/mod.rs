@@ -1,6 +1,7 @@
 //! The subcommands: one file each, none importing another; what they share
 //! lives beside them (`common`, `output`, `exit`).
 
+mod audit;
 mod cache;
 mod check;
 mod doctor;
@@ -67,6 +68,9 @@ enum Command {
     Mcp(crate::mcp::McpArgs),
     /// Policy tools over grants and audit logs: what-if, learn, diff, lint.
     Policy(policy::PolicyArgs),
+    /// Audit logs: verify that one is whole (chain, seals, signatures);
+    /// make the key that signs them.
+    Audit(audit::AuditArgs),
     /// Run a component again against a recording (`run --record`) alone:
     /// no file, network or tool touched; says where it departs from it.
     #[command(after_help = EXIT_CODES)]
@@ -109,6 +113,7 @@ impl Cli {
             Command::Check(c) => crate::exit::finish(c.execute()),
             Command::Mcp(c) => crate::exit::finish(c.execute()),
             Command::Policy(c) => crate::exit::finish(c.execute()),
+            Command::Audit(c) => crate::exit::finish(c.execute()),
             Command::Replay(c) => c.execute(),
             Command::FuzzInit(c) => crate::exit::finish(c.execute()),
             Command::Python(c) => crate::exit::finish(c.execute()),

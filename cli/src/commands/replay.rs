@@ -72,9 +72,12 @@ fn replay(a: &ReplayArgs) -> Result<i32> {
         .stderr(Arc::new(Mutex::new(std::io::stderr())))
         .cancel(cancel);
     let records = a.files.open(None)?;
+    // Anchored as the recorded run's log was: at the recorded grant.
+    let rec = replay.recording();
+    let seal = a.files.seal(&rec.caps, replay.caps(), &rec.program_name)?;
     let mut run = host.run(&agent, opts)?;
     let verdict = replay.settle(&run.report, &mut run.audit);
-    let texts = a.files.texts(&run.report, &run.audit)?;
+    let texts = a.files.texts(&run.report, &run.audit, &seal)?;
     crate::output::write_records(texts, |i, text| records[i].write(text));
     let line = match &verdict.divergence {
         Some(d) => format!("sbx-wasm: replay diverged: {d}"),

@@ -167,7 +167,21 @@ impl Door {
             None => Catalog::default(),
         };
         let audit = match &args.audit {
-            Some(path) => Some(AuditStream::open(path)?),
+            Some(path) => {
+                let key = match &args.audit_key {
+                    Some(k) => {
+                        crate::output::key_outside_mounts(k, &caps)?;
+                        Some(sbx_wasm::seal::AuditKey::from_file(k).context("--audit-key")?)
+                    }
+                    None => None,
+                };
+                Some(AuditStream::open(
+                    path,
+                    &caps.to_toml(),
+                    key,
+                    args.audit_format,
+                )?)
+            }
             None => None,
         };
         tracing::info!(
@@ -304,6 +318,7 @@ impl Door {
                 "exit_code": report.exit_code,
                 "violation": report.violation,
                 "usage": report.usage,
+                "at_ms": crate::output::now_ms(),
             });
             audit.record(&ids.tag(tool), decisions, end);
         }

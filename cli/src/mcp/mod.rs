@@ -136,6 +136,14 @@ pub(crate) struct McpArgs {
     /// session and call ids).
     #[arg(long, value_name = "FILE")]
     audit: Option<PathBuf>,
+    /// Sign each seal of the audit stream with the Ed25519 key in FILE
+    /// (`sbx-wasm audit keygen` makes one). It may not lie in a mount.
+    #[arg(long, value_name = "FILE", requires = "audit")]
+    audit_key: Option<PathBuf>,
+    /// The audit stream's form: `jsonl` (the project's records) or `ocsf`
+    /// (OCSF 1.8 events; each call's start and end among them).
+    #[arg(long, value_name = "FORM", default_value = "jsonl", requires = "audit")]
+    audit_format: crate::output::AuditFormat,
     /// Protocol log to FILE instead of stderr.
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,

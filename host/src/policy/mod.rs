@@ -17,8 +17,8 @@ pub use lint::{Finding, lint, lint_protected};
 pub use what_if::{Flip, Skipped, Verdict, WhatIf, what_if};
 
 /// Read an audit log (JSON lines, as `run --audit` and `exec --audit`
-/// write them). Lines of other shapes (the MCP door's end records) are
-/// skipped; a line that is not JSON is an error naming its number.
+/// write them). Lines of other shapes (the MCP door's end records, seals)
+/// are skipped; a line that is not JSON is an error naming its number.
 pub fn read_audit(text: &str) -> Result<Vec<crate::report::AuditEvent>, String> {
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -27,7 +27,7 @@ pub fn read_audit(text: &str) -> Result<Vec<crate::report::AuditEvent>, String> 
         }
         let v: serde_json::Value =
             serde_json::from_str(line).map_err(|e| format!("line {}: not JSON: {e}", i + 1))?;
-        if v.get("end").is_some() {
+        if v.get("end").is_some() || v.get("seal").is_some() {
             continue;
         }
         let ev = serde_json::from_value(v)

@@ -107,10 +107,7 @@ fn worked_example_gives_the_seeds_eight_decisions() {
     assert_eq!(report["limits"]["ops"], 7);
     assert_eq!(report["denials"].as_array().unwrap().len(), 5);
     let audit = std::fs::read_to_string(ex.path("a.jsonl")).unwrap();
-    let events: Vec<Value> = audit
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let events: Vec<Value> = sbx_wasm_tests::audit_records(&audit);
     assert_eq!(events.len(), 8);
     assert_eq!(events[0]["decision"], "allowed");
     assert!(

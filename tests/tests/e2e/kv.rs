@@ -55,12 +55,9 @@ fn plans_put_get_and_list_and_are_refused_without_a_store() {
         );
         assert!(out.status.code().is_some(), "{}", said(&out));
         let audit = std::fs::read_to_string(w.path().join("audit.jsonl")).unwrap();
-        let got: Vec<String> = audit
-            .lines()
-            .map(|l| {
-                let v: serde_json::Value = serde_json::from_str(l).unwrap();
-                v["violation"].as_str().unwrap_or("allowed").to_string()
-            })
+        let got: Vec<String> = sbx_wasm_tests::audit_records(&audit)
+            .iter()
+            .map(|v| v["violation"].as_str().unwrap_or("allowed").to_string())
             .collect();
         assert_eq!(got, want, "{kv:?}\n{}", said(&out));
         if kv.is_empty() {

@@ -4,6 +4,7 @@
 //! runs one).
 
 mod abuse;
+mod audit;
 mod cli;
 mod deploy;
 mod doctor;

@@ -177,7 +177,8 @@ fn a_recorded_run_replays_offline_with_the_same_output_and_records() {
     let stderr = String::from_utf8_lossy(&diverged.stderr);
     assert!(stderr.contains("is not the recorded component"), "{stderr}");
     let audit = std::fs::read_to_string(d.join("a3.jsonl")).unwrap();
-    let last: serde_json::Value = serde_json::from_str(audit.lines().last().unwrap()).unwrap();
+    let records = sbx_wasm_tests::audit_records(&audit);
+    let last = records.last().unwrap();
     assert_eq!(last["violation"], "replay_diverged");
     assert_eq!(last["seq"], tool_seq);
     assert_eq!(

@@ -261,6 +261,7 @@ fn run_inner(a: &RunArgs, mut ready: Option<&mut Ready>) -> Result<i32> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "agent".into());
+    let shown = name.clone();
     let mut opts = RunOptions::new(caps.clone())
         .program_name(name)
         .args(args)
@@ -312,6 +313,7 @@ fn run_inner(a: &RunArgs, mut ready: Option<&mut Ready>) -> Result<i32> {
             .confine(Policy::for_caps(&caps), a.require_kernel_confinement);
     }
     // Read before the run: a confined process may not read them after.
+    let seal = a.files.seal(&caps.to_toml(), &caps, &shown)?;
     let hashes = match a.record {
         Some(_) => Some((Some(hashed(&program)?), Some(hashed(&a.caps)?))),
         None => None,
@@ -329,7 +331,7 @@ fn run_inner(a: &RunArgs, mut ready: Option<&mut Ready>) -> Result<i32> {
             ..KernelWall::default()
         });
     }
-    match a.files.texts(&run.report, &run.audit) {
+    match a.files.texts(&run.report, &run.audit, &seal) {
         Ok(mut texts) => {
             if let (Some(path), Some(mut rec)) = (&a.record, run.recording.take()) {
                 (rec.component, rec.caps_file) = hashes.unwrap_or_default();

@@ -142,4 +142,14 @@ async fn a_sessions_labels_follow_its_data_into_its_next_calls() {
         "{r:?}"
     );
     s.cancel().await.unwrap();
+
+    // Two servers appended to one audit stream: one chain, sealed after
+    // every call, whole.
+    let out = sbx_wasm_tests::sbx_in(
+        f.dir.path(),
+        &["audit", "verify", f.path("audit.jsonl").to_str().unwrap()],
+    );
+    let said = sbx_wasm_tests::utf8(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(said.contains(": whole: "), "{said}");
 }

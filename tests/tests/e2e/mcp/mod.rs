@@ -111,11 +111,8 @@ impl Fixture {
 
     /// The audit stream, one JSON value per line.
     pub(crate) fn audit(&self) -> Vec<Value> {
-        std::fs::read_to_string(self.path("audit.jsonl"))
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
+        let text = std::fs::read_to_string(self.path("audit.jsonl")).unwrap_or_default();
+        sbx_wasm_tests::audit_records(&text)
     }
 
     /// The end record of every call, in order.

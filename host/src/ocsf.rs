@@ -1,0 +1,426 @@
+//! The audit log in OCSF 1.8 (the Open Cybersecurity Schema Framework), the
+//! form SIEMs read: each record becomes one event of the class that fits
+//! it, with the `security_control` profile's `disposition` and
+//! `firewall_rule` on every one.
+//!
+//! | record | OCSF class | activity |
+//! |---|---|---|
+//! | `fs_read`, `fs_list` | File System Activity (1001) | Read (2) |
+//! | `fs_stat` | File System Activity (1001) | Get Attributes (8) |
+//! | `fs_write`, `fs_mkdir` | File System Activity (1001) | Create (1) |
+//! | `fs_remove` | File System Activity (1001) | Delete (4) |
+//! | `net_fetch` | HTTP Activity (4002) | Other (99): the record does not keep the method |
+//! | `tool_call` | API Activity (6003) | Other (99), `api.operation` the tool |
+//! | `kv_get`/`kv_list`, `kv_put`, `kv_delete` | API Activity (6003) | Read (2), Update (3), Delete (4) |
+//! | `stdout`, `stderr`, `invalid` | API Activity (6003) | Other (99) |
+//! | a run's start and end | Application Lifecycle (6002) | Start (3), Stop (4) |
+//! | a hard violation | Detection Finding (2004) | Create (1), besides its own event |
+//!
+//! On every event: `disposition_id` Allowed (1) or Blocked (2) and
+//! `action_id` Allowed (1) or Denied (2) (an `interrupted` record is
+//! Allowed with status Failure); `status_id` Success (1) or Failure (2);
+//! `severity_id` Informational (1) when allowed, Medium (3) for a soft
+//! refusal, High (4) for a hard one; `firewall_rule.name` the rule that
+//! decided; `metadata` with the product, the OCSF version, the
+//! `security_control` profile, the grant's digest as the tag `sbx.grant`,
+//! `correlation_uid` the run (or MCP session and call), `sequence` the
+//! record's `seq`; `actor` the program and, at the MCP door, the session;
+//! what OCSF has no field for (the violation's name, labels, evidence,
+//! secrets' names) under `unmapped.sbx`.
+
+use crate::report::{AuditEvent, Decision, RunReport, Status};
+use serde_json::{Value, json};
+
+/// The OCSF version events are written in.
+pub const VERSION: &str = "1.8.0";
+
+/// What every event of a run shares.
+#[derive(Clone, Debug, Default)]
+pub struct Context {
+    /// The program that ran (the component's or script's file name, or
+    /// `plan`).
+    pub program: String,
+    /// The run's id: what correlates its events (an MCP door's
+    /// `session/call`).
+    pub run: String,
+    /// The MCP session, when there is one.
+    pub session: Option<String>,
+    /// The grant's digest (`sha256:...`).
+    pub grant: String,
+    /// When the run started, in milliseconds since the Unix epoch.
+    pub start_ms: u64,
+    /// The host's name, for `device`.
+    pub host: String,
+    /// The product's version.
+    pub version: String,
+}
+
+/// `(id, name)` of an OCSF enum value.
+type Named = (u32, &'static str);
+
+fn activity_of(e: &AuditEvent) -> (u32, &'static str, Named) {
+    const FS: (u32, &str) = (1001, "File System Activity");
+    const HTTP: (u32, &str) = (4002, "HTTP Activity");
+    const API: (u32, &str) = (6003, "API Activity");
+    let ((class, class_name), activity) = match &*e.op {
+        "fs_read" | "fs_list" => (FS, (2, "Read")),
+        "fs_stat" => (FS, (8, "Get Attributes")),
+        "fs_write" | "fs_mkdir" => (FS, (1, "Create")),
+        "fs_remove" => (FS, (4, "Delete")),
+        "net_fetch" => (HTTP, (99, "Other")),
+        "kv_get" | "kv_list" => (API, (2, "Read")),
+        "kv_put" => (API, (3, "Update")),
+        "kv_delete" => (API, (4, "Delete")),
+        _ => (API, (99, "Other")),
+    };
+    (class, class_name, activity)
+}
+
+fn category(class: u32) -> Named {
+    match class / 1000 {
+        1 => (1, "System Activity"),
+        2 => (2, "Findings"),
+        4 => (4, "Network Activity"),
+        _ => (6, "Application Activity"),
+    }
+}
+
+/// The fields every event has: class, activity, time, metadata, actor,
+/// device.
+fn base(
+    ctx: &Context,
+    (class, class_name): (u32, &str),
+    (activity, activity_name): Named,
+    time: u64,
+    seq: Option<u64>,
+) -> serde_json::Map<String, Value> {
+    let (cat, cat_name) = category(class);
+    let mut metadata = json!({
+        "product": { "name": "sbx-wasm", "vendor_name": "sbx-wasm", "version": ctx.version },
+        "version": VERSION,
+        "profiles": ["security_control"],
+        "correlation_uid": ctx.run,
+        "tags": [{ "name": "sbx.grant", "value": ctx.grant }],
+        "log_name": "sbx-wasm audit",
+    });
+    if let Some(seq) = seq {
+        metadata["sequence"] = json!(seq);
+        metadata["uid"] = json!(format!("{}#{seq}", ctx.run));
+    }
+    let mut actor = json!({ "app_name": ctx.program });
+    if let Some(s) = &ctx.session {
+        actor["session"] = json!({ "uid": s });
+    }
+    let v = json!({
+        "class_uid": class,
+        "class_name": class_name,
+        "category_uid": cat,
+        "category_name": cat_name,
+        "activity_id": activity,
+        "activity_name": activity_name,
+        "type_uid": u64::from(class) * 100 + u64::from(activity),
+        "type_name": format!("{class_name}: {activity_name}"),
+        "time": time,
+        "metadata": metadata,
+        "actor": actor,
+        "device": { "type_id": 0, "type": "Unknown", "name": ctx.host },
+    });
+    match v {
+        Value::Object(o) => o,
+        _ => serde_json::Map::new(),
+    }
+}
+
+/// The event of one audit record.
+pub fn event(e: &AuditEvent, ctx: &Context) -> Value {
+    let (class, class_name, activity) = activity_of(e);
+    let request = (class == 4002)
+        .then(|| url::Url::parse(&e.target).ok())
+        .flatten();
+    let time = ctx.start_ms.saturating_add(e.elapsed_ms);
+    let mut o = base(ctx, (class, class_name), activity, time, Some(e.seq));
+    let allowed = e.decision != Decision::Denied;
+    let (disp, action) = if allowed {
+        ((1, "Allowed"), (1, "Allowed"))
+    } else {
+        ((2, "Blocked"), (2, "Denied"))
+    };
+    let failed = e.decision != Decision::Allowed;
+    let severity = match (e.decision, e.hard) {
+        (Decision::Allowed, _) => (1, "Informational"),
+        (_, false) => (3, "Medium"),
+        (_, true) => (4, "High"),
+    };
+    let mut put = |k: &str, v: Value| {
+        o.insert(k.into(), v);
+    };
+    put("disposition_id", json!(disp.0));
+    put("disposition", json!(disp.1));
+    put("action_id", json!(action.0));
+    put("action", json!(action.1));
+    put("status_id", json!(if failed { 2 } else { 1 }));
+    put("status", json!(if failed { "Failure" } else { "Success" }));
+    put("severity_id", json!(severity.0));
+    put("severity", json!(severity.1));
+    if let Some(d) = &e.detail {
+        put("message", json!(d));
+        put("status_detail", json!(d));
+    }
+    if let Some(rule) = &e.rule {
+        put("firewall_rule", json!({ "name": rule, "type": class_name }));
+    }
+    match class {
+        1001 => {
+            let name = e.target.rsplit('/').find(|s| !s.is_empty()).unwrap_or("/");
+            let folder = matches!(&*e.op, "fs_list" | "fs_mkdir");
+            let (type_id, type_name) = if folder {
+                (2, "Folder")
+            } else {
+                (1, "Regular File")
+            };
+            put(
+                "file",
+                json!({ "name": name, "path": e.target, "type_id": type_id, "type": type_name }),
+            );
+        }
+        4002 => {
+            let mut url = json!({ "url_string": e.target });
+            if let Some(u) = &request {
+                url["scheme"] = json!(u.scheme());
+                if let Some(h) = u.host_str() {
+                    url["hostname"] = json!(h);
+                }
+                if let Some(p) = u.port_or_known_default() {
+                    url["port"] = json!(p);
+                }
+                url["path"] = json!(u.path());
+                if let Some(q) = u.query() {
+                    url["query_string"] = json!(q);
+                }
+            }
+            put("http_request", json!({ "url": url }));
+            if let Some(code) = e.status {
+                put("http_response", json!({ "code": code }));
+            }
+            if let Some(addr) = e
+                .address
+                .as_deref()
+                .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
+            {
+                put(
+                    "dst_endpoint",
+                    json!({ "ip": addr.ip().to_string(), "port": addr.port() }),
+                );
+            }
+        }
+        _ => {
+            let service = if e.op.starts_with("kv_") {
+                "sbx key-value store"
+            } else {
+                "sbx gate"
+            };
+            put(
+                "api",
+                json!({ "operation": format!("{} {}", e.op, e.target), "service": { "name": service } }),
+            );
+            put("src_endpoint", json!({ "name": ctx.program }));
+        }
+    }
+    let mut sbx = json!({ "op": e.op, "decision": e.decision, "bytes": e.bytes });
+    if let Some(v) = e.violation {
+        sbx["violation"] = json!(v);
+        sbx["hard"] = json!(e.hard);
+    }
+    if !e.labels.is_empty() {
+        sbx["labels"] = json!(e.labels);
+    }
+    if let Some(ev) = &e.evidence {
+        sbx["evidence"] = json!(ev);
+    }
+    if !e.secrets.is_empty() {
+        sbx["secrets"] = json!(e.secrets);
+    }
+    put("unmapped", json!({ "sbx": sbx }));
+    Value::Object(o)
+}
+
+/// The Detection Finding of a hard violation's record (`None` for any
+/// other).
+pub fn finding(e: &AuditEvent, ctx: &Context) -> Option<Value> {
+    let v = e.violation.filter(|_| e.hard)?;
+    let time = ctx.start_ms.saturating_add(e.elapsed_ms);
+    let mut o = base(
+        ctx,
+        (2004, "Detection Finding"),
+        (1, "Create"),
+        time,
+        Some(e.seq),
+    );
+    o.insert(
+        "finding_info".into(),
+        json!({
+            "uid": format!("{}#{}:{v}", ctx.run, e.seq),
+            "title": format!("sbx-wasm halted a run: {v}"),
+            "desc": e.detail.clone().unwrap_or_default(),
+            "types": ["sbx-wasm hard limit"],
+        }),
+    );
+    o.insert("severity_id".into(), json!(4));
+    o.insert("severity".into(), json!("High"));
+    o.insert("disposition_id".into(), json!(2));
+    o.insert("disposition".into(), json!("Blocked"));
+    o.insert("status_id".into(), json!(1));
+    o.insert("status".into(), json!("New"));
+    o.insert(
+        "message".into(),
+        json!(format!("{v} at {} {}", e.op, e.target)),
+    );
+    Some(Value::Object(o))
+}
+
+/// How a run ended, as a report or an MCP end record says.
+#[derive(Clone, Debug, serde::Deserialize)]
+pub struct Ending {
+    /// Its status.
+    pub status: Status,
+    /// Its exit code, when it exited.
+    #[serde(default)]
+    pub exit_code: Option<i32>,
+    /// The hard violation that halted it.
+    #[serde(default)]
+    pub violation: Option<crate::Violation>,
+}
+
+impl From<&RunReport> for Ending {
+    fn from(r: &RunReport) -> Ending {
+        Ending {
+            status: r.status,
+            exit_code: r.exit_code,
+            violation: r.violation,
+        }
+    }
+}
+
+/// An Application Lifecycle event: the run's start (`end` = `None`) or its
+/// end, at `time`.
+pub fn lifecycle(ctx: &Context, end: Option<&Ending>, time: u64) -> Value {
+    let activity = if end.is_some() {
+        (4, "Stop")
+    } else {
+        (3, "Start")
+    };
+    let mut o = base(ctx, (6002, "Application Lifecycle"), activity, time, None);
+    o.insert(
+        "app".into(),
+        json!({ "name": ctx.program, "vendor_name": "sbx-wasm", "uid": ctx.run }),
+    );
+    let (sev, status, message) = match end {
+        None => (
+            (1, "Informational"),
+            (1, "Success"),
+            "the run started".to_string(),
+        ),
+        Some(r) => {
+            let ok = matches!(r.status, Status::Completed | Status::Exited)
+                && r.exit_code.is_none_or(|c| c == 0);
+            let status = serde_json::to_value(r.status)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            let why = r.violation.map(|v| format!(" ({v})")).unwrap_or_default();
+            let sev = if r.violation.is_some() {
+                (4, "High")
+            } else {
+                (1, "Informational")
+            };
+            let st = if ok { (1, "Success") } else { (2, "Failure") };
+            (sev, st, format!("the run ended: {status}{why}"))
+        }
+    };
+    o.insert("severity_id".into(), json!(sev.0));
+    o.insert("severity".into(), json!(sev.1));
+    o.insert("status_id".into(), json!(status.0));
+    o.insert("status".into(), json!(status.1));
+    o.insert("disposition_id".into(), json!(1));
+    o.insert("disposition".into(), json!("Allowed"));
+    o.insert("message".into(), json!(message));
+    Value::Object(o)
+}
+
+/// Every event of a run: its start, each record's event (and a finding
+/// for a hard violation), and its end when `report` is given.
+pub fn run(audit: &[AuditEvent], report: Option<&RunReport>, ctx: &Context) -> Vec<Value> {
+    let mut out = vec![lifecycle(ctx, None, ctx.start_ms)];
+    for e in audit {
+        out.push(event(e, ctx));
+        out.extend(finding(e, ctx));
+    }
+    if let Some(r) = report {
+        let end = ctx.start_ms.saturating_add(r.usage.wall_ms);
+        out.push(lifecycle(ctx, Some(&Ending::from(r)), end));
+    }
+    out
+}
+
+/// Every event of an audit log as `run --audit` or the MCP door's
+/// `--audit` wrote it (seals skipped). A run's log takes `ctx` as it is;
+/// in an MCP stream each call is a run of its own (`session/call`), timed
+/// by its end record's `at_ms`, with its start and end events.
+pub fn from_log(text: &str, ctx: &Context) -> Result<Vec<Value>, String> {
+    let mut out = Vec::new();
+    let mut call: Vec<AuditEvent> = Vec::new();
+    let mut started = false;
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: Value =
+            serde_json::from_str(line).map_err(|e| format!("line {}: not JSON: {e}", i + 1))?;
+        if v.get("seal").is_some() {
+            continue;
+        }
+        let tag = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
+        if let Some(end) = v.get("end") {
+            // An MCP call ended: its records, between its start and end.
+            let ending: Ending = serde_json::from_value(end.clone())
+                .map_err(|e| format!("line {}: not an end record: {e}", i + 1))?;
+            let at = end
+                .get("at_ms")
+                .and_then(Value::as_u64)
+                .unwrap_or(ctx.start_ms);
+            let wall = end["usage"]["wall_ms"].as_u64().unwrap_or(0);
+            let mut c = ctx.clone();
+            c.session = tag("session");
+            c.run = format!(
+                "{}/{}",
+                tag("session").unwrap_or_default(),
+                tag("call").unwrap_or_default()
+            );
+            c.program = tag("tool").unwrap_or_else(|| ctx.program.clone());
+            c.start_ms = at.saturating_sub(wall);
+            out.push(lifecycle(&c, None, c.start_ms));
+            for e in call.drain(..) {
+                out.push(event(&e, &c));
+                out.extend(finding(&e, &c));
+            }
+            out.push(lifecycle(&c, Some(&ending), at));
+            continue;
+        }
+        let e: AuditEvent = serde_json::from_value(v.clone())
+            .map_err(|e| format!("line {}: not an audit record: {e}", i + 1))?;
+        if v.get("call").is_some() {
+            call.push(e);
+        } else {
+            if !started {
+                out.push(lifecycle(ctx, None, ctx.start_ms));
+                started = true;
+            }
+            out.push(event(&e, ctx));
+            out.extend(finding(&e, ctx));
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;
