@@ -106,7 +106,7 @@ impl OutputFiles {
             match &seal.ocsf {
                 Some(ctx) => {
                     for ev in sbx_wasm::ocsf::run(audit, Some(report), ctx) {
-                        lines += &sealer.line(ev);
+                        lines += &sealer.line_inside(ev, "unmapped");
                         lines.push('\n');
                     }
                 }
@@ -254,17 +254,16 @@ pub(crate) fn now_ms() -> u64 {
 /// What every OCSF event of a run of `program` shares, the run started at
 /// `start_ms` under the grant whose digest is `grant`.
 pub(crate) fn ocsf_context(program: &str, grant: &str, start_ms: u64) -> sbx_wasm::ocsf::Context {
-    sbx_wasm::ocsf::Context {
-        program: program.to_string(),
-        run: format!("{program}@{start_ms}"),
-        session: None,
-        grant: grant.to_string(),
-        start_ms,
-        host: std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .map(|h| h.trim().to_string())
-            .unwrap_or_default(),
-        version: env!("CARGO_PKG_VERSION").to_string(),
-    }
+    let mut ctx = sbx_wasm::ocsf::Context::default();
+    ctx.program = program.to_string();
+    ctx.run = format!("{program}@{start_ms}");
+    ctx.grant = grant.to_string();
+    ctx.start_ms = start_ms;
+    ctx.host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default();
+    ctx.version = env!("CARGO_PKG_VERSION").to_string();
+    ctx
 }
 
 /// Refuse a signing key a guest could read: one inside a mount's host

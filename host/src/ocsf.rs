@@ -34,7 +34,9 @@ use serde_json::{Value, json};
 /// The OCSF version events are written in.
 pub const VERSION: &str = "1.8.0";
 
-/// What every event of a run shares.
+/// What every event of a run shares (start from `Context::default()` and
+/// set what you know).
+#[non_exhaustive]
 #[derive(Clone, Debug, Default)]
 pub struct Context {
     /// The program that ran (the component's or script's file name, or
@@ -111,7 +113,7 @@ fn base(
     if let Some(s) = &ctx.session {
         actor["session"] = json!({ "uid": s });
     }
-    let v = json!({
+    let mut v = json!({
         "class_uid": class,
         "class_name": class_name,
         "category_uid": cat,
@@ -122,9 +124,28 @@ fn base(
         "type_name": format!("{class_name}: {activity_name}"),
         "time": time,
         "metadata": metadata,
-        "actor": actor,
-        "device": { "type_id": 0, "type": "Unknown", "name": ctx.host },
     });
+    // Who did it and where, in the fields each class has: the actor (the
+    // program, its MCP session), the host as the device, the program as
+    // the source endpoint.
+    let device = json!({ "type_id": 0, "type": "Unknown", "name": ctx.host });
+    let endpoint = json!({ "name": ctx.program });
+    let (with_actor, with_device, with_src) = match class {
+        1001 => (true, true, false),
+        4002 => (false, false, true),
+        6003 => (true, false, true),
+        2004 => (false, true, false),
+        _ => (false, false, false),
+    };
+    if with_actor {
+        v["actor"] = actor;
+    }
+    if with_device {
+        v["device"] = device;
+    }
+    if with_src {
+        v["src_endpoint"] = endpoint;
+    }
     match v {
         Value::Object(o) => o,
         _ => serde_json::Map::new(),
@@ -223,7 +244,6 @@ pub fn event(e: &AuditEvent, ctx: &Context) -> Value {
                 "api",
                 json!({ "operation": format!("{} {}", e.op, e.target), "service": { "name": service } }),
             );
-            put("src_endpoint", json!({ "name": ctx.program }));
         }
     }
     let mut sbx = json!({ "op": e.op, "decision": e.decision, "bytes": e.bytes });
@@ -279,6 +299,7 @@ pub fn finding(e: &AuditEvent, ctx: &Context) -> Option<Value> {
 }
 
 /// How a run ended, as a report or an MCP end record says.
+#[non_exhaustive]
 #[derive(Clone, Debug, serde::Deserialize)]
 pub struct Ending {
     /// Its status.

@@ -1,6 +1,7 @@
 //! Tamper evidence for audit logs: a hash chain, a seal, and its check.
 //!
-//! Each line of a sealed log is a JSON object with a `prev` field: the
+//! Each line of a sealed log is a JSON object with a `prev` field (an OCSF
+//! event keeps it in `unmapped.prev`, where the schema allows it): the
 //! SHA-256 of the line before it, exactly as written (the first line's
 //! `prev` is the log's *anchor*: for a run, the digest of the grant it ran
 //! under). A seal line ends the log (or a segment of an appended one):
@@ -232,6 +233,22 @@ impl Sealer {
         self.line_text(&record.to_string())
     }
 
+    /// `record` (a JSON object) as one chained line, its `prev` put inside
+    /// its object field `field` (an OCSF event's `unmapped`, where a
+    /// schema allows what it does not name), without the newline.
+    pub fn line_inside(&mut self, mut record: Value, field: &str) -> String {
+        if let Some(o) = record.as_object_mut() {
+            let inner = o.entry(field.to_string()).or_insert_with(|| json!({}));
+            if let Some(inner) = inner.as_object_mut() {
+                inner.insert("prev".into(), json!(self.prev));
+            }
+        }
+        let line = record.to_string();
+        self.prev = digest(&line);
+        self.records += 1;
+        line
+    }
+
     /// A record already serialized as a JSON object (`{...}`, its fields in
     /// the order the writer chose, no `prev` of its own) as one chained
     /// line: `prev` is added last.
@@ -272,6 +289,7 @@ impl Sealer {
 }
 
 /// One thing wrong with a log.
+#[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Problem {
     /// The line (1-based) where it shows.
@@ -281,6 +299,7 @@ pub struct Problem {
 }
 
 /// What [`verify`] found.
+#[non_exhaustive]
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Verified {
     /// Records (lines other than seals) read.
@@ -324,7 +343,12 @@ pub fn verify(text: &str, key: Option<&PublicKey>) -> Verified {
                 continue;
             }
         };
-        let claimed = v.get("prev").and_then(Value::as_str).map(str::to_string);
+        // At the top, or inside an OCSF event's `unmapped`.
+        let claimed = v
+            .get("prev")
+            .or_else(|| v.get("unmapped").and_then(|u| u.get("prev")))
+            .and_then(Value::as_str)
+            .map(str::to_string);
         match (&prev, &claimed) {
             (_, None) => out
                 .problems

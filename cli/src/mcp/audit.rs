@@ -82,7 +82,7 @@ impl AuditStream {
         match &self.ocsf {
             Some(base) => {
                 for ev in ocsf_call(base, tag, events, &end) {
-                    text += &sealer.line(ev);
+                    text += &sealer.line_inside(ev, "unmapped");
                     text.push('\n');
                 }
             }

