@@ -71,6 +71,31 @@ impl Helper {
     }
 }
 
+impl Helper {
+    /// Export the run's telemetry from the helper (the run's own process is
+    /// behind the kernel wall by now, which keeps it from reaching a
+    /// collector). Nothing without `--features otel`.
+    pub(crate) fn telemetry(&self, info: &sbx_wasm::telemetry::RunInfo<'_>) {
+        if !sbx_wasm::telemetry::ENABLED {
+            return;
+        }
+        let Some(conn) = self.conn.as_ref() else {
+            return;
+        };
+        let Ok(mut conn) = conn.lock() else {
+            return;
+        };
+        let start_ms = info
+            .start
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0));
+        let _ = conn.ask(&json!({ "telemetry": {
+            "kind": info.kind, "program": info.program, "start_ms": start_ms,
+            "report": info.report, "audit": info.audit,
+        }}));
+    }
+}
+
 impl Drop for Helper {
     /// Close its stdin (the run's tool handles are gone by now) and wait
     /// for it to exit, killing it if it has not within two seconds (a tool
@@ -131,14 +156,16 @@ fn until_closed(mut out: ChildStdout, deadline: Instant) -> bool {
 }
 
 /// A registry whose command tools run in a helper process, and the helper,
-/// which also writes each record file on request. No helper is started
-/// when there is nothing for it to do.
+/// which also writes each record file on request (and exports the run's
+/// telemetry, when an OTLP endpoint is set). No helper is started when
+/// there is nothing for it to do.
 pub(crate) fn spawn(
     tools: &BTreeMap<String, CommandTool>,
     records: &[PathBuf],
     remove: &[PathBuf],
 ) -> std::io::Result<(ToolRegistry, Option<Helper>)> {
-    if tools.is_empty() && records.is_empty() && remove.is_empty() {
+    let idle = tools.is_empty() && records.is_empty() && remove.is_empty();
+    if idle && !sbx_wasm::telemetry::wanted() {
         return Ok((ToolRegistry::new(), None));
     }
     Started::start()?.configure(tools, records, remove)
@@ -353,6 +380,10 @@ fn serve_requests(
                     _ => json!({ "failed": "not a record this helper was given" }),
                 }
             }
+            Ok(req) if req.get("telemetry").is_some() => {
+                telemetry(&req["telemetry"]);
+                json!({ "ok": "" })
+            }
             Ok(req) => match tools.get(req["name"].as_str().unwrap_or("")) {
                 Some(tool) => {
                     let limits = ToolLimits::new(
@@ -377,4 +408,25 @@ fn serve_requests(
         }
     }
     0
+}
+
+/// Export a run's telemetry, as the run's process asked (`Helper::telemetry`).
+fn telemetry(t: &Value) {
+    let (Ok(report), Ok(audit)) = (
+        serde_json::from_value::<sbx_wasm::RunReport>(t["report"].clone()),
+        serde_json::from_value::<Vec<sbx_wasm::AuditEvent>>(t["audit"].clone()),
+    ) else {
+        return;
+    };
+    let start = std::time::UNIX_EPOCH + Duration::from_millis(t["start_ms"].as_u64().unwrap_or(0));
+    let telemetry = sbx_wasm::telemetry::Telemetry::from_env();
+    telemetry.run(&sbx_wasm::telemetry::RunInfo {
+        kind: t["kind"].as_str().unwrap_or("run"),
+        program: t["program"].as_str().unwrap_or(""),
+        start,
+        report: &report,
+        audit: &audit,
+        call: None,
+    });
+    telemetry.shutdown();
 }

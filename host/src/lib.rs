@@ -66,6 +66,7 @@ pub mod replay;
 mod report;
 pub mod seal;
 mod services;
+pub mod telemetry;
 mod violation;
 #[cfg(feature = "wasm")]
 pub mod wasm;

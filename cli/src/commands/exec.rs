@@ -59,6 +59,7 @@ fn exec(
     // Before the plan runs: its writes may rearrange a write mount.
     let records = files.open(None)?;
     let seal = files.seal(&caps.to_toml(), &caps, "plan")?;
+    let run_start = std::time::SystemTime::now();
     let mut agent = SandboxedAgent::new(sandbox(
         caps,
         sbx_wasm::Services::new(),
@@ -70,6 +71,14 @@ fn exec(
 
     let texts = files.texts(&run.report, agent.sandbox().audit(), &seal)?;
     crate::output::write_records(texts, |i, text| records[i].write(text));
+    sbx_wasm::telemetry::Telemetry::from_env().run(&sbx_wasm::telemetry::RunInfo {
+        kind: "exec",
+        program: "plan",
+        start: run_start,
+        report: &run.report,
+        audit: agent.sandbox().audit(),
+        call: None,
+    });
     let mut out = std::io::stdout().lock();
     if json {
         let text = serde_json::to_string_pretty(&run).map_err(|e| Internal(e.to_string()))?;

@@ -70,6 +70,9 @@ pub(crate) struct Door {
     prepared: Mutex<HashMap<PathBuf, (SystemTime, u64, PreparedAgent)>>,
     /// What sessionless (2026-07-28) requests are served in.
     pub(crate) workspaces: Workspaces<Session>,
+    /// OpenTelemetry export (nothing without `--features otel` and an
+    /// endpoint).
+    pub(crate) telemetry: sbx_wasm::telemetry::Telemetry,
 }
 
 impl Door {
@@ -190,6 +193,7 @@ impl Door {
             "sbx-wasm mcp ready"
         );
         Ok(Door {
+            telemetry: sbx_wasm::telemetry::Telemetry::from_env(),
             host,
             python,
             js,
@@ -308,6 +312,15 @@ impl Door {
         session.charge(report.usage.wall_us, report.usage.output_bytes);
         session.note_writes(decisions);
         session.add_labels(&report.labels, ids.call);
+        self.telemetry.run(&sbx_wasm::telemetry::RunInfo {
+            kind: tool,
+            program: tool,
+            start: std::time::SystemTime::now()
+                - std::time::Duration::from_micros(report.usage.wall_us),
+            report,
+            audit: decisions,
+            call: Some((ids.session, ids.call)),
+        });
         tracing::info!(
             session = ids.session, call = ids.call, tool,
             status = ?report.status, violation = ?report.violation, "call ended"

@@ -431,7 +431,16 @@ impl Handler {
         cancel: CancellationToken,
     ) -> CallToolResult {
         let (session, ids, peer) = (&admitted.session, admitted.ids(), context.peer.clone());
+        // The client's trace context, when it sent one (`_meta.traceparent`).
+        let parent = context
+            .meta
+            .get("traceparent")
+            .and_then(|v| v.as_str())
+            .map(String::from);
+        let telemetry = &self.door.telemetry;
+        telemetry.begin_call(&tool, ids.session, ids.call, parent);
         let answer = (self.dispatch(session, &tool, &args, &ids, context, cancel)).await;
+        telemetry.end_call(ids.session, ids.call, answer.is_error == Some(true));
         self.subscriptions.notify(session, &peer).await;
         answer
     }

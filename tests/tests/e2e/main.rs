@@ -31,5 +31,6 @@ mod replay;
 mod scripts;
 mod secrets;
 mod seed_behaviours;
+mod telemetry;
 mod wasi;
 mod wasm;

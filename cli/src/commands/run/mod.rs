@@ -314,6 +314,7 @@ fn run_inner(a: &RunArgs, mut ready: Option<&mut Ready>) -> Result<i32> {
     }
     // Read before the run: a confined process may not read them after.
     let seal = a.files.seal(&caps.to_toml(), &caps, &shown)?;
+    let run_start = std::time::SystemTime::now();
     let hashes = match a.record {
         Some(_) => Some((Some(hashed(&program)?), Some(hashed(&a.caps)?))),
         None => None,
@@ -349,6 +350,18 @@ fn run_inner(a: &RunArgs, mut ready: Option<&mut Ready>) -> Result<i32> {
             });
         }
         Err(e) => eprintln!("sbx-wasm: error: cannot make the records: {e:#}"),
+    }
+    let info = sbx_wasm::telemetry::RunInfo {
+        kind: "run",
+        program: &shown,
+        start: run_start,
+        report: &run.report,
+        audit: &run.audit,
+        call: None,
+    };
+    match &helper {
+        Some(helper) => helper.telemetry(&info),
+        None => sbx_wasm::telemetry::Telemetry::from_env().run(&info),
     }
     // Waits for the helper: no run leaves a process behind.
     drop(helper);
