@@ -91,9 +91,14 @@ fn world(extra: impl FnOnce(crate::CapabilitiesBuilder) -> crate::CapabilitiesBu
     }
 }
 
-/// Every request sent, by URL.
+/// Every request sent, by URL, each answered with `status` (and, for a
+/// redirect, `location`).
 #[derive(Default)]
-struct Sent(Mutex<Vec<String>>);
+struct Sent {
+    urls: Mutex<Vec<String>>,
+    status: u16,
+    location: Option<String>,
+}
 
 impl Net for Arc<Sent> {
     fn fetch(
@@ -102,10 +107,15 @@ impl Net for Arc<Sent> {
         _: SocketAddr,
         _: FetchLimits,
     ) -> Result<FetchResponse, NetError> {
-        self.0.lock().unwrap().push(req.url.clone());
+        self.urls.lock().unwrap().push(req.url.clone());
+        let headers = self
+            .location
+            .iter()
+            .map(|l| ("location".into(), l.clone()))
+            .collect();
         Ok(FetchResponse {
-            status: 200,
-            headers: vec![],
+            status: if self.status == 0 { 200 } else { self.status },
+            headers,
             body: b"ok".to_vec(),
         })
     }
@@ -140,7 +150,7 @@ fn a_public_read_leaves_every_sink_open() {
     assert!(sb.run(Op::read("/public/p.txt")).ok);
     assert!(sb.run(Op::fetch("http://hook.test/x")).ok);
     assert!(sb.run(Op::write("/other/a.txt", "hello")).ok);
-    assert_eq!(sent.0.lock().unwrap().len(), 1);
+    assert_eq!(sent.urls.lock().unwrap().len(), 1);
     assert!(sb.labels().is_empty());
 }
 
@@ -153,14 +163,14 @@ fn after_a_labelled_read_only_the_labels_sinks_receive_anything() {
     assert!(why.contains("label customer"), "{why}");
     assert!(why.contains("fs_read /data/c.csv at op 1"), "{why}");
     assert!(why.contains("not http://hook.test"), "{why}");
-    assert!(sent.0.lock().unwrap().is_empty(), "nothing left");
+    assert!(sent.urls.lock().unwrap().is_empty(), "nothing left");
     flow_denied(&sb.run(Op::write("/other/a.txt", "alice")));
     assert!(!w.other.join("a.txt").exists());
     // The allowed neighbours: the sinks the rule names.
     assert!(sb.run(Op::fetch("http://crm.test/upsert")).ok);
     assert!(sb.run(Op::write("/out/a.txt", "alice")).ok);
     assert_eq!(std::fs::read(w.out.join("a.txt")).unwrap(), b"alice");
-    assert_eq!(sent.0.lock().unwrap().len(), 1);
+    assert_eq!(sent.urls.lock().unwrap().len(), 1);
     let report = sb.report();
     assert_eq!(report.labels.labels().collect::<Vec<_>>(), ["customer"]);
     assert_eq!(report.denials.len(), 2);
@@ -174,7 +184,7 @@ fn a_carried_mark_refuses_as_if_the_run_had_read_it() {
     let (mut sb, sent) = sandbox(&w.caps, mark);
     let why = flow_denied(&sb.run(Op::fetch("http://hook.test/")));
     assert!(why.contains("a previous call"), "{why}");
-    assert!(sent.0.lock().unwrap().is_empty());
+    assert!(sent.urls.lock().unwrap().is_empty());
 }
 
 #[test]
@@ -186,28 +196,12 @@ fn a_label_that_may_not_reach_stdout_is_not_returned_to_a_plans_caller() {
     let (mut sb, sent) = sandbox(&w.caps, Mark::default());
     let why = flow_denied(&sb.run(Op::fetch("http://hook.test/")));
     assert!(why.contains("not stdout"), "{why}");
-    assert!(sent.0.lock().unwrap().is_empty());
+    assert!(sent.urls.lock().unwrap().is_empty());
     assert!(sb.labels().is_empty(), "nothing was brought in");
 }
 
 #[test]
 fn a_redirect_to_a_sink_the_mark_refuses_is_not_followed() {
-    struct Redirect(Mutex<Vec<String>>);
-    impl Net for Arc<Redirect> {
-        fn fetch(
-            &self,
-            req: &FetchRequest,
-            _: SocketAddr,
-            _: FetchLimits,
-        ) -> Result<FetchResponse, NetError> {
-            self.0.lock().unwrap().push(req.url.clone());
-            Ok(FetchResponse {
-                status: 302,
-                headers: vec![("location".into(), "http://hook.test/x".into())],
-                body: Vec::new(),
-            })
-        }
-    }
     let root = tempfile::tempdir().unwrap();
     std::fs::write(root.path().join("c.csv"), "alice").unwrap();
     let caps = Capabilities::builder()
@@ -219,7 +213,11 @@ fn a_redirect_to_a_sink_the_mark_refuses_is_not_followed() {
         .flow("customer", ["stdout", "http://crm.test"])
         .build()
         .unwrap();
-    let net = Arc::new(Redirect(Mutex::default()));
+    let net = Arc::new(Sent {
+        status: 302,
+        location: Some("http://hook.test/x".into()),
+        ..Sent::default()
+    });
     let resolver = StaticResolver::new()
         .with("crm.test", ["93.184.216.34".parse().unwrap()])
         .with("hook.test", ["93.184.216.35".parse().unwrap()]);
@@ -234,7 +232,7 @@ fn a_redirect_to_a_sink_the_mark_refuses_is_not_followed() {
     assert!(sb.run(Op::read("/data/c.csv")).ok);
     let why = flow_denied(&sb.run(Op::fetch("http://crm.test/a")));
     assert!(why.starts_with("redirect 1 to http://hook.test/x"), "{why}");
-    assert_eq!(*net.0.lock().unwrap(), ["http://crm.test/a"]);
+    assert_eq!(*net.urls.lock().unwrap(), ["http://crm.test/a"]);
 }
 
 #[test]
@@ -323,7 +321,7 @@ fn evidence_notes_labelled_bytes_in_a_send_and_decides_nothing() {
             Some("customer (base64)")
         ]
     );
-    assert_eq!(sent.0.lock().unwrap().len(), 2);
+    assert_eq!(sent.urls.lock().unwrap().len(), 2);
     // Without `evidence`, nothing is fingerprinted.
     let w = world(|b| b);
     let (mut sb, _) = sandbox(&w.caps, Mark::default());

@@ -13,6 +13,21 @@ const PLAN: &str = r#"[
   {"op": "fs_list", "path": "/work"}
 ]"#;
 
+/// `exec --audit a.jsonl --audit-key KEY plan.json` in `dir`.
+fn signed_exec(dir: &Path, key: &Path) -> std::process::Output {
+    let args = [
+        "exec",
+        "--caps",
+        "caps.toml",
+        "--audit",
+        "a.jsonl",
+        "--audit-key",
+    ];
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend([key.to_str().unwrap(), "plan.json"]);
+    sbx_in(dir, &all)
+}
+
 /// `audit verify FILE --key KEY`: its exit code and stdout.
 fn verify(dir: &Path, file: &str, key: &str) -> (Option<i32>, String) {
     let out = sbx_in(dir, &["audit", "verify", file, "--key", key]);
@@ -42,19 +57,7 @@ fn a_signed_log_verifies_and_every_kind_of_damage_is_found_at_its_line() {
     );
     assert!(!again.status.success());
 
-    let out = sbx_in(
-        t.path(),
-        &[
-            "exec",
-            "--caps",
-            "caps.toml",
-            "--audit",
-            "a.jsonl",
-            "--audit-key",
-            key.to_str().unwrap(),
-            "plan.json",
-        ],
-    );
+    let out = signed_exec(t.path(), &key);
     assert_eq!(out.status.code(), Some(0), "{}", utf8(&out.stderr));
     let (code, said) = verify(t.path(), "a.jsonl", &public);
     assert_eq!(code, Some(0), "{said}");
@@ -111,19 +114,7 @@ fn a_key_inside_a_mount_is_refused_before_anything_runs() {
         &["audit", "keygen", "--out", key.to_str().unwrap()],
     );
     assert!(out.status.success());
-    let out = sbx_in(
-        t.path(),
-        &[
-            "exec",
-            "--caps",
-            "caps.toml",
-            "--audit",
-            "a.jsonl",
-            "--audit-key",
-            key.to_str().unwrap(),
-            "plan.json",
-        ],
-    );
+    let out = signed_exec(t.path(), &key);
     assert_eq!(out.status.code(), Some(2), "{}", utf8(&out.stderr));
     assert!(
         utf8(&out.stderr).contains("lies in mount /work"),
