@@ -43,7 +43,9 @@ fn main() {
             "print" => {
                 use std::io::Write;
                 let mut out = std::io::stdout();
-                match writeln!(out, "held: {}", String::from_utf8_lossy(&held)).and_then(|()| out.flush()) {
+                match writeln!(out, "held: {}", String::from_utf8_lossy(&held))
+                    .and_then(|()| out.flush())
+                {
                     Ok(()) => "print: ok".to_string(),
                     Err(e) => format!("print: error {e}"),
                 }
