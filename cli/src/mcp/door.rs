@@ -77,7 +77,9 @@ pub(crate) struct Door {
 
 impl Door {
     pub(crate) fn open(args: &McpArgs, caps: Capabilities) -> Result<Door> {
-        let host = engine_for(&caps)?;
+        // The door's own run slots (--max-concurrent) admit calls: the
+        // host takes none of its own.
+        let host = engine_for(&caps)?.unlimited();
         let host = match open_cache() {
             Ok(cache) => host.with_cache(cache),
             Err(e) => {

@@ -231,6 +231,7 @@ impl WasmHost {
             }),
             cache: None,
             protected: Default::default(),
+            slots: Some(super::admission::Slots::per_core()),
         })
     }
 

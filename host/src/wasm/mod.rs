@@ -10,6 +10,7 @@
 //! fuel and sees no epoch), `max_output_bytes` to metered stdout/stderr
 //! sharing the gate's meter.
 
+mod admission;
 mod ahead;
 mod cache;
 mod cache_key;
@@ -33,6 +34,7 @@ pub mod runner;
 mod warm;
 mod wasi_context;
 
+pub use admission::Admission;
 pub use cache::{ArtifactCache, CacheEntry, CacheOutcome, process_alive};
 #[cfg(any(test, feature = "fuzzing"))]
 pub use core::CoreOutcome;
@@ -154,6 +156,9 @@ pub struct WasmHost {
     /// Host paths no run's grant may mount (the cache and its key, and
     /// what [`WasmHost::protect`] added).
     protected: Arc<crate::ProtectedPaths>,
+    /// At most this many runs at once ([`WasmHost::max_concurrent`]);
+    /// `None`: no limit.
+    slots: Option<admission::Slots>,
 }
 
 /// What every clone of a [`WasmHost`] shares: one engine, one linker, one

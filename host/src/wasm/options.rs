@@ -29,6 +29,7 @@ use std::sync::Arc;
 /// | [`record`](RunOptions::record) | off: [`WasmRun::recording`] is `None` |
 /// | [`private_tmp`](RunOptions::private_tmp) | off (the Python doors turn it on) |
 /// | [`labels`](RunOptions::labels) | none: the run starts having read nothing labelled |
+/// | [`admission`](RunOptions::admission) | wait for a run slot up to the grant's `max_wall` ([`Admission::WaitUpToWall`](super::Admission)) |
 ///
 /// # Examples
 ///
@@ -62,6 +63,7 @@ pub struct RunOptions {
     pub(super) tape: Option<crate::replay::TapeSpec>,
     pub(super) private_tmp: bool,
     pub(super) labels: crate::flow::Mark,
+    pub(super) admission: super::Admission,
 }
 
 impl RunOptions {
@@ -84,7 +86,16 @@ impl RunOptions {
             tape: None,
             private_tmp: false,
             labels: crate::flow::Mark::default(),
+            admission: super::Admission::default(),
         }
+    }
+
+    /// How the run waits for a slot when its host runs
+    /// [`max_concurrent`](super::WasmHost::max_concurrent) guests already
+    /// (see [`Admission`](super::Admission)).
+    pub fn admission(mut self, admission: super::Admission) -> Self {
+        self.admission = admission;
+        self
     }
 
     /// Start the run holding the labels of `mark` (under the grant's
@@ -273,4 +284,7 @@ pub struct WasmRun {
     /// The recording, when the run was recorded
     /// ([`RunOptions::record`]).
     pub recording: Option<crate::replay::Recording>,
+    /// How long the run waited for a slot before it started
+    /// ([`WasmHost::max_concurrent`](super::WasmHost::max_concurrent)).
+    pub queued: std::time::Duration,
 }

@@ -70,6 +70,7 @@ pub(super) fn finish(
         stdout: Vec::new(),
         stderr: Vec::new(),
         recording,
+        queued: std::time::Duration::ZERO,
     }
 }
 

@@ -68,7 +68,10 @@ impl WasmHost {
                     .unwrap_or_else(|_| Err(setup("the run's thread panicked".into())))
             });
         }
-        self.run_blocking(agent, opts)
+        let held = self.admit_blocking(&opts)?;
+        let mut run = self.run_blocking(agent, opts)?;
+        run.queued = held.waited;
+        Ok(run)
     }
 
     /// Run on this thread's own runtime (made once per thread). Not from
@@ -112,9 +115,15 @@ impl WasmHost {
         agent: &PreparedAgent,
         mut opts: RunOptions,
     ) -> Result<WasmRun, LoadError> {
+        // A slot first (an in-place run takes none): waited for here, held
+        // until the run ends.
+        let held = self.admit(&opts).await?;
+        let queued = held.waited;
         if opts.confine.is_some() || opts.in_place {
             // Dropping this future drops the store: the run ends with it.
-            return self.run_here(agent, opts).await;
+            let mut run = self.run_here(agent, opts).await?;
+            run.queued = queued;
+            return Ok(run);
         }
         // The run's own switch: thrown by the caller's handle, or by
         // dropping this future.
@@ -126,7 +135,13 @@ impl WasmHost {
         // A thread of the caller's blocking pool: kept for the next run
         // (with the runtime it made) instead of started for each.
         drop(tokio::task::spawn_blocking(move || {
-            let _ = tx.send(host.run_blocking(&agent, opts));
+            let run = host.run_blocking(&agent, opts).map(|mut run| {
+                run.queued = queued;
+                run
+            });
+            // The slot is free once the run has ended, not before.
+            drop(held);
+            let _ = tx.send(run);
         }));
         let lost = || Err(setup("the guest's thread ended without a result".into()));
         let forward = async {

@@ -3,6 +3,7 @@
 //! tree unchanged, the loopback server saw no connection, the report names
 //! the violation), every benign path works, determinism holds.
 
+mod admission;
 mod cli;
 mod embed;
 mod guests;
