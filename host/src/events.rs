@@ -21,6 +21,17 @@ pub enum Event {
     Stderr(Vec<u8>),
     /// A gate decision, as the audit log records it.
     Decision(AuditEvent),
+    /// An allowed op's effect is starting (a fetch, a tool call, a file
+    /// op through the gate): a UI can show it in flight until the op's
+    /// `Decision` with the same `seq` says how it ended.
+    Started {
+        /// The op's sequence number in the run.
+        seq: u64,
+        /// Its name (`net_fetch`, `tool_call`, ...).
+        op: &'static str,
+        /// What it is aimed at (bounded, as in the audit log).
+        target: String,
+    },
 }
 
 /// Where a run sends its [`Event`]s: a bounded channel, and the count of
@@ -39,8 +50,17 @@ pub enum Event {
 /// ```
 #[derive(Clone, Debug)]
 pub struct EventSink {
-    sender: SyncSender<Event>,
+    sender: Tx,
     dropped: Arc<AtomicU64>,
+}
+
+/// The channel events go into.
+#[derive(Clone, Debug)]
+enum Tx {
+    Std(SyncSender<Event>),
+    /// A tokio channel, for async callers: no `spawn_blocking` to read it.
+    #[cfg(feature = "wasm")]
+    Tokio(tokio::sync::mpsc::Sender<Event>),
 }
 
 impl EventSink {
@@ -48,18 +68,48 @@ impl EventSink {
     /// (a larger `n` drops fewer events from a chatty guest).
     pub fn new(sender: SyncSender<Event>) -> Self {
         EventSink {
-            sender,
+            sender: Tx::Std(sender),
             dropped: Arc::new(AtomicU64::new(0)),
         }
     }
 
+    /// Events go to a tokio channel of `capacity`: read them from the
+    /// receiver in async code (`recv().await`, or wrap it as a `Stream`).
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// use sbx_wasm::events::EventSink;
+    ///
+    /// let (sink, mut events) = EventSink::channel(1024);
+    /// // Give `sink` to a run (`RunOptions::events`); then, in a task:
+    /// drop(sink);
+    /// while let Some(event) = events.recv().await {
+    ///     println!("{event:?}");
+    /// }
+    /// # });
+    /// ```
+    #[cfg(feature = "wasm")]
+    pub fn channel(capacity: usize) -> (EventSink, tokio::sync::mpsc::Receiver<Event>) {
+        let (tx, rx) = tokio::sync::mpsc::channel(capacity.max(1));
+        let sink = EventSink {
+            sender: Tx::Tokio(tx),
+            dropped: Arc::new(AtomicU64::new(0)),
+        };
+        (sink, rx)
+    }
+
     /// Send `event` unless the channel is full: never waits.
     pub(crate) fn send(&self, event: Event) {
-        match self.sender.try_send(event) {
-            Ok(()) => {}
-            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
-                self.dropped.fetch_add(1, Ordering::Relaxed);
-            }
+        let sent = match &self.sender {
+            Tx::Std(s) => match s.try_send(event) {
+                Ok(()) => true,
+                Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => false,
+            },
+            #[cfg(feature = "wasm")]
+            Tx::Tokio(s) => s.try_send(event).is_ok(),
+        };
+        if !sent {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
         }
     }
 

@@ -126,7 +126,19 @@ impl From<&Budget> for Limits {
     }
 }
 
-/// How a run ended.
+/// How a run ended, and the exit code `sbx-wasm run` gives for it:
+///
+/// | status | `exit_code` | `sbx-wasm run` exits |
+/// |---|---|---|
+/// | `completed` | `Some(0)` for a guest whose `main` returned (`None` for a plan) | 0 |
+/// | `exited` | the guest's code (`sys.exit(3)`, `process.exit(3)`, `std::process::exit(3)`) | that code |
+/// | `hard_limit` | `None` | 124 (`exec`: 3) |
+/// | `trapped` | `None` | 123 |
+/// | `cancelled` | `None` | 130 |
+/// | `refused` | `None` | 125 |
+///
+/// A run that handled its soft denials still `completed`: a denial is a
+/// value the guest sees, not how the run ended.
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -146,6 +158,26 @@ pub enum Status {
     /// refused before the run (the report's `notes` say why). Written by
     /// the command line when a report was asked for.
     Refused,
+}
+
+impl Status {
+    /// The stable `snake_case` name (as in reports).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Completed => "completed",
+            Status::HardLimit => "hard_limit",
+            Status::Trapped => "trapped",
+            Status::Exited => "exited",
+            Status::Cancelled => "cancelled",
+            Status::Refused => "refused",
+        }
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// The report of one run. Always produced, also after a hard halt.

@@ -30,6 +30,10 @@ pub(crate) fn messages(event: &Event) -> Vec<Value> {
     match event {
         Event::Stdout(b) => chunks("stdout", b),
         Event::Stderr(b) => chunks("stderr", b),
+        // What may take a while is shown in flight: a fetch, a tool call.
+        Event::Started { seq, op, target } if matches!(*op, "net_fetch" | "tool_call") => {
+            vec![json!({ "started": { "seq": seq, "op": op, "target": target } })]
+        }
         // `denied`, or `interrupted` (begun, then cut short).
         Event::Decision(d) if d.decision != sbx_wasm::Decision::Allowed => vec![json!({
             d.decision.as_str(): {

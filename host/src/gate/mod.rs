@@ -301,6 +301,13 @@ impl Sandbox {
             decided.permit = Some(permit);
             return decided;
         }
+        if let Some(sink) = &self.events {
+            sink.send(crate::events::Event::Started {
+                seq: self.seq,
+                op: op.kind(),
+                target: crate::bound::record_target(op.target()),
+            });
+        }
         let scripted = match &mut self.tape {
             Some(Tape::Script(script)) => script.next(&op),
             _ => None,

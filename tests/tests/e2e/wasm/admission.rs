@@ -1,7 +1,9 @@
-//! Admission control: a host runs at most `max_concurrent` guests at once;
-//! a run past that waits for a slot (and says how long), fails fast when
-//! asked, and gives up at its deadline as `LoadError::Capacity`, never as
-//! the guest's fault. 100 runs at once on a pool of 10 all complete.
+//! The library for framework authors: admission control (a host runs at
+//! most `max_concurrent` guests at once; a run past that waits for a slot
+//! and says how long, fails fast when asked, and gives up at its deadline
+//! as `LoadError::Capacity`, never as the guest's fault; 100 runs at once
+//! on a pool of 10 all complete) and async events (a tokio channel; a
+//! `Started` event before each op's effect).
 
 use super::*;
 use sbx_wasm::wasm::{Admission, LoadError, PoolSizes};
@@ -127,4 +129,51 @@ fn a_hundred_runs_at_once_on_a_pool_of_ten_all_complete() {
         })
         .count();
     assert_eq!(done, 100, "{:?}", runs.iter().find(|r| r.is_err()));
+}
+
+#[test]
+fn async_events_say_when_each_op_starts_and_how_it_ended() {
+    use sbx_wasm::events::{Event, EventSink};
+    let server = LoopbackServer::start();
+    let caps = Capabilities::builder()
+        .allow_egress(server.origin())
+        .build()
+        .unwrap();
+    let host = WasmHost::new().unwrap();
+    let agent = host
+        .prepare(&host.load(&guest("summarizer")).unwrap())
+        .unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let events = rt.block_on(async {
+        let (sink, mut rx) = EventSink::channel(256);
+        let opts = RunOptions::new(caps)
+            .args([format!("{}/status", server.origin())])
+            .events(sink);
+        let run = host.run_prepared_async(&agent, opts).await.unwrap();
+        assert_eq!(run.report.status, Status::Completed, "{:?}", run.report);
+        // Every sender is gone with the run: the stream ends.
+        let mut got = Vec::new();
+        while let Ok(Some(e)) = tokio::time::timeout(Duration::from_secs(10), rx.recv()).await {
+            got.push(e);
+        }
+        got
+    });
+    let started = events.iter().position(|e| {
+        matches!(e, Event::Started { op, target, .. } if *op == "net_fetch" && target.ends_with("/status"))
+    });
+    let decided = events.iter().position(|e| {
+        matches!(e, Event::Decision(d) if d.op == "net_fetch" && d.decision == sbx_wasm::Decision::Allowed)
+    });
+    let (Some(s), Some(d)) = (started, decided) else {
+        panic!("{events:?}");
+    };
+    assert!(s < d, "started before decided: {events:?}");
+    let (Event::Started { seq, .. }, Event::Decision(rec)) = (&events[s], &events[d]) else {
+        unreachable!()
+    };
+    assert_eq!(*seq, rec.seq);
+    assert!(events.iter().any(|e| matches!(e, Event::Stdout(_))));
 }
