@@ -17,6 +17,30 @@ impl Sandbox {
         op.check(&self.held())
     }
 
+    /// The tools a call can reach now: allowed (by the grant, or approved
+    /// during this run) and registered. A tool the grant allows but no
+    /// implementation backs would only be refused: it is not listed.
+    ///
+    /// ```
+    /// use sbx_wasm::{Capabilities, Sandbox, Services};
+    /// use sbx_wasm::tools::{ToolError, ToolRegistry};
+    ///
+    /// let caps = Capabilities::builder().allow_tool("upper").allow_tool("ghost").build()?;
+    /// let mut tools = ToolRegistry::new();
+    /// tools.register("upper", |s: &str| Ok::<_, ToolError>(s.to_uppercase()));
+    /// let sandbox = Sandbox::builder(caps).services(Services::new().tools(tools)).build()?;
+    /// assert_eq!(sandbox.reachable_tools(), ["upper"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn reachable_tools(&self) -> Vec<String> {
+        let held = self.held();
+        held.allowed_tools
+            .iter()
+            .filter(|t| held.tools.get(t).is_some())
+            .cloned()
+            .collect()
+    }
+
     /// Time on the injected clock since the run started (one reading).
     pub(crate) fn elapsed_now(&self) -> std::time::Duration {
         self.clock.now().saturating_sub(self.start)

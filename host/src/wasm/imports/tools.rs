@@ -1,5 +1,6 @@
 //! The tool capability's WIT adapter (the wasm door's side of it): `sbx:agent/tools.call` runs one
-//! [`Op::Tool`] through the run's gate; `granted` lists the allow-list.
+//! [`Op::Tool`] through the run's gate; `granted` lists the tools a call
+//! can reach (allowed and registered).
 
 use super::super::HostState;
 use super::answer;
@@ -17,6 +18,7 @@ impl Host for HostState {
     }
 
     fn granted(&mut self) -> wasmtime::Result<Vec<String>> {
-        Ok(self.gate_mut().caps().tools().iter().cloned().collect())
+        // Exactly what a call can reach: allowed and registered.
+        Ok(self.gate_mut().reachable_tools())
     }
 }
