@@ -98,7 +98,11 @@ pub(crate) fn registry(caps: &Capabilities) -> ToolRegistry {
 
 /// The wasm engine, with a message that says what failed.
 pub(crate) fn engine() -> Result<WasmHost> {
-    WasmHost::new().map_err(|e| anyhow::anyhow!("cannot start the wasm engine: {e:#}"))
+    // The command line opens the cache itself where it wants one (and
+    // says so when it cannot): none by default here.
+    WasmHost::new()
+        .map(WasmHost::without_cache)
+        .map_err(|e| anyhow::anyhow!("cannot start the wasm engine: {e:#}"))
 }
 
 /// The engine for a run under `caps`: without fuel instrumentation for a
@@ -107,7 +111,9 @@ pub(crate) fn engine_for(caps: &Capabilities) -> Result<WasmHost> {
     if caps.budget().meter_fuel {
         return engine();
     }
-    WasmHost::new_unmetered().map_err(|e| anyhow::anyhow!("cannot start the wasm engine: {e:#}"))
+    WasmHost::new_unmetered()
+        .map(WasmHost::without_cache)
+        .map_err(|e| anyhow::anyhow!("cannot start the wasm engine: {e:#}"))
 }
 
 /// The artifact cache in its default folder.

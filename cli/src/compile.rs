@@ -192,7 +192,9 @@ pub(crate) fn child_main(args: &[std::ffi::OsString]) -> i32 {
         return 70;
     };
     let host = match text(2) {
-        "unmetered" => WasmHost::new_unmetered().map_err(|e| anyhow::anyhow!("{e:#}")),
+        "unmetered" => WasmHost::new_unmetered()
+            .map(WasmHost::without_cache)
+            .map_err(|e| anyhow::anyhow!("{e:#}")),
         _ => engine(),
     };
     let host = match (host, text(3)) {

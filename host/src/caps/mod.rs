@@ -465,7 +465,11 @@ impl Capabilities {
     }
 
     /// The effective grant as a caps file: absolute host paths, every budget
-    /// explicit. Loading it gives back an equal grant.
+    /// explicit. Loading it gives back an equal grant, except for what a
+    /// caps file cannot hold: a secret whose value was given in Rust
+    /// ([`CapabilitiesBuilder::secret`]) is written as where it would come
+    /// from (never its value), and a tool registered in Rust is only its
+    /// allow-list entry. [`Capabilities::to_builder`] keeps both.
     pub fn to_toml(&self) -> String {
         toml::to_string(&self.to_file()).unwrap_or_else(|e| format!("# cannot render: {e}\n"))
     }

@@ -231,20 +231,40 @@ impl WasmHost {
             }),
             cache: None,
             protected: Default::default(),
+            own_protected: Default::default(),
             slots: Some(super::admission::Slots::per_core()),
-        })
+        }
+        .with_default_cache())
     }
 
     /// Keep compiled components in `cache`: a component compiled once loads
     /// without a compile on every later run. The cache folder and its key
     /// become protected paths: a run whose grant mounts either (or a folder
-    /// holding one) is refused before it starts.
+    /// holding one) is refused before it starts. Every host starts with the
+    /// cache in its default folder ([`ArtifactCache::default_dir`]) when it
+    /// can open one; this replaces it.
     pub fn with_cache(mut self, cache: ArtifactCache) -> Self {
-        let mut protected = (*self.protected).clone();
-        protected.extend(&cache.protected());
-        self.protected = Arc::new(protected);
         self.cache = Some(Arc::new(cache));
+        self.protect_again();
         self
+    }
+
+    /// Compile in memory, keeping nothing: no artifact cache (every host
+    /// starts with the one in the default folder).
+    pub fn without_cache(mut self) -> Self {
+        self.cache = None;
+        self.protect_again();
+        self
+    }
+
+    /// The cache in its default folder, if one can be opened there (else
+    /// none: the host compiles in memory, and
+    /// [`WasmHost::cache`] is `None`).
+    fn with_default_cache(self) -> Self {
+        match ArtifactCache::default_dir().map(ArtifactCache::open) {
+            Some(Ok(cache)) => self.with_cache(cache),
+            _ => self,
+        }
     }
 
     /// Refuse every run whose grant mounts `path` (a file or folder), a
@@ -252,10 +272,21 @@ impl WasmHost {
     /// for what the embedder runs natively or keeps apart from guests (its
     /// binary, a runner component, a socket folder).
     pub fn protect(mut self, path: impl AsRef<std::path::Path>, what: impl Into<String>) -> Self {
-        let mut protected = (*self.protected).clone();
-        protected.add(path, what);
-        self.protected = Arc::new(protected);
+        let mut own = (*self.own_protected).clone();
+        own.add(path, what);
+        self.own_protected = Arc::new(own);
+        self.protect_again();
         self
+    }
+
+    /// The protected paths: what [`WasmHost::protect`] added, and the
+    /// cache's.
+    fn protect_again(&mut self) {
+        let mut protected = (*self.own_protected).clone();
+        if let Some(cache) = &self.cache {
+            protected.extend(&cache.protected());
+        }
+        self.protected = Arc::new(protected);
     }
 
     /// The paths no run's grant may mount.

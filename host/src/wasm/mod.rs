@@ -116,6 +116,13 @@ impl WasiView for HostState {
 /// Compiles and runs components; build once, reuse for many runs (the engine
 /// and linker are shared).
 ///
+/// | setting | default |
+/// |---|---|
+/// | artifact cache | the default folder ([`ArtifactCache::default_dir`]) when it opens; [`with_cache`](WasmHost::with_cache), [`without_cache`](WasmHost::without_cache) |
+/// | runs at once | one per core; [`max_concurrent`](WasmHost::max_concurrent), [`unlimited`](WasmHost::unlimited) |
+/// | instance allocation | on demand; [`with_pool`](WasmHost::with_pool) reserves slots |
+/// | fuel metering | on; [`new_unmetered`](WasmHost::new_unmetered) for wall-only grants |
+///
 /// # Examples
 ///
 /// ```no_run
@@ -156,6 +163,9 @@ pub struct WasmHost {
     /// Host paths no run's grant may mount (the cache and its key, and
     /// what [`WasmHost::protect`] added).
     protected: Arc<crate::ProtectedPaths>,
+    /// What [`WasmHost::protect`] added (the cache's paths are added to it
+    /// to make `protected`).
+    own_protected: Arc<crate::ProtectedPaths>,
     /// At most this many runs at once ([`WasmHost::max_concurrent`]);
     /// `None`: no limit.
     slots: Option<admission::Slots>,
