@@ -52,6 +52,8 @@ pub enum Event {
 pub struct EventSink {
     sender: Tx,
     dropped: Arc<AtomicU64>,
+    /// Send guest output as whole lines ([`EventSink::lines`]).
+    lines: bool,
 }
 
 /// The channel events go into.
@@ -70,6 +72,7 @@ impl EventSink {
         EventSink {
             sender: Tx::Std(sender),
             dropped: Arc::new(AtomicU64::new(0)),
+            lines: false,
         }
     }
 
@@ -94,8 +97,23 @@ impl EventSink {
         let sink = EventSink {
             sender: Tx::Tokio(tx),
             dropped: Arc::new(AtomicU64::new(0)),
+            lines: false,
         };
         (sink, rx)
+    }
+
+    /// Send the guest's stdout and stderr as whole lines: a write is held
+    /// until its newline comes (or until 64 KiB are held), and what is
+    /// left is sent when the run ends. Default: each write as it comes
+    /// (`print("tick", 0)` may be several events).
+    pub fn lines(mut self) -> Self {
+        self.lines = true;
+        self
+    }
+
+    /// Whether output goes as whole lines.
+    pub(crate) fn wants_lines(&self) -> bool {
+        self.lines
     }
 
     /// Send `event` unless the channel is full: never waits.

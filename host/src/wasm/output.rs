@@ -38,7 +38,12 @@ pub(crate) struct MeteredOutput {
     /// stream's name: a write the mark does not let reach `stdout` is
     /// refused (soft: the guest sees a failed write).
     flow: Option<(Arc<FlowState>, &'static str)>,
+    /// Output held until its newline, when the events go as whole lines.
+    pending: Arc<Mutex<Vec<u8>>>,
 }
+
+/// The most output held waiting for a newline.
+const MAX_LINE: usize = 64 * 1024;
 
 /// What became of one write.
 enum Put {
@@ -59,6 +64,41 @@ impl MeteredOutput {
             closed: Arc::new(AtomicBool::new(false)),
             events: None,
             flow: None,
+            pending: Arc::default(),
+        }
+    }
+
+    /// Send what output is still held for its newline (at the run's end).
+    pub(crate) fn flush_events(&self) {
+        let Some((events, kind)) = &self.events else {
+            return;
+        };
+        if let Ok(mut p) = self.pending.lock()
+            && !p.is_empty()
+        {
+            events.send(kind(std::mem::take(&mut *p)));
+        }
+    }
+
+    /// Announce `bytes` written: as they come, or as whole lines.
+    fn announce(&self, bytes: &[u8]) {
+        let Some((events, kind)) = &self.events else {
+            return;
+        };
+        if !events.wants_lines() {
+            events.send(kind(bytes.to_vec()));
+            return;
+        }
+        let Ok(mut p) = self.pending.lock() else {
+            return;
+        };
+        p.extend_from_slice(bytes);
+        while let Some(i) = p.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = p.drain(..=i).collect();
+            events.send(kind(line));
+        }
+        if p.len() >= MAX_LINE {
+            events.send(kind(std::mem::take(&mut *p)));
         }
     }
 
@@ -111,10 +151,8 @@ impl MeteredOutput {
             self.closed.store(true, Ordering::SeqCst);
             return Put::Closed;
         }
-        if let Some((events, kind)) = &self.events
-            && take > 0
-        {
-            events.send(kind(bytes[..take].to_vec()));
+        if take > 0 {
+            self.announce(&bytes[..take]);
         }
         if fits { Put::Written } else { Put::OverBudget }
     }

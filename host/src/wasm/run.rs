@@ -306,7 +306,9 @@ impl WasmHost {
             _ => store.into_data(),
         };
         let mut run = finish(fuel_left, state, end, &meter, kernel_wall, header);
-        for (name, flag) in closed {
+        for (name, flag, output) in closed {
+            // Output held for its newline goes out now.
+            output.flush_events();
             if flag.load(std::sync::atomic::Ordering::SeqCst) {
                 run.report.notes.push(format!(
                     "{name}: its reader went away; the guest's later writes to it were \

@@ -13,7 +13,11 @@ use wasmtime_wasi::p2::pipe::MemoryInputPipe;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
 
 /// Each output stream's name and whether its reader went away.
-pub(super) type Closed = [(&'static str, Arc<std::sync::atomic::AtomicBool>); 2];
+pub(super) type Closed = [(
+    &'static str,
+    Arc<std::sync::atomic::AtomicBool>,
+    MeteredOutput,
+); 2];
 
 impl WasmHost {
     /// The guest's WASI: the empty root and the mounts preopened, the caps'
@@ -78,8 +82,8 @@ impl WasmHost {
                 .with_flow(flow, "stderr"),
         );
         let closed = [
-            ("stdout", stdout.closed_flag()),
-            ("stderr", stderr.closed_flag()),
+            ("stdout", stdout.closed_flag(), stdout.clone()),
+            ("stderr", stderr.closed_flag(), stderr.clone()),
         ];
         wasi.stdout(stdout);
         wasi.stderr(stderr);

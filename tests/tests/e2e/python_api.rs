@@ -334,3 +334,35 @@ except queue.Empty:
         run.report.usage
     );
 }
+
+#[test]
+fn output_events_come_as_whole_lines_when_asked() {
+    use sbx_wasm::events::{Event, EventSink};
+    let (host, py) = python();
+    let caps = Capabilities::builder().build().unwrap();
+    // Unbuffered writes, pieces of a line each, and a last line without
+    // its newline.
+    let code = "import sys\nfor i in range(3):\n    sys.stdout.write('tick'); sys.stdout.flush()\n    \
+                sys.stdout.write(' '); sys.stdout.flush()\n    sys.stdout.write(str(i) + '\\n'); sys.stdout.flush()\n\
+                sys.stdout.write('end'); sys.stdout.flush()\n";
+    let lines_of = |sink: EventSink, rx: std::sync::mpsc::Receiver<Event>| {
+        let run = py
+            .run_source(host, code, RunOptions::new(caps.clone()).events(sink))
+            .unwrap();
+        assert_eq!(run.report.exit_code, Some(0), "{}", utf8(&run.stderr));
+        rx.try_iter()
+            .filter_map(|e| match e {
+                Event::Stdout(b) => Some(utf8(&b)),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+    };
+    let (tx, rx) = std::sync::mpsc::sync_channel(1024);
+    let whole = lines_of(EventSink::new(tx).lines(), rx);
+    assert_eq!(whole, ["tick 0\n", "tick 1\n", "tick 2\n", "end"]);
+    // The neighbour: each write as it came.
+    let (tx, rx) = std::sync::mpsc::sync_channel(1024);
+    let pieces = lines_of(EventSink::new(tx), rx);
+    assert!(pieces.len() > 4, "{pieces:?}");
+    assert_eq!(pieces.concat(), whole.concat());
+}
