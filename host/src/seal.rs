@@ -253,7 +253,10 @@ impl Sealer {
     /// the order the writer chose, no `prev` of its own) as one chained
     /// line: `prev` is added last.
     pub fn line_text(&mut self, object: &str) -> String {
-        let body = object.trim().trim_end_matches('}').trim_end();
+        // Exactly the object's own closing brace: a last field holding an
+        // object keeps its own.
+        let whole = object.trim();
+        let body = whole.strip_suffix('}').unwrap_or(whole).trim_end();
         let sep = if body.trim_start_matches('{').trim().is_empty() {
             ""
         } else {

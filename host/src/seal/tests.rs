@@ -117,7 +117,11 @@ fn a_serialized_record_keeps_its_field_order_and_gets_prev_last() {
     assert_eq!(b, format!(r#"{{"prev":"{}"}}"#, digest(&a)));
     let c = s.line(json!({"x": 1, "prev": "forged"}));
     assert!(c.starts_with(r#"{"x":1,"prev":"sha256:"#), "{c}");
-    let mut log = [a, b, c].join("\n");
+    // A last field that is an object keeps its braces.
+    let d = s.line_text(r#"{"end":{"status":"completed"}}"#);
+    let v: Value = serde_json::from_str(&d).unwrap();
+    assert_eq!(v["end"]["status"], "completed");
+    let mut log = [a, b, c, d].join("\n");
     log.push('\n');
     log += &s.seal();
     assert!(verify(&log, None).is_whole());
