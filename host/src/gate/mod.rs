@@ -1,8 +1,8 @@
 //! The gate: every operation is charged, checked, performed and audited here,
-//! in that order: the pipeline is [`Sandbox::run`] in this file; the check
-//! is `check.rs`, the effects `effect.rs`, the records `record.rs`, and the
-//! entry points of a door that performs effects itself (the wasm host's
-//! WASI) `door.rs`. Nothing here may panic on any input, and no effect
+//! in that order: the pipeline is [`Sandbox::run`] in this file; its setup
+//! is `builder.rs`, the check `check.rs`, the flow rules `flow.rs`, the
+//! effects `effect.rs`, the records `record.rs`, and the entry points of a
+//! door that performs effects itself (the wasm host's WASI) `door.rs`. Nothing here may panic on any input, and no effect
 //! happens before the check allows it.
 
 mod ask;
