@@ -22,6 +22,7 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::SystemTime;
 
 /// Where `run` and `exec` write their records.
 #[derive(clap::Args, Debug)]
@@ -64,24 +65,30 @@ pub(crate) struct AuditSeal {
 
 impl OutputFiles {
     /// The seal of the audit log of a run under `caps`, whose effective
-    /// grant is `grant` (as a caps file): the key is read now (before a
+    /// grant is `grant()` (as a caps file): the key is read now (before a
     /// run that may not read it after), and refused if a mount holds it.
+    /// Without `--audit` nothing is read or rendered.
     pub(crate) fn seal(
         &self,
-        grant: &str,
+        grant: impl FnOnce() -> String,
         caps: &Capabilities,
         program: &str,
     ) -> Result<AuditSeal> {
-        let key = match &self.audit_key {
-            None => None,
-            Some(path) => {
-                key_outside_mounts(path, caps)?;
-                Some(AuditKey::from_file(path).context("--audit-key")?)
-            }
-        };
-        let anchor = sbx_wasm::seal::anchor_of_grant(grant);
+        if self.audit.is_none() {
+            return Ok(AuditSeal {
+                anchor: String::new(),
+                key: None,
+                ocsf: None,
+            });
+        }
+        let key = self
+            .audit_key
+            .as_deref()
+            .map(|path| audit_key(path, caps))
+            .transpose()?;
+        let anchor = sbx_wasm::seal::anchor_of_grant(&grant());
         let ocsf = (self.audit_format == AuditFormat::Ocsf)
-            .then(|| ocsf_context(program, &anchor, now_ms()));
+            .then(|| ocsf_context(program, &anchor, epoch_ms(SystemTime::now())));
         Ok(AuditSeal { anchor, key, ocsf })
     }
 
@@ -244,10 +251,9 @@ impl Record {
     }
 }
 
-/// Milliseconds since the Unix epoch, now.
-pub(crate) fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
+/// Milliseconds from the Unix epoch to `t` (0 before it).
+pub(crate) fn epoch_ms(t: SystemTime) -> u64 {
+    t.duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
@@ -266,9 +272,16 @@ pub(crate) fn ocsf_context(program: &str, grant: &str, start_ms: u64) -> sbx_was
     ctx
 }
 
+/// The audit signing key in `path` (`--audit-key`), refused when a guest
+/// under `caps` could read it.
+pub(crate) fn audit_key(path: &Path, caps: &Capabilities) -> Result<AuditKey> {
+    key_outside_mounts(path, caps)?;
+    AuditKey::from_file(path).context("--audit-key")
+}
+
 /// Refuse a signing key a guest could read: one inside a mount's host
 /// folder.
-pub(crate) fn key_outside_mounts(key: &Path, caps: &Capabilities) -> Result<()> {
+fn key_outside_mounts(key: &Path, caps: &Capabilities) -> Result<()> {
     let path = std::fs::canonicalize(key)
         .with_context(|| format!("--audit-key: cannot read {}", key.display()))?;
     if let Some(m) = caps.mounts().iter().find(|m| path.starts_with(&m.host)) {

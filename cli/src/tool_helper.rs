@@ -74,9 +74,10 @@ impl Helper {
 impl Helper {
     /// Export the run's telemetry from the helper (the run's own process is
     /// behind the kernel wall by now, which keeps it from reaching a
-    /// collector). Nothing without `--features otel`.
+    /// collector). Nothing without `--features otel` or an OTLP endpoint.
     pub(crate) fn telemetry(&self, info: &sbx_wasm::telemetry::RunInfo<'_>) {
-        if !sbx_wasm::telemetry::ENABLED {
+        // Not even the run's records cross the pipe unless they are sent on.
+        if !sbx_wasm::telemetry::wanted() {
             return;
         }
         let Some(conn) = self.conn.as_ref() else {
@@ -85,10 +86,7 @@ impl Helper {
         let Ok(mut conn) = conn.lock() else {
             return;
         };
-        let start_ms = info
-            .start
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0));
+        let start_ms = crate::output::epoch_ms(info.start);
         let _ = conn.ask(&json!({ "telemetry": {
             "kind": info.kind, "program": info.program, "start_ms": start_ms,
             "report": info.report, "audit": info.audit,

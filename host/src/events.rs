@@ -112,6 +112,7 @@ impl EventSink {
     }
 
     /// Whether output goes as whole lines.
+    #[cfg_attr(not(feature = "wasm"), allow(dead_code))]
     pub(crate) fn wants_lines(&self) -> bool {
         self.lines
     }

@@ -310,6 +310,19 @@ pub struct Ending {
     /// The hard violation that halted it.
     #[serde(default)]
     pub violation: Option<crate::Violation>,
+    /// When it ended, in milliseconds since the Unix epoch (an MCP end
+    /// record's `at_ms`).
+    #[serde(default)]
+    pub at_ms: Option<u64>,
+    /// How long it ran, in milliseconds (`usage.wall_ms`).
+    #[serde(default, rename = "usage", deserialize_with = "wall_ms")]
+    pub wall_ms: u64,
+}
+
+/// `usage.wall_ms` of an end record (0 when it has none).
+fn wall_ms<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let usage: Value = serde::Deserialize::deserialize(d)?;
+    Ok(usage["wall_ms"].as_u64().unwrap_or(0))
 }
 
 impl From<&RunReport> for Ending {
@@ -318,8 +331,34 @@ impl From<&RunReport> for Ending {
             status: r.status,
             exit_code: r.exit_code,
             violation: r.violation,
+            at_ms: None,
+            wall_ms: r.usage.wall_ms,
         }
     }
+}
+
+/// Every event of one MCP call (`session`, `call`, of `tool`): its start
+/// (its end less its wall time), each record's event (and finding), and,
+/// when `end` says how it ended, its end; timed by `end.at_ms`, else
+/// `default_at`. The call is a run of its own: `SESSION/CALL`.
+pub fn call(
+    base: &Context,
+    (session, call, tool): (Option<&str>, &str, &str),
+    records: &[AuditEvent],
+    end: Option<&Ending>,
+    default_at: u64,
+) -> Vec<Value> {
+    let at = end.and_then(|e| e.at_ms).unwrap_or(default_at);
+    let mut c = base.clone();
+    c.session = session.map(str::to_string);
+    c.run = format!("{}/{call}", session.unwrap_or_default());
+    c.program = tool.to_string();
+    c.start_ms = at.saturating_sub(end.map_or(0, |e| e.wall_ms));
+    let mut out = run(records, None, &c);
+    if let Some(end) = end {
+        out.push(lifecycle(&c, Some(end), at));
+    }
+    out
 }
 
 /// An Application Lifecycle event: the run's start (`end` = `None`) or its
@@ -389,7 +428,7 @@ pub fn run(audit: &[AuditEvent], report: Option<&RunReport>, ctx: &Context) -> V
 /// by its end record's `at_ms`, with its start and end events.
 pub fn from_log(text: &str, ctx: &Context) -> Result<Vec<Value>, String> {
     let mut out = Vec::new();
-    let mut call: Vec<AuditEvent> = Vec::new();
+    let mut records: Vec<AuditEvent> = Vec::new();
     let mut started = false;
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
@@ -405,32 +444,17 @@ pub fn from_log(text: &str, ctx: &Context) -> Result<Vec<Value>, String> {
             // An MCP call ended: its records, between its start and end.
             let ending: Ending = serde_json::from_value(end.clone())
                 .map_err(|e| format!("line {}: not an end record: {e}", i + 1))?;
-            let at = end
-                .get("at_ms")
-                .and_then(Value::as_u64)
-                .unwrap_or(ctx.start_ms);
-            let wall = end["usage"]["wall_ms"].as_u64().unwrap_or(0);
-            let mut c = ctx.clone();
-            c.session = tag("session");
-            c.run = format!(
-                "{}/{}",
-                tag("session").unwrap_or_default(),
-                tag("call").unwrap_or_default()
-            );
-            c.program = tag("tool").unwrap_or_else(|| ctx.program.clone());
-            c.start_ms = at.saturating_sub(wall);
-            out.push(lifecycle(&c, None, c.start_ms));
-            for e in call.drain(..) {
-                out.push(event(&e, &c));
-                out.extend(finding(&e, &c));
-            }
-            out.push(lifecycle(&c, Some(&ending), at));
+            let (session, id) = (tag("session"), tag("call").unwrap_or_default());
+            let tool = tag("tool").unwrap_or_else(|| ctx.program.clone());
+            let tags = (session.as_deref(), id.as_str(), tool.as_str());
+            out.extend(call(ctx, tags, &records, Some(&ending), ctx.start_ms));
+            records.clear();
             continue;
         }
         let e: AuditEvent = serde_json::from_value(v.clone())
             .map_err(|e| format!("line {}: not an audit record: {e}", i + 1))?;
         if v.get("call").is_some() {
-            call.push(e);
+            records.push(e);
         } else {
             if !started {
                 out.push(lifecycle(ctx, None, ctx.start_ms));

@@ -187,9 +187,7 @@ fn write_secret(path: &std::path::Path, secret: &str) -> Result<()> {
 fn started(file: &std::path::Path, text: &str) -> u64 {
     let written = std::fs::metadata(file)
         .and_then(|m| m.modified())
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0));
+        .map_or(0, crate::output::epoch_ms);
     let last = text
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())

@@ -58,7 +58,7 @@ fn exec(
         .with_context(|| format!("plan {}", plan_path.display()))?;
     // Before the plan runs: its writes may rearrange a write mount.
     let records = files.open(None)?;
-    let seal = files.seal(&caps.to_toml(), &caps, "plan")?;
+    let seal = files.seal(|| caps.to_toml(), &caps, "plan")?;
     let run_start = std::time::SystemTime::now();
     let mut agent = SandboxedAgent::new(sandbox(
         caps,

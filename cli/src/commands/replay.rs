@@ -74,7 +74,9 @@ fn replay(a: &ReplayArgs) -> Result<i32> {
     let records = a.files.open(None)?;
     // Anchored as the recorded run's log was: at the recorded grant.
     let rec = replay.recording();
-    let seal = a.files.seal(&rec.caps, replay.caps(), &rec.program_name)?;
+    let seal = a
+        .files
+        .seal(|| rec.caps.clone(), replay.caps(), &rec.program_name)?;
     let mut run = host.run(&agent, opts)?;
     let verdict = replay.settle(&run.report, &mut run.audit);
     let texts = a.files.texts(&run.report, &run.audit, &seal)?;

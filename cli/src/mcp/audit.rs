@@ -81,7 +81,10 @@ impl AuditStream {
         };
         match &self.ocsf {
             Some(base) => {
-                for ev in ocsf_call(base, tag, events, &end) {
+                let ending = serde_json::from_value(end.clone()).ok();
+                let tags = (Some(tag.session), tag.call, tag.tool);
+                let now = crate::output::epoch_ms(std::time::SystemTime::now());
+                for ev in sbx_wasm::ocsf::call(base, tags, events, ending.as_ref(), now) {
                     text += &sealer.line_inside(ev, "unmapped");
                     text.push('\n');
                 }
@@ -127,26 +130,4 @@ fn last_line(file: &std::fs::File) -> std::io::Result<Option<String>> {
             None => back = back.saturating_mul(2),
         }
     }
-}
-
-/// A call's OCSF events: its start, its records' events, its end (`end`,
-/// the end record, says how and when it ended).
-fn ocsf_call(
-    base: &sbx_wasm::ocsf::Context,
-    tag: &CallTag<'_>,
-    events: &[AuditEvent],
-    end: &Value,
-) -> Vec<Value> {
-    let at = end["at_ms"].as_u64().unwrap_or_else(crate::output::now_ms);
-    let wall = end["usage"]["wall_ms"].as_u64().unwrap_or(0);
-    let mut ctx = base.clone();
-    ctx.session = Some(tag.session.to_string());
-    ctx.run = format!("{}/{}", tag.session, tag.call);
-    ctx.program = tag.tool.to_string();
-    ctx.start_ms = at.saturating_sub(wall);
-    let mut out = sbx_wasm::ocsf::run(events, None, &ctx);
-    if let Ok(ending) = serde_json::from_value::<sbx_wasm::ocsf::Ending>(end.clone()) {
-        out.push(sbx_wasm::ocsf::lifecycle(&ctx, Some(&ending), at));
-    }
-    out
 }

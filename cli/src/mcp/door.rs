@@ -173,13 +173,11 @@ impl Door {
         };
         let audit = match &args.audit {
             Some(path) => {
-                let key = match &args.audit_key {
-                    Some(k) => {
-                        crate::output::key_outside_mounts(k, &caps)?;
-                        Some(sbx_wasm::seal::AuditKey::from_file(k).context("--audit-key")?)
-                    }
-                    None => None,
-                };
+                let key = args
+                    .audit_key
+                    .as_deref()
+                    .map(|k| crate::output::audit_key(k, &caps))
+                    .transpose()?;
                 Some(AuditStream::open(
                     path,
                     &caps.to_toml(),
@@ -333,7 +331,7 @@ impl Door {
                 "exit_code": report.exit_code,
                 "violation": report.violation,
                 "usage": report.usage,
-                "at_ms": crate::output::now_ms(),
+                "at_ms": crate::output::epoch_ms(std::time::SystemTime::now()),
             });
             audit.record(&ids.tag(tool), decisions, end);
         }

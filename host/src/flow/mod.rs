@@ -242,9 +242,13 @@ impl FlowPolicy {
 
     /// The first label of `mark` that may not reach `sink`, if any.
     pub fn refusing<'m>(&self, mark: &'m Mark, sink: &Sink) -> Option<&'m HeldLabel> {
-        mark.held()
-            .iter()
-            .find(|h| !self.allow.get(&h.label).is_some_and(|s| s.contains(sink)))
+        mark.held().iter().find(|h| !self.may_reach(&h.label, sink))
+    }
+
+    /// Whether data carrying `label` may reach `sink` ([`FlowPolicy::readers`]
+    /// without building the set: the gate asks this per op).
+    pub(crate) fn may_reach(&self, label: &str, sink: &Sink) -> bool {
+        self.allow.get(label).is_some_and(|s| s.contains(sink))
     }
 
     /// Whether `label` names a rule of this policy.

@@ -83,7 +83,7 @@ impl FlowState {
             }
         }
         for (label, from) in incoming {
-            if !self.policy.readers(label).admits(sink) {
+            if !self.policy.may_reach(label, sink) {
                 let h = HeldLabel {
                     label: label.clone(),
                     from: from.clone(),

@@ -313,7 +313,7 @@ fn run_inner(a: &RunArgs, mut ready: Option<&mut Ready>) -> Result<i32> {
             .confine(Policy::for_caps(&caps), a.require_kernel_confinement);
     }
     // Read before the run: a confined process may not read them after.
-    let seal = a.files.seal(&caps.to_toml(), &caps, &shown)?;
+    let seal = a.files.seal(|| caps.to_toml(), &caps, &shown)?;
     let run_start = std::time::SystemTime::now();
     let hashes = match a.record {
         Some(_) => Some((Some(hashed(&program)?), Some(hashed(&a.caps)?))),
