@@ -329,3 +329,26 @@ fn evidence_notes_labelled_bytes_in_a_send_and_decides_nothing() {
     assert!(sb.run(Op::fetch(format!("http://crm.test/?d={b64}"))).ok);
     assert!(sb.audit().iter().all(|e| e.evidence.is_none()));
 }
+
+#[test]
+fn a_stream_refused_ten_thousand_times_is_recorded_once() {
+    let w = world(|b| b);
+    let mut mark = Mark::default();
+    mark.join("customer", "a test");
+    let state = super::FlowState::new(w.caps.flow().clone(), mark);
+    let hook = Sink::Egress("http://hook.test".into());
+    for _ in 0..10_000 {
+        assert!(state.stream_write(&hook, "stdout", "stdout").is_err());
+        assert!(state.stream_write(&hook, "stderr", "stderr").is_err());
+    }
+    // The allowed neighbour costs nothing and records nothing.
+    assert!(
+        state
+            .stream_write(&Sink::Stdout, "stdout", "stdout")
+            .is_ok()
+    );
+    let pending = state.take_pending();
+    let kinds: Vec<&str> = pending.iter().map(|r| r.kind).collect();
+    assert_eq!(kinds, ["stdout", "stderr"], "one record per stream");
+    assert!(state.take_pending().is_empty());
+}

@@ -230,3 +230,38 @@ impl StdoutStream for MeteredOutput {
         Box::new(self.clone())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A guest that never writes a newline cannot make the host hold more
+    /// than 64 KiB of it for `lines()`: a full buffer goes out as it is.
+    #[test]
+    fn output_held_for_its_newline_is_capped() {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1024);
+        let sink: Sink = Arc::new(Mutex::new(Vec::new()));
+        let out = MeteredOutput::new(Arc::new(OutputMeter::new(1 << 30)), sink)
+            .with_events(Some(EventSink::new(tx).lines()), Event::Stdout);
+        let chunk = vec![b'x'; 1000];
+        for _ in 0..200 {
+            assert!(matches!(out.put(&chunk), Put::Written));
+            assert!(out.pending.lock().unwrap().len() < MAX_LINE);
+        }
+        out.flush_events();
+        let sizes: Vec<usize> = rx
+            .try_iter()
+            .map(|e| match e {
+                Event::Stdout(b) => b.len(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert!(sizes.iter().all(|n| *n <= MAX_LINE + 1000), "{sizes:?}");
+        assert_eq!(sizes.iter().sum::<usize>(), 200_000);
+        assert_eq!(
+            sizes.len(),
+            4,
+            "three full buffers, then the rest at the end"
+        );
+    }
+}
