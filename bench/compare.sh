@@ -19,8 +19,8 @@ mkdir -p "$tools"
 echo "bench: building sbx-wasm, the harness and the guests (release)" >&2
 (cd "$root" && cargo build --quiet --release -p sbx-wasm-cli -p sbx-wasm-bench)
 cargo build --quiet --release --target wasm32-wasip2 --manifest-path "$root/guest-examples/Cargo.toml"
-bash "$root/guest-examples/python/build.sh"
-bash "$root/guest-examples/js/build.sh"
+bash "$root/host/runners/python/build.sh"
+bash "$root/host/runners/js/build.sh"
 
 if [ ! -x "$tools/bin/wasmtime" ]; then
     echo "bench: building wasmtime-cli 48.0.8 into $tools (once; ~15 min on two cores)" >&2

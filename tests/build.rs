@@ -1,8 +1,8 @@
 //! Build the wasm guests in `guest-examples/` from source for the end-to-end
 //! tests (their own workspace and target dir, target wasm32-wasip2), the
-//! Python runner (`guest-examples/python/build.sh`, componentize-py in a
+//! Python runner (`host/runners/python/build.sh`, componentize-py in a
 //! virtual environment under `target/py`) and the JavaScript runner
-//! (`guest-examples/js/build.sh`, componentize-js from the npm registry),
+//! (`host/runners/js/build.sh`, componentize-js from the npm registry),
 //! and tell the tests where the components are.
 
 use std::path::Path;
@@ -21,7 +21,7 @@ fn main() {
     ] {
         println!("cargo:rerun-if-changed={}", guests.join(watched).display());
     }
-    println!("cargo:rerun-if-changed={}", root.join("wit").display());
+    println!("cargo:rerun-if-changed={}", root.join("host/wit").display());
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
         .args([
@@ -44,14 +44,15 @@ fn main() {
         status.success(),
         "building guest-examples failed; is the target installed? `rustup target add wasm32-wasip2`"
     );
+    let runners = root.join("host/runners");
     runner(
-        &guests,
+        &runners,
         "python",
         &["requirements.txt"],
         "python3 with venv and PyPI",
     );
     runner(
-        &guests,
+        &runners,
         "js",
         &["package.json", "package-lock.json"],
         "Node.js 20+ with npm and the npm registry",
@@ -74,19 +75,19 @@ fn main() {
 /// (which makes nothing when its inputs are unchanged), watching its app,
 /// WIT, build script, the `files` it pins and the WIT staging both share;
 /// `needs` is what the build takes, for the message when it fails.
-fn runner(guests: &Path, dir: &str, files: &[&str], needs: &str) {
+fn runner(runners: &Path, dir: &str, files: &[&str], needs: &str) {
     let watched = ["app", "wit", "build.sh"].iter().chain(files);
     for w in watched {
         println!(
             "cargo:rerun-if-changed={}",
-            guests.join(dir).join(w).display()
+            runners.join(dir).join(w).display()
         );
     }
     println!(
         "cargo:rerun-if-changed={}",
-        guests.join("runner-wit.sh").display()
+        runners.join("runner-wit.sh").display()
     );
-    let script = guests.join(dir).join("build.sh");
+    let script = runners.join(dir).join("build.sh");
     let status = Command::new("bash")
         .arg(&script)
         .status()

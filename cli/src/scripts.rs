@@ -1,7 +1,7 @@
 //! `sbx-wasm run script.py` and `run agent.ts`: a script runs in its
 //! language's runner component (CPython built by componentize-py,
-//! `guest-examples/python`; StarlingMonkey built by componentize-js,
-//! `guest-examples/js`); the library's `ScriptRunner` finds the runner.
+//! `host/runners/python`; StarlingMonkey built by componentize-js,
+//! `host/runners/js`); the library's `ScriptRunner` finds the runner.
 //!
 //! The host reads the script (the user's input, not the guest's: a file, or
 //! stdin for `-`) and hands it to the runner as `-c SOURCE NAME ARGS...`, so
@@ -112,6 +112,42 @@ fn find<L: Language>(flag: Option<&Path>, flag_name: &str) -> Result<PathBuf> {
         );
     }
     ScriptRunner::<L>::locate(flag).map_err(|e| anyhow::anyhow!("{e}, or with {flag_name}"))
+}
+
+impl Lang {
+    /// As [`Lang::find_runner`], but a runner found nowhere (no flag, no
+    /// environment variable) is built from the sources compiled into this
+    /// binary, into the user's cache, saying so first and how long it took
+    /// after: an installed `sbx-wasm` runs scripts with no checkout.
+    pub(crate) fn find_or_build_runner(self, flag: Option<&Path>) -> Result<PathBuf> {
+        match self {
+            Lang::Python => find_or_build::<Python>(flag, "--python-runner"),
+            Lang::JavaScript => find_or_build::<JavaScript>(flag, "--js-runner"),
+        }
+    }
+}
+
+fn find_or_build<L: Language>(flag: Option<&Path>, flag_name: &str) -> Result<PathBuf> {
+    let found = find::<L>(flag, flag_name);
+    if found.is_ok() || flag.is_some() || std::env::var_os(L::RUNNER_ENV).is_some() {
+        return found;
+    }
+    let started = std::time::Instant::now();
+    eprintln!(
+        "sbx-wasm: no {} runner yet; building it from the sources in this binary into the \
+         user's cache (first use only, a few minutes; needs {})",
+        L::NAME,
+        L::BUILD_NEEDS,
+    );
+    let runner = sbx_wasm::wasm::runner_source::build::<L>()
+        .map_err(|e| anyhow::anyhow!("{e}; or name a runner with {flag_name}"))?;
+    eprintln!(
+        "sbx-wasm: {} runner built in {:.0} s: {}",
+        L::NAME,
+        started.elapsed().as_secs_f64(),
+        runner.display()
+    );
+    Ok(runner)
 }
 
 /// The script on stdin, whole, at most `MAX_SOURCE_BYTES`, UTF-8.

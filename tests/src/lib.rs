@@ -244,7 +244,7 @@ pub fn guest(name: &str) -> PathBuf {
     p
 }
 
-/// The Python runner component built by `guest-examples/python/build.sh`
+/// The Python runner component built by `host/runners/python/build.sh`
 /// (this crate's build script runs it).
 pub fn python_runner() -> PathBuf {
     let p = PathBuf::from(env!("PYTHON_RUNNER"));
@@ -252,7 +252,7 @@ pub fn python_runner() -> PathBuf {
     p
 }
 
-/// The JavaScript runner component built by `guest-examples/js/build.sh`
+/// The JavaScript runner component built by `host/runners/js/build.sh`
 /// (this crate's build script runs it).
 pub fn js_runner() -> PathBuf {
     let p = PathBuf::from(env!("JS_RUNNER"));

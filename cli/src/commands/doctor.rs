@@ -63,18 +63,23 @@ fn cache() -> Finding {
 }
 
 /// The runner of `L`, as `run` finds it; `needs` is what building it takes.
-fn runner<L: Language>(needs: &str) -> Finding {
+fn runner<L: Language>() -> Finding {
     match ScriptRunner::<L>::locate(None) {
         Ok(p) => ok(format!("{} runner: {}", L::NAME, p.display())),
         Err(e) => missing(
             format!("{} runner: {e}", L::NAME),
-            &format!("bash {} in a checkout (needs {needs})", L::BUILD_SCRIPT),
+            &format!(
+                "`sbx-wasm run` builds it at first use from the sources in this binary, or \
+                 `bash {}` in a checkout (needs {})",
+                L::BUILD_SCRIPT,
+                L::BUILD_NEEDS
+            ),
         ),
     }
 }
 
 fn python() -> Vec<Finding> {
-    let mut out = vec![runner::<Python>("python3 with venv and PyPI")];
+    let mut out = vec![runner::<Python>()];
     let venv = Command::new("python3")
         .args(["-c", "import venv, ensurepip"])
         .output()
@@ -94,9 +99,7 @@ fn python() -> Vec<Finding> {
 }
 
 fn javascript() -> Vec<Finding> {
-    let mut out = vec![runner::<JavaScript>(
-        "Node.js 20+ with npm and the npm registry",
-    )];
+    let mut out = vec![runner::<JavaScript>()];
     let node = version("node", &["--version"]);
     let major = node.as_deref().and_then(|v| {
         v.trim_start_matches('v')

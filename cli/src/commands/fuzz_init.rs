@@ -134,7 +134,7 @@ debug = "line-tables-only"
 /// writes), with `component` in place of its default and `properties`
 /// in place of its `--never` block.
 fn target(component: &Path, properties: &str) -> Result<String> {
-    const TEMPLATE: &str = include_str!("../../../examples/fuzz-agent/src/main.rs");
+    const TEMPLATE: &str = include_str!("../../templates/fuzz-agent.rs");
     const DEFAULT: &str = "const COMPONENT: &str = \"agent.wasm\";";
     let (head, rest) = TEMPLATE
         .split_once("        // --never:\n")

@@ -4,7 +4,7 @@
 
 use anyhow::{Context, Result, bail};
 use sbx_wasm::wasm::ArtifactCache;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
 pub(crate) struct PythonArgs {
@@ -36,8 +36,9 @@ struct BuildArgs {
     /// the cache folder, HASH from the requirements file).
     #[arg(short = 'o', long = "out", value_name = "RUNNER.wasm")]
     out: Option<PathBuf>,
-    /// The sbx-wasm source tree whose `guest-examples/python/build.sh`
-    /// builds it (default: the source this binary was built from).
+    /// The sbx-wasm source tree whose `host/runners/python/build.sh`
+    /// builds it (default: the sources compiled into this binary, unpacked
+    /// into the cache folder).
     #[arg(long, value_name = "DIR")]
     source: Option<PathBuf>,
 }
@@ -57,9 +58,9 @@ impl BuildArgs {
             .with_context(|| format!("cannot read {}", self.requirements.display()))?;
         let source = match &self.source {
             Some(dir) => dir.clone(),
-            None => Path::new(env!("CARGO_MANIFEST_DIR")).join(".."),
+            None => sbx_wasm::wasm::runner_source::unpacked()?,
         };
-        let script = source.join("guest-examples/python/build.sh");
+        let script = source.join("host/runners/python/build.sh");
         if !script.is_file() {
             bail!(
                 "{} not found: name the sbx-wasm source tree with --source",

@@ -3,7 +3,7 @@
 //! that print what happened.
 
 wit_bindgen::generate!({
-    path: "../../wit",
+    path: "../../host/wit",
     world: "agent",
 });
 

@@ -31,6 +31,7 @@ mod root;
 mod run;
 mod run_inputs;
 pub mod runner;
+pub mod runner_source;
 mod warm;
 mod wasi_context;
 

@@ -1,5 +1,5 @@
 //! Python agents: the Python runner (CPython built as a component, its
-//! standard library snapshotted in; `guest-examples/python`) runs a source
+//! standard library snapshotted in; `host/runners/python`) runs a source
 //! string or a script file under the grant, like any component
 //! ([`ScriptRunner`] holds what every runner shares).
 //!

@@ -1,5 +1,5 @@
 //! Script runners: a language's interpreter built as a component of the
-//! sbx world (`guest-examples/python`, `guest-examples/js`) that runs a
+//! sbx world (`host/runners/python`, `host/runners/js`) that runs a
 //! source string or a script file under the grant, like any component.
 //! [`PythonRunner`](super::PythonRunner) and [`JsRunner`](super::JsRunner)
 //! are this one type for each [`Language`].
@@ -33,6 +33,11 @@ pub trait Language: sealed::Sealed + Send + Sync + 'static {
     const BUILD_DIR: &'static str;
     /// The script that builds the runner, from the project's root.
     const BUILD_SCRIPT: &'static str;
+    /// The environment variable that names the build's own folder (its
+    /// tools' environment, staged WIT; default `target/NAME/`).
+    const BUILD_DIR_ENV: &'static str;
+    /// What building the runner takes, for people.
+    const BUILD_NEEDS: &'static str;
     /// The guest's program name (`argv[0]`).
     const PROGRAM: &'static str;
     /// The name a source string runs under.
@@ -41,12 +46,12 @@ pub trait Language: sealed::Sealed + Send + Sync + 'static {
     const PRIVATE_TMP: bool;
 }
 
-/// CPython, built by componentize-py (`guest-examples/python`).
+/// CPython, built by componentize-py (`host/runners/python`).
 #[derive(Clone, Copy, Debug)]
 pub struct Python;
 
 /// JavaScript and TypeScript: StarlingMonkey, built by componentize-js
-/// (`guest-examples/js`).
+/// (`host/runners/js`).
 #[derive(Clone, Copy, Debug)]
 pub struct JavaScript;
 
@@ -58,7 +63,9 @@ impl Language for Python {
     const RUNNER_FILE: &'static str = "sbx-python.wasm";
     const RUNNER_ENV: &'static str = "SBX_WASM_PYTHON_RUNNER";
     const BUILD_DIR: &'static str = "py";
-    const BUILD_SCRIPT: &'static str = "guest-examples/python/build.sh";
+    const BUILD_SCRIPT: &'static str = "host/runners/python/build.sh";
+    const BUILD_DIR_ENV: &'static str = "SBX_WASM_PY_BUILD_DIR";
+    const BUILD_NEEDS: &'static str = "python3 with venv, and the Python registry";
     const PROGRAM: &'static str = "python";
     const SNIPPET: &'static str = "snippet.py";
     const PRIVATE_TMP: bool = true;
@@ -69,7 +76,9 @@ impl Language for JavaScript {
     const RUNNER_FILE: &'static str = "sbx-js.wasm";
     const RUNNER_ENV: &'static str = "SBX_WASM_JS_RUNNER";
     const BUILD_DIR: &'static str = "js";
-    const BUILD_SCRIPT: &'static str = "guest-examples/js/build.sh";
+    const BUILD_SCRIPT: &'static str = "host/runners/js/build.sh";
+    const BUILD_DIR_ENV: &'static str = "SBX_WASM_JS_BUILD_DIR";
+    const BUILD_NEEDS: &'static str = "Node.js 20 or later with npm, and the npm registry";
     const PROGRAM: &'static str = "js";
     // TypeScript is stripped, and plain JavaScript is TypeScript.
     const SNIPPET: &'static str = "snippet.ts";
@@ -149,8 +158,9 @@ impl<L: Language> ScriptRunner<L> {
             looked.push(candidate.display().to_string());
         }
         Err(setup(format!(
-            "the {} runner ({}) was not found (looked at {}); build it with `bash {}`, or name \
-             it with {}",
+            "the {} runner ({}) was not found (looked at {}); build it with `bash {}` in a \
+             checkout or `sbx_wasm::wasm::runner_source::build` (`sbx-wasm run` does at first \
+             use), or name it with {}",
             L::NAME,
             L::RUNNER_FILE,
             looked.join(", "),

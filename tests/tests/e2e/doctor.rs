@@ -79,7 +79,7 @@ fn doctor_finds_the_runners_and_names_the_fix_for_one_missing() {
         "{text}"
     );
     assert!(
-        text.contains("fix: bash guest-examples/js/build.sh"),
+        text.contains("fix: `sbx-wasm run` builds it at first use from the sources in this binary, or `bash host/runners/js/build.sh` in a checkout (needs Node.js 20 or later with npm, and the npm registry)"),
         "{text}"
     );
 }
@@ -166,4 +166,104 @@ fn an_installed_binary_finds_the_runners_a_checkout_built_from_any_folder() {
     let o = run(&["run", "--caps", "bad.toml", "--no-stdin", "hello.ts"]);
     assert_eq!(o.status.code(), Some(125), "{}", utf8(&o.stderr));
     assert!(utf8(&o.stderr).contains("runner"), "{}", utf8(&o.stderr));
+}
+
+/// The user's content-addressed runner caches (`build.sh` keeps every
+/// runner it built there by the hash of its inputs).
+fn runner_content_caches() -> [(&'static str, std::path::PathBuf); 2] {
+    let home = std::env::var_os("XDG_CACHE_HOME")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache")
+        });
+    [
+        (
+            "SBX_WASM_RUNNER_CACHE",
+            home.join("sbx-wasm/python-runners"),
+        ),
+        ("SBX_WASM_RUNNER_CACHE_JS", home.join("sbx-wasm/js-runners")),
+    ]
+}
+
+#[test]
+fn an_installed_binary_with_no_runner_builds_one_from_the_sources_it_carries() {
+    // An empty user cache, a binary beside nothing: the runner build runs
+    // from the sources compiled into the binary. Its inputs are the
+    // checkout's, so their hash finds the runner the checkout's build left
+    // in the content cache (the test's shortcut past pip and npm; that the
+    // hash matches is what shows the embedded sources are the checkout's).
+    let t = tempfile::tempdir().unwrap();
+    let bin = t.path().join("bin/sbx-wasm");
+    place(&sbx_bin(), &bin);
+    let cache = t.path().join("cache");
+    let work = t.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(work.join("caps.toml"), "").unwrap();
+    std::fs::write(work.join("hello.py"), "print(6 * 7)").unwrap();
+    std::fs::write(work.join("hello.ts"), "console.log(6 * 7 as number);").unwrap();
+    let run = |args: &[&str]| {
+        let mut c = Command::new(&bin);
+        c.current_dir(&work)
+            .args(args)
+            .env_remove("SBX_WASM_PYTHON_RUNNER")
+            .env_remove("SBX_WASM_JS_RUNNER")
+            .env("XDG_CACHE_HOME", &cache)
+            .env("SBX_WASM_CACHE_DIR", crate::scripts::warm_cache());
+        for (k, v) in runner_content_caches() {
+            c.env(k, v);
+        }
+        c.output().unwrap()
+    };
+    for (script, runner) in [("hello.py", "sbx-python.wasm"), ("hello.ts", "sbx-js.wasm")] {
+        let o = run(&["run", "--caps", "caps.toml", "--no-stdin", script]);
+        let err = utf8(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{script}: {err}");
+        assert_eq!(
+            utf8(&o.stdout),
+            "42\n",
+            "{script}: build output leaked to stdout"
+        );
+        assert!(
+            err.contains("building it from the sources in this binary"),
+            "{err}"
+        );
+        assert!(err.contains("runner built in"), "{err}");
+        assert!(cache.join("sbx-wasm/runners").join(runner).is_file());
+        // Built once: the next run finds it and says nothing of a build.
+        let o = run(&["run", "--caps", "caps.toml", "--no-stdin", script]);
+        assert_eq!(o.status.code(), Some(0), "{}", utf8(&o.stderr));
+        assert!(!utf8(&o.stderr).contains("building"), "{}", utf8(&o.stderr));
+    }
+    // The sources went to the cache, and nothing into the work folder.
+    assert!(cache.join("sbx-wasm/runner-src").is_dir());
+    let left: Vec<_> = std::fs::read_dir(&work)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left.len(), 3, "{left:?}");
+}
+
+#[test]
+fn no_color_turns_off_the_colours_clap_would_force() {
+    let forced = sbx(&["--help"], &[("CLICOLOR_FORCE", "1")]);
+    assert!(
+        utf8(&forced.stdout).contains('\u{1b}'),
+        "CLICOLOR_FORCE colours help"
+    );
+    let plain = sbx(&["--help"], &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]);
+    assert!(
+        !utf8(&plain.stdout).contains('\u{1b}'),
+        "{}",
+        utf8(&plain.stdout)
+    );
+    let err = sbx(
+        &["no-such-command"],
+        &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")],
+    );
+    assert_eq!(err.status.code(), Some(2));
+    assert!(
+        !utf8(&err.stderr).contains('\u{1b}'),
+        "{}",
+        utf8(&err.stderr)
+    );
 }

@@ -167,8 +167,7 @@ fn fuzz_init_writes_a_project_seeded_from_the_recording() {
     // The target is the example project's (examples/fuzz-agent, run by
     // its own test), the component named in place of its default.
     let target = std::fs::read_to_string(d.join("gen/src/main.rs")).unwrap();
-    let example =
-        std::fs::read_to_string(repo_root().join("examples/fuzz-agent/src/main.rs")).unwrap();
+    let example = std::fs::read_to_string(repo_root().join("cli/templates/fuzz-agent.rs")).unwrap();
     assert_eq!(
         target,
         example.replace(

@@ -1,5 +1,5 @@
 //! Model-written JavaScript and TypeScript through the real CLI and the real
-//! runner component (`guest-examples/js`, built by this crate's build
+//! runner component (`host/runners/js`, built by this crate's build
 //! script): the shipped examples end to end, a TypeScript agent that awaits
 //! a tool, fetches and writes beside its denied neighbours, stdin scripts,
 //! deterministic replays, and the library's `JsRunner`. The hostile set and

@@ -1,5 +1,5 @@
 //! Model-written Python through the real CLI and the real runner component
-//! (`guest-examples/python`, built by this crate's build script): the shipped
+//! (`host/runners/python`, built by this crate's build script): the shipped
 //! examples end to end, every hard limit reached from Python, fetch and tools
 //! as Python functions beside their denied neighbours, the standard library
 //! agents use, clear errors for what cannot work, and the artifact cache.

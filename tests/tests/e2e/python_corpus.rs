@@ -55,7 +55,7 @@ fn kind(source: &str) -> Kind {
 /// `python3` in a virtual environment holding the runner's bundled
 /// packages, made once per set of requirements in the user's cache folder.
 fn native_python() -> PathBuf {
-    let requirements = repo_root().join("guest-examples/python/requirements.txt");
+    let requirements = repo_root().join("host/runners/python/requirements.txt");
     sbx_wasm_tests::cached_venv(
         "native-python",
         &requirements,

@@ -155,8 +155,7 @@ print(attempt(lambda: os.makedirs("/work/other", exist_ok=True)),
 
 #[test]
 fn the_runner_is_the_python_its_build_picks_wheels_for() {
-    let build =
-        std::fs::read_to_string(repo_root().join("guest-examples/python/build.sh")).unwrap();
+    let build = std::fs::read_to_string(repo_root().join("host/runners/python/build.sh")).unwrap();
     let picked = build
         .lines()
         .find_map(|l| l.strip_prefix("runner_python=\""))

@@ -227,7 +227,7 @@ fn run_inner(a: &RunArgs, mut ready: Option<&mut Ready>) -> Result<i32> {
                         Lang::Python => a.python_runner.as_deref(),
                         Lang::JavaScript => a.js_runner.as_deref(),
                     };
-                    lang.find_runner(flag)?
+                    lang.find_or_build_runner(flag)?
                 }
             };
             (runner, lang.runner_args(&a.component, &a.args)?)

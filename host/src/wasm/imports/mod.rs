@@ -1,4 +1,4 @@
-//! The `sbx:agent` world (`wit/`, one file per interface): its bindings,
+//! The `sbx:agent` world (`host/wit/`, one file per interface): its bindings,
 //! and the one mapping of a gate result to a guest answer. Soft denials
 //! return as values; a hard limit traps. Each interface's host side has
 //! its own file here (`net.rs`, `tools.rs`, `kv.rs`, `fs.rs`): the capability's WIT adapter.
@@ -13,7 +13,7 @@ mod net;
 mod tools;
 
 wasmtime::component::bindgen!({
-    path: "../wit",
+    path: "wit",
     world: "agent",
     imports: { default: trappable },
 });

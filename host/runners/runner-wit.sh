@@ -21,13 +21,13 @@ wasi_version() {
 
 # stage_wit ROOT WASI_WIT RUNNER_WIT DEST: DEST made anew with the runner's
 # world (@WASI@ in it written as the WASI version), the sbx:agent package
-# (the repo's wit/) and each WASI package, in the deps/ layout WIT tools read.
+# (the host crate's wit/) and each WASI package, in the deps/ layout WIT tools read.
 stage_wit() {
     local root="$1" wasi="$2" runner="$3" dest="$4" f name
     rm -rf "$dest"
     mkdir -p "$dest/deps/sbx-agent"
     sed "s/@WASI@/$(wasi_version "$wasi")/g" "$runner" > "$dest/$(basename "$runner")"
-    cp "$root"/wit/*.wit "$dest/deps/sbx-agent/"
+    cp "$root"/host/wit/*.wit "$dest/deps/sbx-agent/"
     for f in "$wasi"/*.wit; do
         name="$(basename "$f" .wit)"
         mkdir -p "$dest/deps/$name"

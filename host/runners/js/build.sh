@@ -3,8 +3,8 @@
 # WASI 0.2 component) with the runner's own modules pre-initialised in,
 # made by componentize-js, a command component of the sbx world.
 #
-#   bash guest-examples/js/build.sh            ->  target/js/sbx-js.wasm
-#   bash guest-examples/js/build.sh -o OUT.wasm
+#   bash host/runners/js/build.sh            ->  target/js/sbx-js.wasm
+#   bash host/runners/js/build.sh -o OUT.wasm
 #
 # Every tool comes from the npm registry, pinned by package-lock.json
 # (componentize-js with its StarlingMonkey engine and wizer, esbuild,
@@ -19,7 +19,7 @@
 # written into the source tree but target/ (or $SBX_WASM_JS_BUILD_DIR).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
+root="$(cd "$here/../../.." && pwd)"
 out="${SBX_WASM_JS_BUILD_DIR:-$root/target/js}"
 target="$out/sbx-js.wasm"
 publish=1
@@ -42,7 +42,7 @@ trap 'status=$?; [ "$status" -ne 0 ] || [ "$publish" = 0 ] || publish_runner "$t
 wasi_wit="$(wasi_wit_dir "$root")"
 wasi_version="$(wasi_version "$wasi_wit")"
 
-stamp="$( (cat "$here/build.sh" "$here/../runner-wit.sh" "$here/package-lock.json" "$here/wit/runner.wit" "$root"/wit/*.wit "$here"/app/*.js; echo "$wasi_wit"; ls "$wasi_wit") | sha256sum | cut -d' ' -f1)"
+stamp="$( (cat "$here/build.sh" "$here/../runner-wit.sh" "$here/package-lock.json" "$here/wit/runner.wit" "$root"/host/wit/*.wit "$here"/app/*.js; echo "$wasi_wit"; ls "$wasi_wit") | sha256sum | cut -d' ' -f1)"
 if [ -f "$target" ] && [ "$(cat "$target.stamp" 2>/dev/null)" = "$stamp" ]; then
     echo "js runner: up to date ($target)" >&2
     exit 0

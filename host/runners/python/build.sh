@@ -2,8 +2,8 @@
 # Builds the Python runner component: CPython inside a WASI 0.2 command
 # component of the sbx world, made by componentize-py (pinned below).
 #
-#   bash guest-examples/python/build.sh    ->  target/py/sbx-python.wasm
-#   bash guest-examples/python/build.sh --requirements req.txt -o runner.wasm
+#   bash host/runners/python/build.sh    ->  target/py/sbx-python.wasm
+#   bash host/runners/python/build.sh --requirements req.txt -o runner.wasm
 #
 # With --requirements, the pure-Python packages it names (every one pinned
 # by hash: pip --require-hashes, wheels only, dependencies too) are bundled
@@ -19,7 +19,7 @@
 # happens only when an input changed.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
+root="$(cd "$here/../../.." && pwd)"
 out="${SBX_WASM_PY_BUILD_DIR:-$root/target/py}"
 componentize_py_version="0.25.1"
 # The CPython inside that componentize-py (a test checks the runner says
@@ -46,7 +46,7 @@ done
 trap 'status=$?; [ "$status" -ne 0 ] || [ "$publish" = 0 ] || publish_runner "$target"; exit "$status"' EXIT
 wasi_wit="$(wasi_wit_dir "$root")"
 
-stamp="$( (cat "$here/build.sh" "$here/../runner-wit.sh" "$here/requirements.txt" ${extra:+"$extra"} "$here/wit/runner.wit" "$root"/wit/*.wit "$here"/app/*.py; echo "$wasi_wit"; ls "$wasi_wit"; echo "$componentize_py_version") | sha256sum | cut -d' ' -f1)"
+stamp="$( (cat "$here/build.sh" "$here/../runner-wit.sh" "$here/requirements.txt" ${extra:+"$extra"} "$here/wit/runner.wit" "$root"/host/wit/*.wit "$here"/app/*.py; echo "$wasi_wit"; ls "$wasi_wit"; echo "$componentize_py_version") | sha256sum | cut -d' ' -f1)"
 if [ -f "$target" ] && [ "$(cat "$target.stamp" 2>/dev/null)" = "$stamp" ]; then
     echo "python runner: up to date ($target)" >&2
     exit 0

@@ -1,5 +1,5 @@
 """Time zones for zoneinfo without the host: the IANA database of the
-bundled tzdata package (guest-examples/python/requirements.txt) is read
+bundled tzdata package (host/runners/python/requirements.txt) is read
 into memory while the runner is built, so it lives in the snapshot, and
 zoneinfo is served from there. zoneinfo's own search of the TZPATH folders
 is switched off: each probe would be a denied, audited file operation on
