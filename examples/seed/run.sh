@@ -10,23 +10,36 @@ root=$(cd "$here/../.." && pwd)
 port=18080
 
 rustup target add wasm32-wasip2 >/dev/null 2>&1 || true
-# The whole workspace, tests included, in one build: the CLI then shares
-# its dependencies' features with `cargo test --workspace`, which builds
-# nothing twice. (A narrower build, `-p sbx-wasm-cli`, resolves other
-# features for crates wasmtime uses and compiles wasmtime a second time.)
-cargo build --quiet --manifest-path "$root/Cargo.toml" --workspace --bins --tests
-cargo build --quiet --release --target wasm32-wasip2 --manifest-path "$root/guest-examples/Cargo.toml"
 
 if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
   echo "run.sh: port $port is already in use; stop whatever listens there and retry" >&2
   exit 2
 fi
+
+# The whole workspace, tests included, in one build: the CLI then shares
+# its dependencies' features with `cargo test --workspace`, which builds
+# nothing twice. (A narrower build, `-p sbx-wasm-cli`, resolves other
+# features for crates wasmtime uses and compiles wasmtime a second time.)
+# The plan needs only the CLI: it runs as soon as cargo reports the binary
+# linked, while the rest of the build goes on.
+build_log="$(mktemp)"
+cargo build --quiet --message-format json-render-diagnostics \
+  --manifest-path "$root/Cargo.toml" --workspace --bins --tests > "$build_log" &
+build=$!
 python3 -m http.server "$port" --bind 127.0.0.1 --directory "$here/api" >/dev/null 2>&1 &
 server=$!
-trap 'kill "$server" 2>/dev/null || true' EXIT
+trap 'kill "$server" 2>/dev/null || true; kill "$build" 2>/dev/null || true; rm -f "$build_log"' EXIT
 for _ in $(seq 100); do
   (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
   sleep 0.05
+done
+# cargo's artifact message for the binary comes once it is linked.
+until grep -q '"executable":"[^"]*/target/debug/sbx-wasm"' "$build_log"; do
+  if ! kill -0 "$build" 2>/dev/null; then
+    wait "$build" || { echo "run.sh: the build failed (its messages are above)" >&2; exit 1; }
+    break
+  fi
+  sleep 1
 done
 
 echo "== the plan, through sbx-wasm exec"
@@ -37,6 +50,11 @@ if [ "$status" -ne 3 ]; then
   exit 1
 fi
 echo "(exit code 3: the run was halted by a hard limit, as the seed expects for op 8)"
+
+echo
+echo "(waiting for the rest of the build: the tests and the wasm guests)"
+wait "$build" || { echo "run.sh: the build failed (its messages are above)" >&2; exit 1; }
+cargo build --quiet --release --target wasm32-wasip2 --manifest-path "$root/guest-examples/Cargo.toml"
 
 echo
 echo "== the same actions as a wasm agent, through sbx-wasm run"

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# Builds the sbx-wasm server image with buildah, from scratch: no Docker
+# engine and no base image from a registry. (`deploy/Dockerfile` is the same
+# image for machines with a Docker engine and Docker Hub.)
+#
+#   bash deploy/build-image.sh [--check]     ->  target/image/sbx-wasm-0.1.0.oci.tar
+#
+# The image holds the release binary, the C libraries it links (glibc's
+# loader, libc, libm, libgcc_s: nothing else, no shell, no package
+# manager), the Python and JavaScript runners beside the binary (found
+# there, no flag needed), and the runners already compiled into a
+# read-only artifact cache (/opt/sbx-wasm/cache, its key beside it), so a
+# container's first run_python is not a compile. It runs as uid 10001, and
+# works with a read-only root file system: the cache is only read (a
+# component it lacks is compiled in memory), and what is written goes to
+# the volumes at /scratch and /audit (deploy/kubernetes/).
+#
+# --check then runs the image's binary the way a runtime would, with the
+# image's root mounted read-only and as uid 10001 (unshare + chroot; no
+# engine needed): `--version`, a Python script and a TypeScript one under
+# an empty grant, and prints the image's size and the first run's time.
+#
+# Needs: buildah (apt-get install buildah), run as root (its storage is
+# vfs, so no overlay support is needed), and what quick start 1 needs.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+check=0
+[ "${1:-}" = "--check" ] && check=1
+export STORAGE_DRIVER="${STORAGE_DRIVER:-vfs}"
+version="$(sed -n 's/^version = "\(.*\)"$/\1/p' "$root/Cargo.toml" | head -1)"
+out="$root/target/image"
+mkdir -p "$out"
+
+echo "== release binary and the runners"
+cargo build --release --locked -p sbx-wasm-cli --manifest-path "$root/Cargo.toml"
+bash "$root/host/runners/python/build.sh"
+bash "$root/host/runners/js/build.sh"
+bin="$root/target/release/sbx-wasm"
+
+echo "== the image's root"
+stage="$(mktemp -d)"
+trap 'rm -rf "$stage"' EXIT
+# proc/, dev/ and sys/ are where a runtime mounts its own.
+mkdir -p "$stage/usr/local/bin" "$stage/etc" "$stage/opt/sbx-wasm" "$stage/scratch" "$stage/audit" "$stage/tmp" \
+    "$stage/proc" "$stage/dev" "$stage/sys" "$stage/work"
+cp "$bin" "$stage/usr/local/bin/sbx-wasm"
+cp "$root/target/py/sbx-python.wasm" "$root/target/js/sbx-js.wasm" "$stage/usr/local/bin/"
+# The binary's shared libraries, as the loader resolves them here.
+for lib in $(ldd "$bin" | grep -o '/[^ ]*'); do
+    mkdir -p "$stage$(dirname "$lib")"
+    cp -L "$lib" "$stage$lib"
+done
+printf 'root:x:0:0::/:/nonexistent\nsbx:x:10001:10001::/nonexistent:/nonexistent\n' > "$stage/etc/passwd"
+printf 'root:x:0:\nsbx:x:10001:\n' > "$stage/etc/group"
+# The runners compiled for this engine into the image's cache, with the
+# paths they have in the image (the cache keys them by content as well).
+for runner in sbx-python.wasm sbx-js.wasm; do
+    SBX_WASM_CACHE_DIR="$stage/opt/sbx-wasm/cache" SBX_WASM_CACHE_KEY="$stage/opt/sbx-wasm/cache.key" \
+        "$bin" compile "$stage/usr/local/bin/$runner"
+done
+chown -R 10001:10001 "$stage/opt/sbx-wasm" "$stage/scratch" "$stage/audit"
+chmod 1777 "$stage/tmp"
+
+echo "== buildah commit"
+ctr="$(buildah from scratch)"
+trap 'rm -rf "$stage"; buildah rm "$ctr" >/dev/null 2>&1 || true' EXIT
+buildah copy --quiet "$ctr" "$stage" / >/dev/null
+buildah config \
+    --user 10001:10001 \
+    --env SBX_WASM_CACHE_DIR=/opt/sbx-wasm/cache \
+    --env SBX_WASM_CACHE_KEY=/opt/sbx-wasm/cache.key \
+    --port 8765 \
+    --entrypoint '["/usr/local/bin/sbx-wasm"]' \
+    --cmd '["mcp", "--caps", "/etc/sbx/caps.toml", "--http", "0.0.0.0:8765", "--token-file", "/etc/sbx-token/token", "--session-scratch", "--scratch-root", "/scratch", "--audit", "/audit/audit.jsonl"]' \
+    --label "org.opencontainers.image.title=sbx-wasm" \
+    --label "org.opencontainers.image.version=$version" \
+    "$ctr"
+image="sbx-wasm:$version"
+buildah commit --quiet --rm "$ctr" "$image" >/dev/null
+archive="$out/sbx-wasm-$version.oci.tar"
+rm -f "$archive"
+buildah push --quiet "$image" "oci-archive:$archive:$image"
+echo "image $image -> $archive ($(du -h "$archive" | cut -f1))"
+
+[ "$check" = 1 ] || exit 0
+
+echo "== check: the image's root read-only, as uid 10001"
+ctr="$(buildah from "$image")"
+trap 'buildah umount "$ctr" >/dev/null 2>&1 || true; buildah rm "$ctr" >/dev/null 2>&1 || true' EXIT
+rootfs="$(buildah mount "$ctr")"
+work="$(mktemp -d)"
+printf 'print(6 * 7)\n' > "$work/hello.py"
+printf 'const n: number = 6 * 7;\nconsole.log(n);\n' > "$work/hello.ts"
+: > "$work/caps.toml"
+chmod -R a+rX "$work"
+# In mount and pid namespaces of its own, as a runtime would set it up: the
+# root bound read-only, the work folder at /work (read-only too), a private
+# /tmp, /proc and /dev; then chroot as 10001.
+contained() {
+    unshare --mount --pid --fork sh -c '
+        set -e
+        mount --bind "$0" "$0" && mount -o remount,bind,ro "$0"
+        mount --bind "$1" "$0/work" && mount -o remount,bind,ro "$0/work"
+        mount -t tmpfs tmpfs "$0/tmp"
+        mount -t proc proc "$0/proc"
+        mount --rbind /dev "$0/dev"
+        shift 2
+        exec chroot --userspec=10001:10001 "$ROOTFS" env HOME=/nonexistent \
+            SBX_WASM_CACHE_DIR=/opt/sbx-wasm/cache SBX_WASM_CACHE_KEY=/opt/sbx-wasm/cache.key "$@"
+    ' "$rootfs" "$work" "$@"
+}
+export ROOTFS="$rootfs"
+contained /usr/local/bin/sbx-wasm --version
+if contained sh -c true 2>/dev/null; then
+    echo "check: the image has a shell" >&2
+    exit 1
+fi
+for script in hello.py hello.ts; do
+    start=$(date +%s%N)
+    got="$(cd / && contained /usr/local/bin/sbx-wasm run --caps /work/caps.toml --no-stdin "/work/$script")"
+    ms=$(( ($(date +%s%N) - start) / 1000000 ))
+    [ "$got" = "42" ] || { echo "check: $script printed '$got'" >&2; exit 1; }
+    echo "$script: 42 in $ms ms (first run in a new container: the runner from the image's cache)"
+done
+if contained touch /usr/local/bin/x 2>/dev/null; then
+    echo "check: the root was writable" >&2
+    exit 1
+fi
+echo "image size (uncompressed): $(du -sh "$rootfs" | cut -f1)"
