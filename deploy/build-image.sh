@@ -58,13 +58,17 @@ for runner in sbx-python.wasm sbx-js.wasm; do
     SBX_WASM_CACHE_DIR="$stage/opt/sbx-wasm/cache" SBX_WASM_CACHE_KEY="$stage/opt/sbx-wasm/cache.key" \
         "$bin" compile "$stage/usr/local/bin/$runner"
 done
-chown -R 10001:10001 "$stage/opt/sbx-wasm" "$stage/scratch" "$stage/audit"
 chmod 1777 "$stage/tmp"
 
 echo "== buildah commit"
 ctr="$(buildah from scratch)"
 trap 'rm -rf "$stage"; buildah rm "$ctr" >/dev/null 2>&1 || true' EXIT
+# buildah copy makes what it copies root's unless told otherwise: the
+# cache (which must be its user's) and the volumes' mount points are 10001's.
 buildah copy --quiet "$ctr" "$stage" / >/dev/null
+for dir in opt/sbx-wasm scratch audit; do
+    buildah copy --quiet --chown 10001:10001 "$ctr" "$stage/$dir" "/$dir" >/dev/null
+done
 buildah config \
     --user 10001:10001 \
     --env SBX_WASM_CACHE_DIR=/opt/sbx-wasm/cache \
@@ -97,19 +101,19 @@ chmod -R a+rX "$work"
 # root bound read-only, the work folder at /work (read-only too), a private
 # /tmp, /proc and /dev; then chroot as 10001.
 contained() {
-    unshare --mount --pid --fork sh -c '
+    unshare --mount --pid --fork --kill-child sh -c '
         set -e
         mount --bind "$0" "$0" && mount -o remount,bind,ro "$0"
         mount --bind "$1" "$0/work" && mount -o remount,bind,ro "$0/work"
         mount -t tmpfs tmpfs "$0/tmp"
         mount -t proc proc "$0/proc"
         mount --rbind /dev "$0/dev"
-        shift 2
-        exec chroot --userspec=10001:10001 "$ROOTFS" env HOME=/nonexistent \
-            SBX_WASM_CACHE_DIR=/opt/sbx-wasm/cache SBX_WASM_CACHE_KEY=/opt/sbx-wasm/cache.key "$@"
+        shift
+        c="$(command -v chroot)"
+        exec env -i PATH=/usr/local/bin HOME=/nonexistent SBX_WASM_CACHE_DIR=/opt/sbx-wasm/cache \
+            SBX_WASM_CACHE_KEY=/opt/sbx-wasm/cache.key "$c" --userspec=10001:10001 "$0" "$@"
     ' "$rootfs" "$work" "$@"
 }
-export ROOTFS="$rootfs"
 contained /usr/local/bin/sbx-wasm --version
 if contained sh -c true 2>/dev/null; then
     echo "check: the image has a shell" >&2
@@ -122,8 +126,33 @@ for script in hello.py hello.ts; do
     [ "$got" = "42" ] || { echo "check: $script printed '$got'" >&2; exit 1; }
     echo "$script: 42 in $ms ms (first run in a new container: the runner from the image's cache)"
 done
-if contained touch /usr/local/bin/x 2>/dev/null; then
-    echo "check: the root was writable" >&2
+# The root is read-only to the server (an audit stream there cannot be
+# opened, as uid 10001 even in the folder it owns); /tmp, its neighbour, is
+# writable.
+contained /usr/local/bin/sbx-wasm run --caps /work/caps.toml --no-stdin --audit /tmp/a.jsonl /work/hello.py >/dev/null
+if err="$(contained /usr/local/bin/sbx-wasm run --caps /work/caps.toml --no-stdin \
+        --audit /opt/sbx-wasm/a.jsonl /work/hello.py 2>&1)"; then
+    echo "check: the server wrote into the image's root" >&2
     exit 1
 fi
+case "$err" in
+    *"Read-only file system"*) echo "read-only root: the server cannot write into it (/tmp it can)" ;;
+    *) echo "check: writing into the root failed otherwise: $err" >&2; exit 1 ;;
+esac
+# The server as the image starts it (MCP over HTTP), until it listens.
+head -c 24 /dev/urandom | base64 > "$work/token"
+chmod a+r "$work/token"
+port=18765
+start=$(date +%s%N)
+contained /usr/local/bin/sbx-wasm mcp --caps /work/caps.toml --http "127.0.0.1:$port" \
+    --token-file /work/token >/dev/null 2>"$work/mcp.err" &
+server=$!
+for _ in $(seq 300); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+    kill -0 "$server" 2>/dev/null || { cat "$work/mcp.err" >&2; exit 1; }
+    sleep 0.01
+done
+echo "mcp --http: listening $(( ($(date +%s%N) - start) / 1000000 )) ms after start (both runners loaded from the image's cache)"
+kill "$server"
+wait "$server" 2>/dev/null || true
 echo "image size (uncompressed): $(du -sh "$rootfs" | cut -f1)"

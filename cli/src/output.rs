@@ -177,7 +177,32 @@ impl Record {
         }
         let record = Record { dir, name };
         record.remove_stale();
+        record
+            .probe()
+            .with_context(|| format!("cannot write {}", path.display()))?;
         Ok(record)
+    }
+
+    /// Make and remove a temp file in the folder: a folder this process
+    /// cannot write in (a read-only file system, another user's) is an
+    /// error before anything runs, not a record lost after the run.
+    fn probe(&self) -> std::io::Result<()> {
+        let tmp = format!("{}{}-probe.tmp", self.stage_prefix(), std::process::id());
+        let create = || {
+            self.dir
+                .open_with(&tmp, OpenOptions::new().write(true).create_new(true))
+        };
+        match create() {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                // Left by a process of this number killed while probing.
+                self.dir.remove_file(&tmp)?;
+                create()?;
+            }
+            other => {
+                other?;
+            }
+        }
+        self.dir.remove_file(&tmp)
     }
 
     /// Write `text` whole: into a temp file made new in the folder (a name

@@ -1,7 +1,8 @@
 //! The audit log's chain and seal through the command line: a signed
 //! `exec` log verifies; an edited, a removed and a cut record are each
-//! found at their line; a key a guest could read is refused before
-//! anything runs; a replayed run's log is the recorded one's, seal and all.
+//! found at their line; a key a guest could read, or a record that
+//! cannot be written, is refused before anything runs; a replayed run's
+//! log is the recorded one's, seal and all.
 
 use sbx_wasm_tests::{mount_caps, mount_tree, sbx_in, utf8};
 use std::path::Path;
@@ -123,6 +124,82 @@ fn a_key_inside_a_mount_is_refused_before_anything_runs() {
     );
     assert!(!t.path().join("out/r.txt").exists(), "nothing ran");
     assert!(!t.path().join("a.jsonl").exists());
+}
+
+#[test]
+fn a_record_that_cannot_be_written_is_refused_before_anything_runs() {
+    let t = mount_tree(&[("data/a.txt", "hello"), ("caps.toml", &mount_caps(""))]);
+    std::fs::write(t.path().join("plan.json"), PLAN).unwrap();
+    std::fs::write(
+        t.path().join("w.py"),
+        "open('/work/out/r.txt', 'w').write('done')",
+    )
+    .unwrap();
+    let python = sbx_wasm_tests::python_runner();
+    let runner = python.to_str().unwrap();
+    let script = [
+        "run",
+        "--caps",
+        "caps.toml",
+        "--no-stdin",
+        "--python-runner",
+        runner,
+    ];
+    // /proc takes no new file, even from root: the folder opens, the file
+    // cannot be made. Each door refuses before the plan or script runs.
+    for (mut args, refused) in [
+        (
+            vec![
+                "exec",
+                "--caps",
+                "caps.toml",
+                "--audit",
+                "/proc/sbx-a.jsonl",
+                "plan.json",
+            ],
+            2,
+        ),
+        (
+            script
+                .iter()
+                .copied()
+                .chain(["--audit", "/proc/sbx-a.jsonl", "w.py"])
+                .collect(),
+            125,
+        ),
+        (
+            script
+                .iter()
+                .copied()
+                .chain(["--report", "/proc/sbx-r.json", "w.py"])
+                .collect(),
+            125,
+        ),
+    ] {
+        let out = sbx_in(t.path(), &args);
+        assert_eq!(
+            out.status.code(),
+            Some(refused),
+            "{args:?}: {}",
+            utf8(&out.stderr)
+        );
+        assert!(
+            utf8(&out.stderr).contains("cannot write /proc/sbx-"),
+            "{}",
+            utf8(&out.stderr)
+        );
+        assert!(!t.path().join("out/r.txt").exists(), "{args:?} ran");
+        // The neighbour: the same run with its record in a folder it can
+        // write runs, and the record is there.
+        let at = args.iter().position(|a| a.starts_with("/proc/")).unwrap();
+        args[at] = "rec.json";
+        let out = sbx_in(t.path(), &args);
+        assert!(out.status.success(), "{args:?}: {}", utf8(&out.stderr));
+        assert!(t.path().join("out/r.txt").exists(), "{args:?} did not run");
+        assert!(t.path().join("rec.json").is_file());
+        std::fs::remove_file(t.path().join("out/r.txt")).unwrap();
+        std::fs::remove_file(t.path().join("rec.json")).unwrap();
+    }
 }
 
 /// The OCSF validator's python (a venv made once per requirements file).
