@@ -9,7 +9,7 @@ here="$(cd "$1" && pwd)"
 ext="$2"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 lang="$(basename "$here")"
-bash "$root/guest-examples/$lang/build.sh"
+bash "$root/host/runners/$lang/build.sh"
 # The same build as the seed example's (see examples/seed/run.sh).
 (cd "$root" && cargo build --quiet --workspace --bins --tests)
 sbx="$root/target/debug/sbx-wasm"

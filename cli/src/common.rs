@@ -28,9 +28,10 @@ pub(crate) fn load_grant(path: &Path) -> Result<Capabilities> {
 /// What no grant of this command line may mount, read or write: this
 /// binary, the artifact cache and its key where they are by default
 /// (whether this run uses them or not: a later run will), the Python and
-/// JavaScript runners found by default, and `runner` when a run names
-/// another. The warm
-/// workers' sockets are in the cache folder.
+/// JavaScript runners found by default, the user's sbx-wasm folder (the
+/// runners, their embedded sources unpacked, their build tools), and
+/// `runner` when a run names another. The warm workers' sockets are in the
+/// cache folder.
 pub(crate) fn protected(runner: Option<&Path>) -> ProtectedPaths {
     // Found once per process: they do not change while it runs.
     static BASE: std::sync::OnceLock<ProtectedPaths> = std::sync::OnceLock::new();
@@ -53,9 +54,14 @@ pub(crate) fn protected(runner: Option<&Path>) -> ProtectedPaths {
             if let Ok(found) = sbx_wasm::wasm::JsRunner::locate(None) {
                 p.add(found, "the JavaScript runner");
             }
-            // A runner put there would be what later runs find.
-            if let Some(dir) = sbx_wasm::wasm::runner::user_runner_dir() {
-                p.add(dir, "the user's runner folder");
+            // A runner put there would be what later runs find, and the
+            // runners' sources and build tools there run natively at a
+            // first-use build.
+            if let Some(dir) = sbx_wasm::wasm::runner_source::user_dir() {
+                p.add(
+                    dir,
+                    "the user's sbx-wasm folder (runners, their sources and builds)",
+                );
             }
             p
         })

@@ -3,6 +3,7 @@
 //! (a denied fetch must leave the count unchanged).
 
 mod api;
+mod built;
 mod results;
 mod server;
 
@@ -237,25 +238,26 @@ pub fn cached_venv(name: &str, requirements: &Path, pip_args: &[&str]) -> PathBu
     python
 }
 
-/// The component built from `guest-examples/agents/src/bin/NAME.rs`.
+/// The component built from `guest-examples/agents/src/bin/NAME.rs` (the
+/// guests are built on the first call in a test process).
 pub fn guest(name: &str) -> PathBuf {
-    let p = Path::new(env!("GUEST_WASM_DIR")).join(format!("{name}.wasm"));
+    let p = built::guest_dir().join(format!("{name}.wasm"));
     assert!(p.exists(), "{} was not built", p.display());
     p
 }
 
 /// The Python runner component built by `host/runners/python/build.sh`
-/// (this crate's build script runs it).
+/// (run on the first call in a test process; a no-op when up to date).
 pub fn python_runner() -> PathBuf {
-    let p = PathBuf::from(env!("PYTHON_RUNNER"));
+    let p = built::python_runner();
     assert!(p.exists(), "{} was not built", p.display());
     p
 }
 
 /// The JavaScript runner component built by `host/runners/js/build.sh`
-/// (this crate's build script runs it).
+/// (run on the first call in a test process; a no-op when up to date).
 pub fn js_runner() -> PathBuf {
-    let p = PathBuf::from(env!("JS_RUNNER"));
+    let p = built::js_runner();
     assert!(p.exists(), "{} was not built", p.display());
     p
 }

@@ -44,14 +44,19 @@ pub fn digest() -> String {
     crate::replay::sha256_hex(&all)
 }
 
-/// The user's folder for unpacked sources and runner builds:
-/// `$XDG_CACHE_HOME/sbx-wasm`, else `$HOME/.cache/sbx-wasm`.
+/// The user's sbx-wasm folder, where runner builds unpack their sources
+/// (`runner-src/`), keep their tools (`build/`, `npm/`) and leave their
+/// runners (`runners/`): `$XDG_CACHE_HOME/sbx-wasm`, else
+/// `$HOME/.cache/sbx-wasm`. What is there runs natively at a build, or as
+/// every later script's runner, so no grant may mount it.
+pub fn user_dir() -> Option<PathBuf> {
+    super::cache::user_cache_home().map(|c| c.join("sbx-wasm"))
+}
+
 fn cache_root() -> Result<PathBuf, LoadError> {
-    super::cache::user_cache_home()
-        .map(|c| c.join("sbx-wasm"))
-        .ok_or_else(|| {
-            setup("no cache folder for a runner build: set XDG_CACHE_HOME or HOME".into())
-        })
+    user_dir().ok_or_else(|| {
+        setup("no cache folder for a runner build: set XDG_CACHE_HOME or HOME".into())
+    })
 }
 
 /// Writes the embedded sources under `root/runner-src/HASH/` once (into a
@@ -126,14 +131,28 @@ fn manifest() -> String {
 /// are unchanged is a copy from the user's cache, or nothing.
 pub fn build<L: Language>() -> Result<PathBuf, LoadError> {
     let tree = unpacked()?;
-    let root = cache_root()?;
+    let build_dir = cache_root()?.join("build");
+    // One build of a language at a time: first uses started together
+    // (an agent framework's first ten scripts) wait for the first, whose
+    // runner the build script then finds up to date.
+    let lock_path = build_dir.join(format!("{}.lock", L::BUILD_DIR));
+    let lock = std::fs::create_dir_all(&build_dir)
+        .and_then(|()| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&lock_path)
+        })
+        .and_then(|f| f.lock().map(|()| f))
+        .map_err(|e| setup(format!("cannot lock {}: {e}", lock_path.display())))?;
     let script = tree.join(L::BUILD_SCRIPT);
     // The build's chatter (pip's, npm's) goes to stderr: a program's
     // stdout carries only what it prints itself.
     let out = child_stdout();
     let status = Command::new("bash")
         .arg(&script)
-        .env(L::BUILD_DIR_ENV, root.join("build").join(L::BUILD_DIR))
+        .env(L::BUILD_DIR_ENV, build_dir.join(L::BUILD_DIR))
         .stdin(Stdio::null())
         .stdout(out)
         .status()
@@ -143,6 +162,7 @@ pub fn build<L: Language>() -> Result<PathBuf, LoadError> {
                 L::NAME
             ))
         })?;
+    drop(lock);
     if !status.success() {
         return Err(setup(format!(
             "the {} runner build failed ({status}; its messages are above)",

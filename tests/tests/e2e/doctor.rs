@@ -166,6 +166,36 @@ fn an_installed_binary_finds_the_runners_a_checkout_built_from_any_folder() {
     let o = run(&["run", "--caps", "bad.toml", "--no-stdin", "hello.ts"]);
     assert_eq!(o.status.code(), Some(125), "{}", utf8(&o.stderr));
     assert!(utf8(&o.stderr).contains("runner"), "{}", utf8(&o.stderr));
+    // Nor the runners' sources and build tools beside it (they run natively
+    // at a first-use build), though the artifact cache is elsewhere here.
+    for (below, caps) in [("runner-src", "bad.toml"), ("build", "bad2.toml")] {
+        let dir = t.path().join("cache/sbx-wasm").join(below);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            work.join(caps),
+            format!(
+                "[fs]\nwrite = [{{ host = \"{}\", guest = \"/r\" }}]\n",
+                dir.display()
+            ),
+        )
+        .unwrap();
+        let o = run(&["run", "--caps", caps, "--no-stdin", "hello.ts"]);
+        assert_eq!(o.status.code(), Some(125), "{below}: {}", utf8(&o.stderr));
+        assert!(
+            utf8(&o.stderr).contains("sbx-wasm folder"),
+            "{}",
+            utf8(&o.stderr)
+        );
+    }
+    // The neighbour: a folder of the work tree is mounted as usual.
+    std::fs::create_dir_all(work.join("w")).unwrap();
+    std::fs::write(
+        work.join("ok.toml"),
+        "[fs]\nwrite = [{ host = \"w\", guest = \"/r\" }]\n",
+    )
+    .unwrap();
+    let o = run(&["run", "--caps", "ok.toml", "--no-stdin", "hello.ts"]);
+    assert_eq!(o.status.code(), Some(0), "{}", utf8(&o.stderr));
 }
 
 /// The user's content-addressed runner caches (`build.sh` keeps every
