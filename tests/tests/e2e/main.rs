@@ -34,3 +34,4 @@ mod seed_behaviours;
 mod telemetry;
 mod wasi;
 mod wasm;
+mod worked_example;
