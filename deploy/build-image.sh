@@ -90,21 +90,28 @@ echo "image $image -> $archive ($(du -h "$archive" | cut -f1))"
 
 echo "== check: the image's root read-only, as uid 10001"
 ctr="$(buildah from "$image")"
-trap 'buildah umount "$ctr" >/dev/null 2>&1 || true; buildah rm "$ctr" >/dev/null 2>&1 || true' EXIT
+api="" server=""
+trap 'kill $api 2>/dev/null; [ -z "$server" ] || stop_contained "$server"; buildah umount "$ctr" >/dev/null 2>&1 || true; buildah rm "$ctr" >/dev/null 2>&1 || true' EXIT
 rootfs="$(buildah mount "$ctr")"
 work="$(mktemp -d)"
 printf 'print(6 * 7)\n' > "$work/hello.py"
 printf 'const n: number = 6 * 7;\nconsole.log(n);\n' > "$work/hello.ts"
 : > "$work/caps.toml"
+# The seed's worked example, as quick start 1 runs it: its grant, plan and
+# data, its out/ folder the container user's, its API served on loopback.
+mkdir -p "$work/seed/out"
+cp -r "$root/examples/seed/caps.toml" "$root/examples/seed/plan.json" "$root/examples/seed/data" "$work/seed/"
+chown 10001:10001 "$work/seed/out"
 chmod -R a+rX "$work"
 # In mount and pid namespaces of its own, as a runtime would set it up: the
 # root bound read-only, the work folder at /work (read-only too), a private
 # /tmp, /proc and /dev; then chroot as 10001.
-contained() {
-    unshare --mount --pid --fork --kill-child sh -c '
+inner='
         set -e
         mount --bind "$0" "$0" && mount -o remount,bind,ro "$0"
         mount --bind "$1" "$0/work" && mount -o remount,bind,ro "$0/work"
+        # The seed example writes into its out/ folder: that one writable.
+        mount --bind "$1/seed/out" "$0/work/seed/out"
         mount -t tmpfs tmpfs "$0/tmp"
         mount -t proc proc "$0/proc"
         mount --rbind /dev "$0/dev"
@@ -112,7 +119,21 @@ contained() {
         c="$(command -v chroot)"
         exec env -i PATH=/usr/local/bin HOME=/nonexistent SBX_WASM_CACHE_DIR=/opt/sbx-wasm/cache \
             SBX_WASM_CACHE_KEY=/opt/sbx-wasm/cache.key "$c" --userspec=10001:10001 "$0" "$@"
-    ' "$rootfs" "$work" "$@"
+    '
+contained() {
+    unshare --mount --pid --fork --kill-child sh -c "$inner" "$rootfs" "$work" "$@"
+}
+# The same in the background; its pid (unshare's) in $contained_pid.
+contained_bg() {
+    unshare --mount --pid --fork --kill-child sh -c "$inner" "$rootfs" "$work" "$@" &
+    contained_pid=$!
+}
+# Ends a container started by contained_bg: its process (the namespace's
+# init, so SIGKILL) is unshare's child. unshare ignores SIGTERM while it
+# waits, and --kill-child does not reach a child that changed its user.
+stop_contained() {
+    pkill -KILL -P "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
 }
 contained /usr/local/bin/sbx-wasm --version
 if contained sh -c true 2>/dev/null; then
@@ -126,6 +147,18 @@ for script in hello.py hello.ts; do
     [ "$got" = "42" ] || { echo "check: $script printed '$got'" >&2; exit 1; }
     echo "$script: 42 in $ms ms (first run in a new container: the runner from the image's cache)"
 done
+python3 -m http.server 18080 --bind 127.0.0.1 --directory "$root/examples/seed/api" >/dev/null 2>&1 &
+api=$!
+for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/18080) 2>/dev/null && break; sleep 0.05; done
+status=0
+plan="$(contained /usr/local/bin/sbx-wasm exec --caps /work/seed/caps.toml /work/seed/plan.json)" || status=$?
+kill "$api"
+decisions="$(printf '%s\n' "$plan" | grep -cE '^ +[1-8]  (fs_read|fs_write|net_fetch) ')"
+[ "$status" = 3 ] && [ "$decisions" = 8 ] && [ -f "$work/seed/out/report.txt" ] || {
+    printf 'check: the seed plan gave exit %s and %s decisions:\n%s\n' "$status" "$decisions" "$plan" >&2
+    exit 1
+}
+echo "seed plan: its 8 decisions, halted at op 8 (exit 3), report.txt written"
 # The root is read-only to the server (an audit stream there cannot be
 # opened, as uid 10001 even in the folder it owns); /tmp, its neighbour, is
 # writable.
@@ -143,16 +176,23 @@ esac
 head -c 24 /dev/urandom | base64 > "$work/token"
 chmod a+r "$work/token"
 port=18765
+if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+    echo "check: port $port is taken; stop whatever listens there" >&2
+    exit 1
+fi
 start=$(date +%s%N)
-contained /usr/local/bin/sbx-wasm mcp --caps /work/caps.toml --http "127.0.0.1:$port" \
-    --token-file /work/token >/dev/null 2>"$work/mcp.err" &
-server=$!
+contained_bg /usr/local/bin/sbx-wasm mcp --caps /work/caps.toml --http "127.0.0.1:$port" \
+    --token-file /work/token >/dev/null 2>"$work/mcp.err"
+server=$contained_pid
 for _ in $(seq 300); do
     (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
     kill -0 "$server" 2>/dev/null || { cat "$work/mcp.err" >&2; exit 1; }
     sleep 0.01
 done
 echo "mcp --http: listening $(( ($(date +%s%N) - start) / 1000000 )) ms after start (both runners loaded from the image's cache)"
-kill "$server"
-wait "$server" 2>/dev/null || true
+stop_contained "$server"
+if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+    echo "check: the server outlived its container" >&2
+    exit 1
+fi
 echo "image size (uncompressed): $(du -sh "$rootfs" | cut -f1)"

@@ -13,6 +13,7 @@ mod flow;
 mod fuzz_agent;
 mod host_integrity;
 mod hostile;
+mod installed;
 mod interrupted;
 mod javascript;
 mod javascript_errors;
