@@ -5,7 +5,7 @@
 //!
 //! [`unpack`] writes the sources (`host/runners/`, `host/wit/`) into
 //! `$XDG_CACHE_HOME/sbx-wasm/runner-src/HASH/`, HASH naming their content,
-//! beside a two-line manifest through which the build finds the WASI WIT of
+//! beside a small manifest through which the build finds the WASI WIT of
 //! the wasmtime-wasi release this library runs (`cargo metadata`, from the
 //! crates.io registry). [`build`] then runs the language's `build.sh` there:
 //! it installs its tools from the Python or npm registry into the cache,
