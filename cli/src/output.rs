@@ -192,16 +192,15 @@ impl Record {
             self.dir
                 .open_with(&tmp, OpenOptions::new().write(true).create_new(true))
         };
-        match create() {
+        let made = match create() {
+            // Left by a process of this number killed while probing.
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                // Left by a process of this number killed while probing.
                 self.dir.remove_file(&tmp)?;
-                create()?;
+                create()
             }
-            other => {
-                other?;
-            }
-        }
+            made => made,
+        };
+        drop(made?);
         self.dir.remove_file(&tmp)
     }
 

@@ -73,9 +73,21 @@ impl Lang {
 
     /// Where the runner is: the flag, then what `ScriptRunner::locate` finds.
     pub(crate) fn find_runner(self, flag: Option<&Path>) -> Result<PathBuf> {
+        self.runner(flag, false)
+    }
+
+    /// As [`Lang::find_runner`], but a runner found nowhere (no flag, no
+    /// environment variable) is built from the sources compiled into this
+    /// binary, into the user's cache, saying so first and how long it took
+    /// after: an installed `sbx-wasm` runs scripts with no checkout.
+    pub(crate) fn find_or_build_runner(self, flag: Option<&Path>) -> Result<PathBuf> {
+        self.runner(flag, true)
+    }
+
+    fn runner(self, flag: Option<&Path>, build: bool) -> Result<PathBuf> {
         match self {
-            Lang::Python => find::<Python>(flag, "--python-runner"),
-            Lang::JavaScript => find::<JavaScript>(flag, "--js-runner"),
+            Lang::Python => find::<Python>(flag, "--python-runner", build),
+            Lang::JavaScript => find::<JavaScript>(flag, "--js-runner", build),
         }
     }
 
@@ -101,7 +113,7 @@ impl Lang {
     }
 }
 
-fn find<L: Language>(flag: Option<&Path>, flag_name: &str) -> Result<PathBuf> {
+fn find<L: Language>(flag: Option<&Path>, flag_name: &str, build: bool) -> Result<PathBuf> {
     if let Some(p) = flag
         && !p.is_file()
     {
@@ -111,25 +123,9 @@ fn find<L: Language>(flag: Option<&Path>, flag_name: &str) -> Result<PathBuf> {
             p.display()
         );
     }
-    ScriptRunner::<L>::locate(flag).map_err(|e| anyhow::anyhow!("{e}, or with {flag_name}"))
-}
-
-impl Lang {
-    /// As [`Lang::find_runner`], but a runner found nowhere (no flag, no
-    /// environment variable) is built from the sources compiled into this
-    /// binary, into the user's cache, saying so first and how long it took
-    /// after: an installed `sbx-wasm` runs scripts with no checkout.
-    pub(crate) fn find_or_build_runner(self, flag: Option<&Path>) -> Result<PathBuf> {
-        match self {
-            Lang::Python => find_or_build::<Python>(flag, "--python-runner"),
-            Lang::JavaScript => find_or_build::<JavaScript>(flag, "--js-runner"),
-        }
-    }
-}
-
-fn find_or_build<L: Language>(flag: Option<&Path>, flag_name: &str) -> Result<PathBuf> {
-    let found = find::<L>(flag, flag_name);
-    if found.is_ok() || flag.is_some() || std::env::var_os(L::RUNNER_ENV).is_some() {
+    let found =
+        ScriptRunner::<L>::locate(flag).map_err(|e| anyhow::anyhow!("{e}, or with {flag_name}"));
+    if found.is_ok() || !build || flag.is_some() || std::env::var_os(L::RUNNER_ENV).is_some() {
         return found;
     }
     let started = std::time::Instant::now();

@@ -3,7 +3,9 @@
 //! cached by the requirements' hash. (`python serve` is `crate::serve`.)
 
 use anyhow::{Context, Result, bail};
-use sbx_wasm::wasm::ArtifactCache;
+use sbx_wasm::wasm::runner::Language;
+use sbx_wasm::wasm::{ArtifactCache, Python, runner_source};
+use std::ffi::OsStr;
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
@@ -58,43 +60,34 @@ impl BuildArgs {
             .with_context(|| format!("cannot read {}", self.requirements.display()))?;
         let source = match &self.source {
             Some(dir) => dir.clone(),
-            None => sbx_wasm::wasm::runner_source::unpacked()?,
+            None => runner_source::unpacked()?,
         };
-        let script = source.join("host/runners/python/build.sh");
-        if !script.is_file() {
+        if !source.join(Python::BUILD_SCRIPT).is_file() {
             bail!(
                 "{} not found: name the sbx-wasm source tree with --source",
-                script.display()
+                source.join(Python::BUILD_SCRIPT).display()
             );
         }
-        let cache = ArtifactCache::default_dir()
-            .context("no cache folder: set SBX_WASM_CACHE_DIR (or HOME / XDG_CACHE_HOME)")?
-            .join("python");
         let out = match &self.out {
             Some(out) => out.clone(),
             None => {
                 let hash = sbx_wasm::replay::sha256_hex(&requirements);
-                cache.join(format!("runner-{}.wasm", &hash[..16]))
+                ArtifactCache::default_dir()
+                    .context("no cache folder: set SBX_WASM_CACHE_DIR (or HOME / XDG_CACHE_HOME)")?
+                    .join("python")
+                    .join(format!("runner-{}.wasm", &hash[..16]))
             }
         };
-        let mut build = std::process::Command::new("bash");
-        // The build's own folder (componentize-py's environment, the
-        // staged packages) in the cache, never in the source tree, so a
-        // read-only checkout builds too; unless the caller names one.
-        if std::env::var_os("SBX_WASM_PY_BUILD_DIR").is_none() {
-            build.env("SBX_WASM_PY_BUILD_DIR", cache.join("build"));
-        }
-        let status = build
-            .arg(&script)
-            .arg("--requirements")
-            .arg(&self.requirements)
-            .arg("-o")
-            .arg(&out)
-            .status()
-            .context("cannot start bash for the runner build")?;
-        if !status.success() {
-            bail!("the runner build failed (its messages are above)");
-        }
+        // The same build as a first use's, in the same build folder (one
+        // componentize-py environment; never in the source tree), with the
+        // packages and the output added.
+        let args = [
+            OsStr::new("--requirements"),
+            self.requirements.as_os_str(),
+            OsStr::new("-o"),
+            out.as_os_str(),
+        ];
+        runner_source::run_build::<Python>(&source, &args)?;
         println!("{}", out.display());
         Ok(0)
     }

@@ -2,8 +2,9 @@
 //! in that order: the pipeline is [`Sandbox::run`] in this file; its setup
 //! is `builder.rs`, the check `check.rs`, the flow rules `flow.rs`, the
 //! effects `effect.rs`, the records `record.rs`, and the entry points of a
-//! door that performs effects itself (the wasm host's WASI) `door.rs`. Nothing here may panic on any input, and no effect
-//! happens before the check allows it.
+//! door that performs effects itself (the wasm host's WASI) `door.rs`.
+//! Nothing here may panic on any input, and no effect happens before the
+//! check allows it.
 
 mod ask;
 mod builder;

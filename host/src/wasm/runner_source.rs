@@ -126,15 +126,32 @@ fn manifest() -> String {
 /// path in the user's runner folder. Needs bash, and what the language's
 /// build needs (Python: python3 with venv and the Python registry;
 /// JavaScript: Node.js 20+ with npm and the npm registry; both: cargo and
-/// the crates.io registry, for the WASI WIT). The build's messages go to
-/// this process's stderr (its stdout is left alone); a build whose inputs
-/// are unchanged is a copy from the user's cache, or nothing.
+/// the crates.io registry, for the WASI WIT). A build whose inputs are
+/// unchanged is a copy from the user's cache, or nothing.
 pub fn build<L: Language>() -> Result<PathBuf, LoadError> {
-    let tree = unpacked()?;
+    run_build::<L>(&unpacked()?, &[])?;
+    user_runner_dir()
+        .map(|d| d.join(L::RUNNER_FILE))
+        .filter(|p| p.is_file())
+        .ok_or_else(|| {
+            setup(format!(
+                "the {} runner build ended without leaving {} in the user's runner folder",
+                L::NAME,
+                L::RUNNER_FILE
+            ))
+        })
+}
+
+/// Runs `L`'s build script in the sources `tree` (a checkout's layout:
+/// [`unpacked`], or an sbx-wasm checkout) with `args`. Its build folder
+/// (the tools' environment, the staged WIT) is `build/NAME/` in the user's
+/// sbx-wasm folder unless the environment names one; builds of a language
+/// wait for each other (a file lock there: first uses started together,
+/// an agent framework's first ten scripts, wait for the first, whose
+/// runner the script then finds up to date). The build's messages go to
+/// this process's stderr: its stdout carries only what it prints itself.
+pub fn run_build<L: Language>(tree: &Path, args: &[&std::ffi::OsStr]) -> Result<(), LoadError> {
     let build_dir = cache_root()?.join("build");
-    // One build of a language at a time: first uses started together
-    // (an agent framework's first ten scripts) wait for the first, whose
-    // runner the build script then finds up to date.
     let lock_path = build_dir.join(format!("{}.lock", L::BUILD_DIR));
     let lock = std::fs::create_dir_all(&build_dir)
         .and_then(|()| {
@@ -146,22 +163,21 @@ pub fn build<L: Language>() -> Result<PathBuf, LoadError> {
         })
         .and_then(|f| f.lock().map(|()| f))
         .map_err(|e| setup(format!("cannot lock {}: {e}", lock_path.display())))?;
-    let script = tree.join(L::BUILD_SCRIPT);
-    // The build's chatter (pip's, npm's) goes to stderr: a program's
-    // stdout carries only what it prints itself.
-    let out = child_stdout();
-    let status = Command::new("bash")
-        .arg(&script)
-        .env(L::BUILD_DIR_ENV, build_dir.join(L::BUILD_DIR))
+    let mut command = Command::new("bash");
+    command
+        .arg(tree.join(L::BUILD_SCRIPT))
+        .args(args)
         .stdin(Stdio::null())
-        .stdout(out)
-        .status()
-        .map_err(|e| {
-            setup(format!(
-                "cannot start bash for the {} runner build: {e}",
-                L::NAME
-            ))
-        })?;
+        .stdout(child_stdout());
+    if std::env::var_os(L::BUILD_DIR_ENV).is_none() {
+        command.env(L::BUILD_DIR_ENV, build_dir.join(L::BUILD_DIR));
+    }
+    let status = command.status().map_err(|e| {
+        setup(format!(
+            "cannot start bash for the {} runner build: {e}",
+            L::NAME
+        ))
+    })?;
     drop(lock);
     if !status.success() {
         return Err(setup(format!(
@@ -169,17 +185,7 @@ pub fn build<L: Language>() -> Result<PathBuf, LoadError> {
             L::NAME
         )));
     }
-    let runner = user_runner_dir()
-        .map(|d| d.join(L::RUNNER_FILE))
-        .filter(|p| p.is_file())
-        .ok_or_else(|| {
-            setup(format!(
-                "the {} runner build ended without leaving {} in the user's runner folder",
-                L::NAME,
-                L::RUNNER_FILE
-            ))
-        })?;
-    Ok(runner)
+    Ok(())
 }
 
 /// This process's stderr, for a child's stdout.
