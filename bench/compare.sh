@@ -57,3 +57,6 @@ export PYTHON_NATIVE="$python_native"
 export JS_RUNNER="$root/target/js/sbx-js.wasm"
 echo "bench: $(nproc) cores, $(uname -sr); wasmtime $("$WASMTIME_BIN" --version | cut -d' ' -f2)" >&2
 "$root/target/release/sbx-wasm-compare"
+# A crate outside the workspace depending on the library: the same pooled
+# speed? (builds it in release once; a few minutes the first time)
+bash "$here/dependent.sh" --release

@@ -3,6 +3,11 @@ use std::str;
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
 
+    // sbx-wasm: tell the crates that depend on this one how many written
+    // regions the pooling allocator's page reset keeps (see pagemap.rs), so
+    // a host built against an unpatched wasmtime can say so.
+    println!("cargo:regions=1024");
+
     // NB: duplicating a workaround in the wasmtime-fiber build script.
     custom_cfg("asan", cfg_is("sanitize", "address"));
 

@@ -5,7 +5,7 @@
 //! (but for making the cache folder, as any run would); the wall is tried
 //! in a child, this binary run again as `kernel-check`, never here.
 
-use sbx_wasm::wasm::{ArtifactCache, JavaScript, Language, Python, ScriptRunner};
+use sbx_wasm::wasm::{ArtifactCache, JavaScript, Language, PageReset, Python, ScriptRunner};
 use std::process::Command;
 
 #[derive(clap::Args, Debug)]
@@ -148,6 +148,38 @@ fn wasm_target() -> Finding {
     }
 }
 
+/// How pooled runs (`mcp`, `python serve`) reset a slot's memory: whether
+/// this binary was built with the page-reset fix, and the kernel reports
+/// written pages.
+fn page_reset() -> Finding {
+    match PageReset::detect() {
+        PageReset::Kept { regions } => ok(format!(
+            "pooled runs: pages a run wrote stay mapped for the next (up to {regions} regions)"
+        )),
+        PageReset::Partial { regions } => Finding {
+            status: "warn",
+            what: format!(
+                "pooled runs: built with crates.io's wasmtime, which keeps {regions} written \
+                 regions at a reset (pooled Python runs about 2x slower)"
+            ),
+            fix: Some(
+                "build with the workspace's [patch.crates-io] wasmtime (docs/library.md, \
+                 \"Speed in your own crate\")"
+                    .into(),
+            ),
+        },
+        _ => Finding {
+            status: "warn",
+            what: "pooled runs: the kernel cannot report written pages (before Linux 6.7); \
+                   every reset unmaps them"
+                .into(),
+            fix: Some(
+                "Linux 6.7 or later for faster pooled runs; runs are as safe either way".into(),
+            ),
+        },
+    }
+}
+
 /// The kernel wall, as a confined child of this binary finds it for an
 /// empty grant.
 fn kernel_wall() -> Finding {
@@ -197,6 +229,7 @@ impl DoctorArgs {
         findings.extend(python());
         findings.extend(javascript());
         findings.push(wasm_target());
+        findings.push(page_reset());
         findings.push(kernel_wall());
         for f in &findings {
             println!("{:<8} {}", f.status, f.what);

@@ -70,7 +70,11 @@ impl PoolSizes {
             memories_per_sandbox: 8,
             tables_per_sandbox: 32,
             table_elements: 100_000,
-            keep_resident_bytes: if finds_dirty_pages() { 8 << 20 } else { 0 },
+            keep_resident_bytes: if super::page_reset::finds_dirty_pages() {
+                8 << 20
+            } else {
+                0
+            },
         }
     }
 
@@ -95,20 +99,6 @@ impl PoolSizes {
             .pagemap_scan(wasmtime::Enabled::Auto);
         pool
     }
-}
-
-/// Whether the kernel reports a range's dirty pages (`PAGEMAP_SCAN`, Linux
-/// 6.7), which lets wasmtime reset only what a run wrote.
-fn finds_dirty_pages() -> bool {
-    let Ok(release) = std::fs::read_to_string("/proc/sys/kernel/osrelease") else {
-        return false;
-    };
-    let mut parts = release
-        .trim()
-        .split(|c: char| !c.is_ascii_digit())
-        .map(|p| p.parse::<u32>().unwrap_or(0));
-    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
-    (major, minor) >= (6, 7)
 }
 
 impl Drop for Shared {
@@ -174,7 +164,10 @@ impl WasmHost {
     /// a larger table) fails to instantiate with wasmtime's message.
     pub fn with_pool(sizes: PoolSizes) -> wasmtime::Result<Self> {
         match pooled_engine(&sizes) {
-            Ok(engine) => Self::build(engine, Allocator::Pooling(sizes), true),
+            Ok(engine) => {
+                super::page_reset::warn_once(super::PageReset::detect());
+                Self::build(engine, Allocator::Pooling(sizes), true)
+            }
             Err(e) => Self::build(
                 Engine::new(&base_config(true))?,
                 Allocator::OnDemandFallback(format!("{e:#}")),

@@ -15,6 +15,7 @@ mod ahead;
 mod cache;
 mod cache_key;
 mod clocks;
+mod diagnostics;
 // The guest fuzzer's entry, not part of the embedding API.
 #[cfg(any(test, feature = "fuzzing"))]
 mod core;
@@ -26,6 +27,7 @@ mod load;
 mod options;
 mod outcome;
 mod output;
+mod page_reset;
 pub mod python;
 mod root;
 mod run;
@@ -39,10 +41,12 @@ pub use admission::Admission;
 pub use cache::{ArtifactCache, CacheEntry, CacheOutcome, process_alive};
 #[cfg(any(test, feature = "fuzzing"))]
 pub use core::CoreOutcome;
+pub use diagnostics::Diagnostics;
 pub use engine::{Allocator, PoolSizes};
 pub use load::{LoadError, MAX_COMPONENT_BYTES};
 pub use options::{RunOptions, WasmRun};
 pub use output::Sink;
+pub use page_reset::PageReset;
 pub use python::PythonRunner;
 pub use runner::{JavaScript, Language, Python, ScriptRunner};
 
