@@ -27,8 +27,8 @@ pub enum Event {
     Started {
         /// The op's sequence number in the run.
         seq: u64,
-        /// Its name (`net_fetch`, `tool_call`, ...).
-        op: &'static str,
+        /// The op (`net_fetch`, `tool_call`, ...).
+        op: crate::OpName,
         /// What it is aimed at (bounded, as in the audit log).
         target: String,
     },

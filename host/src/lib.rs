@@ -121,7 +121,7 @@ mod book {
 // One path per public type: the modules that define these are private,
 // and each type is here, at the crate root (each capability's own types
 // in its module: `sbx_wasm::fs`, `net`, `tools`, `kv`).
-pub use capability::{Content, Op, OpKind, Output, Permit, fs, kv, net, tools};
+pub use capability::{Content, Op, OpKind, OpName, Output, Permit, fs, kv, net, tools};
 
 pub use agent::{AgentRun, SandboxedAgent};
 pub use budget::{Budget, Clock, ManualClock, MonotonicClock, TickClock, Usage, WriteMeter};

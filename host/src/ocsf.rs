@@ -28,6 +28,7 @@
 //! what OCSF has no field for (the violation's name, labels, evidence,
 //! secrets' names) under `unmapped.sbx`.
 
+use crate::OpKind;
 use crate::report::{AuditEvent, Decision, RunReport, Status};
 use serde_json::{Value, json};
 
@@ -64,7 +65,7 @@ fn activity_of(e: &AuditEvent) -> (u32, &'static str, Named) {
     const FS: (u32, &str) = (1001, "File System Activity");
     const HTTP: (u32, &str) = (4002, "HTTP Activity");
     const API: (u32, &str) = (6003, "API Activity");
-    let ((class, class_name), activity) = match &*e.op {
+    let ((class, class_name), activity) = match e.op.as_str() {
         "fs_read" | "fs_list" => (FS, (2, "Read")),
         "fs_stat" => (FS, (8, "Get Attributes")),
         "fs_write" | "fs_mkdir" => (FS, (1, "Create")),
@@ -193,7 +194,7 @@ pub fn event(e: &AuditEvent, ctx: &Context) -> Value {
     match class {
         1001 => {
             let name = e.target.rsplit('/').find(|s| !s.is_empty()).unwrap_or("/");
-            let folder = matches!(&*e.op, "fs_list" | "fs_mkdir");
+            let folder = matches!(e.op.kind(), Some(OpKind::FsList | OpKind::FsMkdir));
             let (type_id, type_name) = if folder {
                 (2, "Folder")
             } else {
@@ -235,7 +236,7 @@ pub fn event(e: &AuditEvent, ctx: &Context) -> Value {
             }
         }
         _ => {
-            let service = if e.op.starts_with("kv_") {
+            let service = if e.op.kind().is_some_and(|k| k.capability() == "kv") {
                 "sbx key-value store"
             } else {
                 "sbx gate"

@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 pub struct SandboxResult {
     /// 1-based sequence number within the run.
     pub seq: u64,
-    /// The op's name (`fs_read`, ...).
-    pub op: String,
+    /// The op (written as its name: `fs_read`, ...).
+    pub op: crate::OpName,
     /// Path, URL or tool name.
     pub target: String,
     /// Whether the effect happened.

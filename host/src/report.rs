@@ -3,19 +3,15 @@
 use crate::budget::{Budget, Usage};
 use crate::violation::Violation;
 use serde::{Deserialize, Serialize};
-use std::borrow::Cow;
 
 /// One gated decision, allowed or denied. Written as one JSON line each.
-///
-/// `op` is a fixed name, borrowed rather than allocated per record (a
-/// gated call is on the guest's hot path); compare it with `==` against a
-/// `&str`, or read it through `&*`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuditEvent {
     /// 1-based sequence number within the run.
     pub seq: u64,
-    /// Op name.
-    pub op: Cow<'static, str>,
+    /// The op (written as its name: `fs_read`, `stdout`, ...); compare it
+    /// with an [`OpKind`](crate::OpKind) or a name.
+    pub op: crate::OpName,
     /// Path, URL or tool name.
     pub target: String,
     /// `allowed`; `denied` (refused: not performed); or `interrupted`
@@ -62,8 +58,9 @@ pub struct AuditEvent {
 pub struct DenialRecord {
     /// Sequence number.
     pub seq: u64,
-    /// Op name.
-    pub op: Cow<'static, str>,
+    /// The op (written as its name: `fs_read`, `stdout`, ...); compare it
+    /// with an [`OpKind`](crate::OpKind) or a name.
+    pub op: crate::OpName,
     /// Path, URL or tool name.
     pub target: String,
     /// What was broken.

@@ -2,6 +2,7 @@
 //! (`runs.rs`) and, for stderr and denials, in log messages
 //! (`logging.rs`).
 
+use sbx_wasm::OpKind;
 use sbx_wasm::events::Event;
 use serde_json::{Value, json};
 
@@ -31,7 +32,9 @@ pub(crate) fn messages(event: &Event) -> Vec<Value> {
         Event::Stdout(b) => chunks("stdout", b),
         Event::Stderr(b) => chunks("stderr", b),
         // What may take a while is shown in flight: a fetch, a tool call.
-        Event::Started { seq, op, target } if matches!(*op, "net_fetch" | "tool_call") => {
+        Event::Started { seq, op, target }
+            if matches!(op.kind(), Some(OpKind::NetFetch | OpKind::ToolCall)) =>
+        {
             vec![json!({ "started": { "seq": seq, "op": op, "target": target } })]
         }
         // `denied`, or `interrupted` (begun, then cut short).

@@ -12,7 +12,7 @@ use super::reply::Ids;
 use super::session::Session;
 use super::uris::uri;
 use rmcp::model::{CallToolResult, ContentBlock, Resource};
-use sbx_wasm::{AuditEvent, Decision, Output};
+use sbx_wasm::{AuditEvent, Decision, OpKind, Output};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -28,9 +28,9 @@ const MAX_IMAGE_BYTES: usize = 1 << 20;
 pub(crate) fn written(audit: &[AuditEvent]) -> Vec<String> {
     let mut paths: Vec<String> = Vec::new();
     for d in audit.iter().filter(|d| d.decision == Decision::Allowed) {
-        match d.op.as_ref() {
-            "fs_write" if !paths.contains(&d.target) => paths.push(d.target.clone()),
-            "fs_remove" => paths.retain(|p| p != &d.target),
+        match d.op.kind() {
+            Some(OpKind::FsWrite) if !paths.contains(&d.target) => paths.push(d.target.clone()),
+            Some(OpKind::FsRemove) => paths.retain(|p| p != &d.target),
             _ => {}
         }
     }

@@ -6,7 +6,7 @@
 use anyhow::{Result, bail};
 use sbx_wasm::flow::Mark;
 use sbx_wasm::kv::MemoryKv;
-use sbx_wasm::{AuditEvent, Capabilities, Services};
+use sbx_wasm::{AuditEvent, Capabilities, OpKind, Services};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -166,7 +166,7 @@ impl Session {
     pub(crate) fn note_writes(&self, decisions: &[AuditEvent]) {
         let mut w = self.written.lock().unwrap_or_else(|p| p.into_inner());
         for d in decisions {
-            let changes = matches!(d.op.as_ref(), "fs_write" | "fs_remove");
+            let changes = matches!(d.op.kind(), Some(OpKind::FsWrite | OpKind::FsRemove));
             if changes && d.decision == sbx_wasm::Decision::Allowed {
                 if w.paths.len() < MAX_WRITTEN {
                     w.paths.insert(d.target.clone());

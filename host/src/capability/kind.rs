@@ -180,6 +180,113 @@ impl fmt::Display for OpKind {
     }
 }
 
+/// What an audit record, a report's denial, a plan's result or a
+/// `Started` event names as its op: a kind the gate decides, a guest's
+/// output stream the flow rules refused, or something that was no op at
+/// all. Written as the same names as ever (`fs_read`, `stdout`,
+/// `invalid`), and compared with an [`OpKind`] or a name directly.
+///
+/// # Examples
+///
+/// ```
+/// use sbx_wasm::{OpKind, OpName};
+///
+/// let name = OpName::from_name("net_fetch").unwrap();
+/// assert_eq!(name, OpKind::NetFetch);
+/// assert_eq!(name, "net_fetch");
+/// assert_eq!(name.kind(), Some(OpKind::NetFetch));
+/// assert_eq!(serde_json::to_string(&OpName::Stdout).unwrap(), r#""stdout""#);
+/// ```
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum OpName {
+    /// An op the gate decides (from a plan, an `sbx:agent` import, a
+    /// script's call, or a WASI file call through a mount).
+    Gated(OpKind),
+    /// The guest's standard output, refused by the grant's flow rules.
+    Stdout,
+    /// The guest's standard error, refused by the grant's flow rules.
+    Stderr,
+    /// A request that is no op the gate knows (a plan entry that does not
+    /// parse, a WASI call on a path that is not one): always refused
+    /// `invalid_request`, and still charged.
+    Invalid,
+}
+
+impl OpName {
+    /// The name in audit logs, reports and plans.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OpName::Gated(kind) => kind.name(),
+            OpName::Stdout => "stdout",
+            OpName::Stderr => "stderr",
+            OpName::Invalid => "invalid",
+        }
+    }
+
+    /// The op named `name`, if any.
+    pub fn from_name(name: &str) -> Option<OpName> {
+        match name {
+            "stdout" => Some(OpName::Stdout),
+            "stderr" => Some(OpName::Stderr),
+            "invalid" => Some(OpName::Invalid),
+            _ => OpKind::from_name(name).map(OpName::Gated),
+        }
+    }
+
+    /// The kind the gate decided, if it was one.
+    pub fn kind(self) -> Option<OpKind> {
+        match self {
+            OpName::Gated(kind) => Some(kind),
+            _ => None,
+        }
+    }
+}
+
+impl From<OpKind> for OpName {
+    fn from(kind: OpKind) -> Self {
+        OpName::Gated(kind)
+    }
+}
+
+impl fmt::Display for OpName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<OpKind> for OpName {
+    fn eq(&self, kind: &OpKind) -> bool {
+        *self == OpName::Gated(*kind)
+    }
+}
+
+impl PartialEq<str> for OpName {
+    fn eq(&self, name: &str) -> bool {
+        self.as_str() == name
+    }
+}
+
+impl PartialEq<&str> for OpName {
+    fn eq(&self, name: &&str) -> bool {
+        self.as_str() == *name
+    }
+}
+
+impl Serialize for OpName {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for OpName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        OpName::from_name(&name)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown op name {name:?}")))
+    }
+}
+
 /// The schema of one variant, `kind`, of a plan enum tagged by `op` (as
 /// schemars derives it: a `oneOf` of objects whose `op` is a constant),
 /// with the tag taken out.
@@ -275,5 +382,22 @@ mod tests {
             s["$defs"]["Inner"]["properties"]["n"]["type"], "integer",
             "{text}"
         );
+    }
+
+    #[test]
+    fn every_op_name_round_trips_through_its_name_and_json() {
+        let mut names: Vec<OpName> = OpKind::ALL.iter().map(|&k| k.into()).collect();
+        names.extend([OpName::Stdout, OpName::Stderr, OpName::Invalid]);
+        for name in names {
+            assert_eq!(OpName::from_name(name.as_str()), Some(name));
+            let json = serde_json::to_string(&name).unwrap();
+            assert_eq!(json, format!("\"{name}\""));
+            assert_eq!(serde_json::from_str::<OpName>(&json).unwrap(), name);
+            assert_eq!(name, name.as_str());
+            assert_eq!(name.kind().map(OpName::Gated), name.kind().map(|_| name));
+        }
+        assert!(serde_json::from_str::<OpName>(r#""fs_chmod""#).is_err());
+        assert_eq!(OpName::from_name("Fs_Read"), None);
+        assert_eq!(OpName::Stdout.kind(), None);
     }
 }

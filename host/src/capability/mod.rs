@@ -37,7 +37,7 @@ pub mod net;
 mod output;
 pub mod tools;
 
-pub use kind::OpKind;
+pub use kind::{OpKind, OpName};
 
 #[cfg(test)]
 pub(crate) mod tests;
@@ -346,6 +346,12 @@ impl Op {
     /// The op's stable name, as in plans and audit logs.
     pub fn kind(&self) -> &'static str {
         self.op_kind().map_or("invalid", OpKind::name)
+    }
+
+    /// The op's name in audit records and results ([`OpName::Invalid`]
+    /// for [`Op::Invalid`]).
+    pub fn name(&self) -> OpName {
+        self.op_kind().map_or(OpName::Invalid, OpName::Gated)
     }
 
     /// The op's kind, or `None` for [`Op::Invalid`].

@@ -31,7 +31,7 @@ impl FuzzRun {
             // part of what it met, the exact status is noise.
             let class = e.status.map(|s| [b'0' + (s / 100 % 10) as u8]);
             let kind = fnv1a(&[
-                e.op.as_bytes(),
+                e.op.as_str().as_bytes(),
                 e.decision.as_str().as_bytes(),
                 violation.as_bytes(),
                 class.as_ref().map_or(&[][..], |c| &c[..]),

@@ -50,7 +50,7 @@ impl Sandbox {
         event.violation = Some(denial.violation);
         event.hard = denial.hard;
         event.detail = Some(denial.message.clone());
-        let (op, target) = (event.op.clone(), event.target.clone());
+        let (op, target) = (event.op, event.target.clone());
         let amended = event.clone();
         self.announce(&amended);
         self.record_denial(seq, op, &target, &denial);
@@ -107,7 +107,7 @@ impl Sandbox {
     /// sequence number), that op's record becomes the refusal.
     pub(crate) fn charge_writes(
         &mut self,
-        kind: &'static str,
+        kind: crate::OpName,
         target: &str,
         (bytes, files): (u64, u64),
         admitted: Option<u64>,

@@ -170,24 +170,24 @@ impl Sandbox {
 
     /// Record a refusal of an effect performed outside the gate (`kind`
     /// aimed at `target`), as an op of its own.
-    pub(super) fn record_refusal(&mut self, kind: &'static str, target: &str, d: Denial) {
+    pub(super) fn record_refusal(&mut self, kind: crate::OpName, target: &str, d: Denial) {
         self.seq += 1;
         let op = Op::Invalid {
-            op: kind.to_string(),
+            op: kind.as_str().to_string(),
             reason: String::new(),
         };
         self.finish(&op, None, Err(Failure::Denied(d)));
         // Named as the effect it stopped, not as the placeholder op.
         let target = record_target(target);
         if let Some(ev) = self.audit.last_mut() {
-            ev.op = kind.into();
+            ev.op = kind;
             ev.target = target.clone();
         }
         if let Some(ev) = self.audit.last() {
             self.announce(&ev.clone());
         }
         if let Some(rec) = self.denials.last_mut() {
-            rec.op = kind.into();
+            rec.op = kind;
             rec.target = target;
         }
     }

@@ -305,7 +305,7 @@ impl Sandbox {
         if let Some(sink) = &self.events {
             sink.send(crate::events::Event::Started {
                 seq: self.seq,
-                op: op.kind(),
+                op: op.name(),
                 target: crate::bound::record_target(op.target()),
             });
         }

@@ -2,13 +2,13 @@
 //! when refused), with a bounded target; a hard denial trips the breaker.
 
 use super::{Failure, Sandbox};
+use crate::OpName;
 use crate::bound::record_target;
 use crate::capability::Trace;
 use crate::events::Event;
 use crate::op::{Op, Output, SandboxResult};
 use crate::report::{AuditEvent, Decision, DenialRecord};
 use crate::violation::Denial;
-use std::borrow::Cow;
 
 /// What the gate decided for one op: its sequence number and outcome. The
 /// op, target and rule live in the op's audit record; [`Sandbox::run`]
@@ -42,7 +42,7 @@ impl Sandbox {
         // Records keep a bounded target, whatever the guest passed.
         let mut event = AuditEvent {
             seq: self.seq,
-            op: Cow::Borrowed(op.kind()),
+            op: op.name(),
             target: record_target(op.target()),
             decision: Decision::Allowed,
             violation: None,
@@ -80,7 +80,7 @@ impl Sandbox {
                     detail = format!("{detail}; interrupted: {how_far}");
                 }
                 event.detail = Some(detail);
-                self.record_denial(self.seq, event.op.clone(), &event.target, d);
+                self.record_denial(self.seq, event.op, &event.target, d);
             }
         }
         self.announce(&event);
@@ -96,8 +96,8 @@ impl Sandbox {
     /// its audit record (the last one: nothing is recorded in between).
     pub(super) fn dress(&self, decided: Decided) -> SandboxResult {
         let event = self.audit.last().filter(|e| e.seq == decided.seq);
-        let (op, target, rule) = event.map_or_else(Default::default, |e| {
-            (e.op.to_string(), e.target.clone(), e.rule.clone())
+        let (op, target, rule) = event.map_or((OpName::Invalid, String::new(), None), |e| {
+            (e.op, e.target.clone(), e.rule.clone())
         });
         let mut result = SandboxResult {
             seq: decided.seq,
@@ -140,13 +140,7 @@ impl Sandbox {
     }
 
     /// List a refusal for the report (and trip the breaker if it is hard).
-    pub(super) fn record_denial(
-        &mut self,
-        seq: u64,
-        op: Cow<'static, str>,
-        target: &str,
-        d: &Denial,
-    ) {
+    pub(super) fn record_denial(&mut self, seq: u64, op: OpName, target: &str, d: &Denial) {
         self.trip(d);
         self.denials.push(DenialRecord {
             seq,

@@ -70,7 +70,10 @@ fn the_audit_keeps_every_decision_in_order_with_the_rule_that_allowed_it() {
     sb.run(Op::fetch("https://evil.test/"));
     sb.run(Op::write("/work/out/r.txt", "done"));
     let audit = sb.audit();
-    let got: Vec<_> = audit.iter().map(|e| (e.seq, &*e.op, e.violation)).collect();
+    let got: Vec<_> = audit
+        .iter()
+        .map(|e| (e.seq, e.op.as_str(), e.violation))
+        .collect();
     assert_eq!(
         got,
         [

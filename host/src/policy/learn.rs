@@ -73,7 +73,7 @@ enum Need<'a> {
 }
 
 fn need(e: &AuditEvent) -> Option<Need<'_>> {
-    let kind = OpKind::from_name(&e.op)?;
+    let kind = e.op.kind()?;
     let mount = || {
         let (_, guest, host) = mount_of(e.rule.as_deref()?)?;
         Some((guest, host))

@@ -53,7 +53,7 @@ pub(super) fn learn_flow(
     let mut reach: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
     let mut sources: BTreeMap<String, &str> = BTreeMap::new();
     for e in audit.iter().filter(|e| passed(e)) {
-        let Some(kind) = OpKind::from_name(&e.op) else {
+        let Some(kind) = e.op.kind() else {
             continue;
         };
         let sends = kind.writes() || matches!(kind, OpKind::NetFetch | OpKind::ToolCall);

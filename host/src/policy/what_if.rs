@@ -102,7 +102,7 @@ pub fn what_if(audit: &[AuditEvent], caps: Capabilities) -> Result<WhatIf, Error
             out.skipped.push(skip("the record holds a cut target"));
             continue;
         }
-        let op = match op_aimed_at(&e.op, &e.target) {
+        let op = match op_aimed_at(e.op.as_str(), &e.target) {
             Ok(op) => op,
             Err(why) => {
                 out.skipped.push(skip(&why));

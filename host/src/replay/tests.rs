@@ -15,7 +15,7 @@ fn recording(dir: &std::path::Path) -> Recording {
     let report = crate::Sandbox::new(caps.clone()).unwrap().report();
     let audit = vec![AuditEvent {
         seq: 1,
-        op: "fs_read".into(),
+        op: crate::OpKind::FsRead.into(),
         target: "/work/a.txt".into(),
         decision: crate::report::Decision::Allowed,
         violation: None,

@@ -37,7 +37,7 @@ pub(crate) struct MeteredOutput {
     /// The run's label mark, when the grant labels anything, and this
     /// stream's name: a write the mark does not let reach `stdout` is
     /// refused (soft: the guest sees a failed write).
-    flow: Option<(Arc<FlowState>, &'static str)>,
+    flow: Option<(Arc<FlowState>, crate::OpName)>,
     /// Output held until its newline, when the events go as whole lines.
     pending: Arc<Mutex<Vec<u8>>>,
 }
@@ -104,7 +104,7 @@ impl MeteredOutput {
 
     /// Refuse writes that `flow`'s mark does not let reach `stdout`
     /// (`name` is the stream's, for the record).
-    pub(crate) fn with_flow(mut self, flow: &Arc<FlowState>, name: &'static str) -> Self {
+    pub(crate) fn with_flow(mut self, flow: &Arc<FlowState>, name: crate::OpName) -> Self {
         if flow.tracks() {
             self.flow = Some((flow.clone(), name));
         }
@@ -128,7 +128,7 @@ impl MeteredOutput {
             return Put::Closed;
         }
         if let Some((flow, name)) = &self.flow
-            && let Err(d) = flow.stream_write(&FlowSink::Stdout, name, name)
+            && let Err(d) = flow.stream_write(&FlowSink::Stdout, *name, name.as_str())
         {
             return Put::Refused(d.message);
         }

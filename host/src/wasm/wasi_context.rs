@@ -76,10 +76,10 @@ impl WasmHost {
         let (stdout, stderr) = (
             MeteredOutput::new(meter.clone(), sink(&opts.stdout))
                 .with_events(opts.events.clone(), Event::Stdout)
-                .with_flow(flow, "stdout"),
+                .with_flow(flow, crate::OpName::Stdout),
             MeteredOutput::new(meter.clone(), sink(&opts.stderr))
                 .with_events(opts.events.clone(), Event::Stderr)
-                .with_flow(flow, "stderr"),
+                .with_flow(flow, crate::OpName::Stderr),
         );
         let closed = [
             ("stdout", stdout.closed_flag(), stdout.clone()),

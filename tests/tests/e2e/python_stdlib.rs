@@ -143,7 +143,7 @@ print(attempt(lambda: os.makedirs("/work/other", exist_ok=True)),
         .audit
         .iter()
         .filter(|e| e.violation.is_some())
-        .map(|e| (&*e.op, e.target.as_str()))
+        .map(|e| (e.op.as_str(), e.target.as_str()))
         .collect();
     assert!(denied.contains(&("fs_mkdir", "/work/other")), "{denied:?}");
     // The host: out/a/b made, nothing else changed.

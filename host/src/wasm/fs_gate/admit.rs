@@ -5,6 +5,7 @@ use super::{Res, code, hard};
 use crate::op::Op;
 use crate::violation::{Denial, Violation};
 use crate::wasm::HostState;
+use crate::{OpKind, OpName};
 use wasmtime_wasi::p2::FsError;
 use wasmtime_wasi::p2::bindings::filesystem::types::{
     Datetime, DescriptorStat, ErrorCode, MetadataHashValue,
@@ -159,7 +160,11 @@ impl HostState {
     /// Charge `files` created by admitted call `a` to the write quota; a
     /// spent quota turns its record into the refusal and halts the run.
     pub(super) fn charge_files(&mut self, a: &Admitted, files: u64) -> wasmtime::Result<()> {
-        let kind = if a.write { "fs_write" } else { "fs_read" };
+        let kind = OpName::Gated(if a.write {
+            OpKind::FsWrite
+        } else {
+            OpKind::FsRead
+        });
         self.gate
             .charge_writes(kind, &a.full, (0, files), Some(a.seq))
             .map_err(hard)
@@ -170,7 +175,7 @@ impl HostState {
     pub(super) fn charge_bytes(&mut self, fd: u32, bytes: u64) -> wasmtime::Result<()> {
         let name = self.fd_name(fd);
         self.gate
-            .charge_writes("fs_write", &name, (bytes, 0), None)
+            .charge_writes(OpKind::FsWrite.into(), &name, (bytes, 0), None)
             .map_err(hard)
     }
 
@@ -192,7 +197,7 @@ impl HostState {
         let name = self.fd_name(fd);
         self.gate
             .flow_state()
-            .stream_write(&sink, "fs_write", &name)
+            .stream_write(&sink, OpKind::FsWrite.into(), &name)
             .map_err(|_| ErrorCode::Access)
     }
 

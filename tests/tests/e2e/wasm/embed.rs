@@ -161,8 +161,11 @@ fn cancel_ends_a_guest_waiting_in_a_slow_tool_and_nothing_after_it_happens() {
         canceller.join().unwrap();
         // What was done before is on record; the tool call is the cancel;
         // the summary the guest would write after it is not written.
-        let ops: Vec<(&str, Option<Violation>)> =
-            run.audit.iter().map(|e| (&*e.op, e.violation)).collect();
+        let ops: Vec<(&str, Option<Violation>)> = run
+            .audit
+            .iter()
+            .map(|e| (e.op.as_str(), e.violation))
+            .collect();
         assert!(ops.contains(&("fs_read", None)), "{ops:?}");
         assert!(
             ops.contains(&("tool_call", Some(Violation::Cancelled))),

@@ -49,7 +49,7 @@ fn seed_agent_sees_each_decision() {
         .run
         .audit
         .iter()
-        .map(|e| (&*e.op, e.target.as_str(), e.violation))
+        .map(|e| (e.op.as_str(), e.target.as_str(), e.violation))
         .collect();
     let url = format!("{}/status", s.origin());
     assert_eq!(
