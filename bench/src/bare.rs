@@ -30,6 +30,11 @@ impl WasiView for State {
 
 impl sbx::agent::types::Host for State {}
 
+impl sbx::agent::outcome::Host for State {
+    fn script_failed(&mut self, _e: sbx::agent::outcome::ScriptError) {}
+    fn exit_code(&mut self, _code: i32) {}
+}
+
 impl sbx::agent::net::Host for State {
     fn fetch(
         &mut self,

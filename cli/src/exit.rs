@@ -74,7 +74,12 @@ pub(crate) fn run_exit_code(r: &sbx_wasm::RunReport) -> i32 {
         Status::HardLimit => EXIT_RUN_HARD_LIMIT,
         Status::Trapped => EXIT_RUN_TRAP,
         Status::Cancelled => EXIT_CANCELLED,
-        _ => r.exit_code.unwrap_or(0),
+        // A process exit status keeps the low 8 bits: a failure whose code
+        // would read as 0 there (`sys.exit(256)`) exits 1, never success.
+        _ => match r.exit_code.unwrap_or(0) {
+            c if c != 0 && c & 0xff == 0 => 1,
+            c => c,
+        },
     }
 }
 

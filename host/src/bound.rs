@@ -80,11 +80,16 @@ pub fn quote(s: &str) -> String {
 /// `s` cut at [`MAX_QUOTED_BYTES`] with an ellipsis, unquoted (for paths in
 /// messages).
 pub fn clip(s: impl AsRef<str>) -> String {
-    let s = s.as_ref();
-    if s.len() <= MAX_QUOTED_BYTES {
+    clip_to(s.as_ref(), MAX_QUOTED_BYTES)
+}
+
+/// `s` cut to at most `max` bytes on a character boundary, with an
+/// ellipsis when cut.
+pub(crate) fn clip_to(s: &str, max: usize) -> String {
+    if s.len() <= max {
         s.to_string()
     } else {
-        format!("{}…", prefix(s, MAX_QUOTED_BYTES))
+        format!("{}…", prefix(s, max))
     }
 }
 

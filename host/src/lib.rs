@@ -133,7 +133,8 @@ pub use error::{CapsError, Error};
 pub use gate::{Sandbox, SandboxBuilder};
 pub use op::{ErrorKind, OpError, SandboxResult};
 pub use report::{
-    AuditEvent, Decision, DenialRecord, KernelWall, Landlock, Limits, RunReport, SecretUse, Status,
+    AuditEvent, Decision, DenialRecord, KernelWall, Landlock, Limits, RunReport, ScriptError,
+    SecretUse, Status,
 };
 pub use services::Services;
 pub use violation::{Denial, Violation};

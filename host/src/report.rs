@@ -105,6 +105,7 @@ impl RunReport {
             notes: vec![why.into()],
             labels: Default::default(),
             secret_uses: Vec::new(),
+            error: None,
         }
     }
 }
@@ -128,14 +129,15 @@ impl From<&Budget> for Limits {
 /// | status | `exit_code` | `sbx-wasm run` exits |
 /// |---|---|---|
 /// | `completed` | `Some(0)` for a guest whose `main` returned (`None` for a plan) | 0 |
-/// | `exited` | the guest's code (`sys.exit(3)`, `process.exit(3)`, `std::process::exit(3)`) | that code |
+/// | `exited` | the guest's code: a script's own (`sys.exit(3)`, `process.exit(3)`: its runner tells the host), 1 for a component that exits with WASI 0.2's failure | that code (1 when its low 8 bits are 0) |
 /// | `hard_limit` | `None` | 124 (`exec`: 3) |
 /// | `trapped` | `None` | 123 |
 /// | `cancelled` | `None` | 130 |
 /// | `refused` | `None` | 125 |
 ///
 /// A run that handled its soft denials still `completed`: a denial is a
-/// value the guest sees, not how the run ended.
+/// value the guest sees, not how the run ended. A script that ended on an
+/// uncaught exception is `exited` 1 with [`RunReport::error`] set.
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -208,6 +210,27 @@ pub struct RunReport {
     /// Which secrets each fetch carried (names only), in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub secret_uses: Vec<SecretUse>,
+    /// For a script that ended on an uncaught exception (status `exited`),
+    /// the exception as its runner reported it: its type, message and the
+    /// script's line. The script's stderr has the whole traceback.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ScriptError>,
+}
+
+/// The exception a script ended on, as the script's runner reported it
+/// ([`RunReport::error`]). Each field is what the guest said (bounded):
+/// a hostile script can make it say anything, as it can its stderr.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScriptError {
+    /// The exception's type (`ValueError`, `json.decoder.JSONDecodeError`,
+    /// `TypeError`, `SyntaxError`).
+    pub kind: String,
+    /// Its message.
+    pub message: String,
+    /// The script's line it was raised at, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
 }
 
 /// The secrets one fetch carried.

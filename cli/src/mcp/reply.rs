@@ -80,6 +80,10 @@ pub(crate) fn run(run: &WasmRun, ids: &Ids<'_>) -> CallToolResult {
     if let Some(t) = &run.trap {
         text += &format!("trap: {t}\n");
     }
+    if let Some(e) = &r.error {
+        let at = e.line.map(|l| format!(" at line {l}")).unwrap_or_default();
+        text += &format!("error: {}{at}: {}\n", e.kind, e.message);
+    }
     text += &format!("stdout:\n{stdout}");
     if !stdout.is_empty() && !stdout.ends_with('\n') {
         text.push('\n');
@@ -99,6 +103,7 @@ pub(crate) fn run(run: &WasmRun, ids: &Ids<'_>) -> CallToolResult {
         "stderr": stderr,
         "denials": r.denials,
         "trap": run.trap,
+        "error": r.error,
         "usage": r.usage,
         "limits": r.limits,
         "usage_line": usage_line(r),

@@ -201,6 +201,7 @@ impl Sandbox {
                     secrets: e.secrets.clone(),
                 })
                 .collect(),
+            error: None,
         }
     }
 

@@ -64,6 +64,8 @@ pub(super) fn idle_state() -> Option<HostState> {
         limiter: MemoryLimiter::new(u64::MAX),
         fs_paths: std::collections::HashMap::new(),
         deterministic: false,
+        script_error: None,
+        exit_code: None,
     })
 }
 

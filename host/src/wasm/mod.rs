@@ -100,6 +100,10 @@ pub(crate) struct HostState {
     fs_paths: std::collections::HashMap<u32, fs_gate::DirInfo>,
     /// File times and identities come from the virtual clock.
     deterministic: bool,
+    /// The exception a script runner said the script ended on.
+    script_error: Option<crate::report::ScriptError>,
+    /// The exit code a script runner said the script asked for.
+    exit_code: Option<i32>,
 }
 
 impl HostState {

@@ -44,7 +44,13 @@ pub(super) fn finish(
         }
         End::Exit(code) => {
             report.status = Status::Exited;
-            report.exit_code = Some(code);
+            // WASI 0.2 carries failure as 1; a runner says the script's
+            // own code beside it (never 0 for a failure).
+            let said = state.exit_code.filter(|&c| c != 0);
+            report.exit_code = Some(said.unwrap_or(code));
+            // Only a run that failed carries the exception its runner
+            // reported (a script that caught it and went on did not fail).
+            report.error = state.script_error.take();
         }
         End::Limit(Violation::Cancelled) => {
             report.status = Status::Cancelled;

@@ -223,6 +223,8 @@ impl WasmHost {
             limiter: MemoryLimiter::new(budget.max_memory_bytes),
             fs_paths: std::collections::HashMap::new(),
             deterministic,
+            script_error: None,
+            exit_code: None,
         };
         if confine.is_some() && agent.warm.as_ref().is_some_and(|w| w.threaded()) {
             return Err(setup(

@@ -127,7 +127,7 @@ fn errors_and_exit_codes_are_as_node_gives_them() {
         (
             "exit3.js",
             "console.log('a'); process.exit(3); console.log('b');",
-            1,
+            3,
             "a\n",
             "",
         ),
@@ -141,7 +141,8 @@ fn errors_and_exit_codes_are_as_node_gives_them() {
         (
             "unsettled.mjs",
             "await new Promise(() => {});\nconsole.log('never');",
-            1,
+            // node's code for it.
+            13,
             "",
             "Warning: Detected unsettled top-level await in unsettled.mjs",
         ),

@@ -29,6 +29,7 @@ mod python_serve;
 mod python_stdlib;
 mod python_warm;
 mod replay;
+mod script_errors;
 mod scripts;
 mod secrets;
 mod seed_behaviours;

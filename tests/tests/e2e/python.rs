@@ -223,8 +223,11 @@ fn exit_status_exceptions_and_stdin() {
     py.write("fails.py", "import sys\nsys.exit(7)\n");
     py.write("raises.py", "raise ValueError('bad input')\n");
     assert_eq!(py.run("ok.py", &[]).code(), Some(0));
-    // WASI 0.2 carries success or failure, not the number.
-    assert_eq!(py.run("fails.py", &[]).code(), Some(1));
+    // The script's own code (the runner tells the host; WASI 0.2 alone
+    // would carry 1), and a code whose low byte is 0 still a failure.
+    assert_eq!(py.run("fails.py", &[]).code(), Some(7));
+    py.write("fails256.py", "import sys\nsys.exit(256)\n");
+    assert_eq!(py.run("fails256.py", &[]).code(), Some(1));
     let ran = py.run("raises.py", &[]);
     assert_eq!(ran.code(), Some(1));
     assert!(

@@ -412,7 +412,18 @@ fn summary(run: &WasmRun) -> String {
         (Status::HardLimit, Some(v), _) => format!("hard_limit ({v})"),
         (Status::Trapped, _, _) => "trapped".to_string(),
         (Status::Cancelled, _, _) => "cancelled (interrupted)".to_string(),
-        (Status::Exited, _, Some(code)) => format!("exited {code}"),
+        (Status::Exited, _, Some(code)) => match &r.error {
+            // The exception the script ended on, as its runner reported it
+            // (guest text: control characters shown as `?`).
+            Some(e) => {
+                let kind = sbx_wasm::bound::printable(&e.kind);
+                match e.line {
+                    Some(line) => format!("exited {code} ({kind} at line {line})"),
+                    None => format!("exited {code} ({kind})"),
+                }
+            }
+            None => format!("exited {code}"),
+        },
         _ => "completed".to_string(),
     };
     let (u, l) = (&r.usage, &r.limits);

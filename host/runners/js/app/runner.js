@@ -6,7 +6,10 @@
 // evaluates it as the body of an async function, so top-level `await`
 // works; it ends when that has settled and no timer is left (timers.js).
 // Its exit code: 0, the code given to process.exit, or 1 after an uncaught
-// error, printed with its stack as node prints it (WASI passes 0 or 1).
+// error, printed with its stack as node prints it and reported to the host
+// (its name, message and the script's line: the run report's `error`). WASI
+// 0.2 passes only success or failure, so the runner tells the host the code
+// before it exits.
 //
 // Everything above `run` is evaluated while the component is built and
 // kept in its snapshot (componentize-js pre-initialises with wizer), so a
@@ -22,7 +25,7 @@ import { require, sbx } from './modules.js';
 import { ExitRequest, process } from './process.js';
 import { tools } from './tools.js';
 import * as timers from './timers.js';
-import { getArguments, getEnvironment, getRandomBytes } from './wasi.js';
+import { exitCode, getArguments, getEnvironment, getRandomBytes, scriptFailed } from './wasi.js';
 
 const TYPESCRIPT = /\.(ts|mts|cts)$/;
 
@@ -85,6 +88,7 @@ export function prepare(source, name) {
 }
 
 function report(e) {
+  tellHost(e);
   if (e instanceof SbxDenied) {
     console.error(`Uncaught SbxDenied: ${e.violation}: ${e.reason}\n${stackOf(e)}`.trimEnd());
   } else if (e instanceof Error) {
@@ -99,21 +103,45 @@ function report(e) {
 let script = { name: '', lines: 0 };
 
 function stackOf(e) {
+  return scriptFrames(e)
+    .slice(0, 10) // node's Error.stackTraceLimit
+    .map(({ fn, where }) => (fn ? `    at ${fn} (${where})` : `    at ${where}`))
+    .join('\n');
+}
+
+/** The script's own frames of `e`'s stack, innermost first. */
+function scriptFrames(e) {
   const frames = typeof e.stack === 'string' ? e.stack.trimEnd().split('\n') : [];
   const out = [];
   for (const f of frames) {
     const at = f.lastIndexOf(`@${script.name}:`);
     if (at < 0) continue;
     let where = f.slice(at + 1);
-    // The line after the script's last is the runner's wrapper.
-    if (Number(where.split(':').at(-2)) > script.lines) continue;
-    if (out.length === 10) break; // node's Error.stackTraceLimit
-    const fn = f.slice(0, at);
     const [line, col] = where.split(':').slice(-2).map(Number);
+    // The line after the script's last is the runner's wrapper.
+    if (line > script.lines) continue;
     if (line === 1 && col > WRAP_START.length) where = `${script.name}:1:${col - WRAP_START.length}`;
-    out.push(fn ? `    at ${fn} (${where})` : `    at ${where}`);
+    out.push({ fn: f.slice(0, at), where, line });
   }
-  return out.join('\n');
+  return out;
+}
+
+/** Tell the host which error the script ended on (a courtesy: never throws). */
+function tellHost(e) {
+  try {
+    const error = e instanceof Error;
+    const kind = error ? String(e.name) : typeof e;
+    const message = error ? String(e.message) : inspect(e);
+    // The innermost frame in the script itself; a syntax error's own line.
+    let line = error ? scriptFrames(e)[0]?.line : undefined;
+    if (line === undefined && error && e.fileName === script.name && Number.isInteger(e.lineNumber)) {
+      line = e.lineNumber;
+    }
+    if (!(line >= 0 && line < 2 ** 32)) line = undefined;
+    scriptFailed({ kind, message, line });
+  } catch {
+    // The report is a courtesy: the error is still printed and exits 1.
+  }
 }
 
 /** The exit code for an error that ended the script, reported as node does. */
@@ -174,6 +202,14 @@ async function main() {
 export const run = {
   async run() {
     const code = await main();
-    if (code !== 0) throw new Error(`exit code ${code}`);
+    if (code !== 0) {
+      // WASI 0.2 carries only failure: the host hears the code from here.
+      try {
+        exitCode(code | 0);
+      } catch {
+        // A courtesy: the run still fails.
+      }
+      throw new Error(`exit code ${code}`);
+    }
   },
 };

@@ -21,3 +21,4 @@ export {
   remove as fsRemove,
   mkdir as fsMkdir,
 } from 'sbx:agent/fs@0.1.0';
+export { exitCode, scriptFailed } from 'sbx:agent/outcome@0.1.0';

@@ -7,7 +7,9 @@
 `sbx-wasm run script.py` uses the first form: the host reads the script (the
 user's input, not the guest's) and passes it in, so the script need not sit in
 a mount. The script runs as `__main__`; an uncaught exception prints its
-traceback and exits 1, `sys.exit(n)` exits n.
+traceback, is reported to the host (its type, message and the script's line:
+the run report's `error`) and exits 1; `sys.exit(n)` exits n (the host hears
+n from the runner: WASI 0.2 carries only success or failure).
 """
 
 import importlib
@@ -22,6 +24,7 @@ import traceback
 import types
 
 from wit_world import exports
+from wit_world.imports import outcome
 
 import bundled_packages
 import bundled_tz
@@ -316,6 +319,34 @@ def _exit_code(code):
     return 1
 
 
+def _report(exc, name):
+    """Tell the host which exception the script ended on: its type (with
+    its module when not a builtin), message, and the line of the innermost
+    frame in the script itself (a SyntaxError's own line)."""
+    kind = type(exc).__qualname__
+    module = type(exc).__module__
+    if module not in ("builtins", "__main__"):
+        kind = f"{module}.{kind}"
+    line = None
+    if isinstance(exc, SyntaxError) and exc.filename == name:
+        line = exc.lineno
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == name:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    try:
+        message = str(exc)
+    except BaseException:  # noqa: BLE001 - a __str__ that raises
+        message = "<the exception's message could not be made>"
+    if line is not None and not 0 <= line < 2**32:
+        line = None
+    try:
+        outcome.script_failed(outcome.ScriptError(kind, message, line))
+    except BaseException:  # noqa: BLE001 - the report is a courtesy
+        pass
+
+
 def main(argv):
     try:
         source, name, script_argv = _load(argv)
@@ -342,16 +373,19 @@ def main(argv):
         status = 0
     except SystemExit as e:
         status = _exit_code(e.code)
-    except BaseException:
+    except BaseException as e:
         traceback.print_exc()
+        _report(e, name)
         status = 1
     # As python waits for its threads (and thread pools) before it exits.
     try:
         cooperative_threads.run_pending()
     except SystemExit as e:
         status = status or _exit_code(e.code)
-    except BaseException:
+    except BaseException as e:
         traceback.print_exc()
+        if not status:
+            _report(e, name)
         status = status or 1
     return status
 
@@ -420,5 +454,10 @@ class Run(exports.Run):
         sys.stdout.flush()
         sys.stderr.flush()
         if status != 0:
-            # proc_exit carries the code to the host (wasi:cli/exit).
+            # WASI 0.2 carries only failure (as 1): tell the host the code
+            # first, then exit with failure (wasi:cli/exit).
+            try:
+                outcome.exit_code(status)
+            except BaseException:  # noqa: BLE001 - the code is a courtesy
+                pass
             os._exit(status)

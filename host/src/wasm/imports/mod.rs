@@ -1,7 +1,8 @@
 //! The `sbx:agent` world (`host/wit/`, one file per interface): its bindings,
 //! and the one mapping of a gate result to a guest answer. Soft denials
 //! return as values; a hard limit traps. Each interface's host side has
-//! its own file here (`net.rs`, `tools.rs`, `kv.rs`, `fs.rs`): the capability's WIT adapter.
+//! its own file here (`net.rs`, `tools.rs`, `kv.rs`, `fs.rs`): the capability's WIT adapter;
+//! `outcome.rs` takes a script runner's report of how the script failed.
 
 use super::{HardLimit, HostState};
 use crate::gate::Decided;
@@ -10,6 +11,7 @@ use crate::op::{Failure, Output};
 mod fs;
 mod kv;
 mod net;
+mod outcome;
 mod tools;
 
 wasmtime::component::bindgen!({

@@ -139,7 +139,7 @@ fn stdin_exit_codes_and_hard_limits_pass_through_a_served_run() {
     assert!(echoed.served(), "{}", echoed.stderr());
     assert_eq!(echoed.stdout(), "FROM THE PIPE\n", "{}", echoed.stderr());
 
-    for (script, code) in [("fail.py", 1), ("spin.py", 124)] {
+    for (script, code) in [("fail.py", 3), ("spin.py", 124)] {
         let own = served.run(t.path(), script, &["--no-server"], &[]);
         let ran = served.run(t.path(), script, &[], &[]);
         assert!(ran.served(), "{}", ran.stderr());
