@@ -53,6 +53,9 @@ impl sbx::agent::tools::Host for State {
     fn granted(&mut self) -> Vec<String> {
         Vec::new()
     }
+    fn definitions(&mut self) -> Vec<sbx::agent::tools::Definition> {
+        Vec::new()
+    }
 }
 
 /// No store in the baseline: every call fails.

@@ -16,7 +16,7 @@
 //! seconds, once); `tests/tests/e2e/framework_agent.rs` runs this file.
 
 use sbx_wasm::events::{Event, EventSink};
-use sbx_wasm::tools::ToolRegistry;
+use sbx_wasm::tools::{ToolLimits, ToolRegistry};
 use sbx_wasm::wasm::{Python, PythonRunner, RunOptions, WasmHost, runner_source};
 use sbx_wasm::{CancelHandle, Capabilities, Services, Status};
 use std::future::Future;
@@ -57,7 +57,8 @@ fn propose(turn: usize, last: Option<&str>) -> Option<String> {
     Some(match turn {
         // Uses the tool, reads nothing it was not given.
         0 => r#"import sbx
-print("words:", sbx.call_tool("word_count", {"text": "the quick brown fox"}))"#
+counted = sbx.tools.word_count(text="the quick brown fox")
+print("words:", counted["words"])"#
             .to_string(),
         // Injected: tries to leave the grant; each attempt is refused.
         1 => format!(
@@ -96,17 +97,28 @@ pub async fn run(
         .max_ops(50)
         .max_wall(Duration::from_secs(5))
         .build()?;
-    // A typed tool: its JSON schema comes from the type, bad input is
-    // refused before it runs.
+    // A typed tool: its JSON schema comes from the argument type, bad
+    // input never reaches it, its result reaches the script decoded
+    // (`{"words": 4}` as a dict), and it is told the time left.
     #[derive(serde::Deserialize, schemars::JsonSchema)]
     struct Text {
         /// The text to count.
         text: String,
     }
+    #[derive(serde::Serialize)]
+    struct Count {
+        words: usize,
+    }
     let mut tools = ToolRegistry::new();
-    tools.register_typed("word_count", "Count the words of a text.", |t: Text| {
-        Ok(t.text.split_whitespace().count().to_string())
-    });
+    tools.add_tool(
+        "word_count",
+        "Count the words of a text.",
+        |t: Text, _limits: &ToolLimits| {
+            Ok(Count {
+                words: t.text.split_whitespace().count(),
+            })
+        },
+    );
     let services = Services::new().tools(tools);
 
     let mut summary = Summary::default();

@@ -171,8 +171,10 @@ declare module 'sbx' {
   export const tools: typeof globalThis.tools;
   /** Call tool `name` with `args` (as `tools[name](args)`). */
   export function callTool(name: string, args?: unknown): Promise<any>;
-  /** The names of the tools the grant allows. */
+  /** The names of the tools a call can reach (allowed and provided by the host). */
   export function granted(): string[];
+  /** What a model is told of each tool `granted()` lists. */
+  export function toolDefinitions(): { name: string; description: string; inputSchema: object }[];
   /** The run's key-value store (`[kv]` in the grant). */
   export const kv: {
     get(key: string): Promise<Uint8Array>;

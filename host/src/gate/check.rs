@@ -41,6 +41,14 @@ impl Sandbox {
             .collect()
     }
 
+    /// What a model (or a script) is told of each tool
+    /// [`Sandbox::reachable_tools`] lists: its description and the JSON
+    /// schema of its input, sorted by name.
+    pub fn reachable_tool_definitions(&self) -> Vec<crate::tools::ToolDefinition> {
+        let held = self.held();
+        held.tools.definitions(held.allowed_tools)
+    }
+
     /// Time on the injected clock since the run started (one reading).
     pub(crate) fn elapsed_now(&self) -> std::time::Duration {
         self.clock.now().saturating_sub(self.start)

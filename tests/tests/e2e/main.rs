@@ -34,6 +34,7 @@ mod scripts;
 mod secrets;
 mod seed_behaviours;
 mod telemetry;
+mod typed_tools;
 mod wasi;
 mod wasm;
 mod worked_example;

@@ -15,6 +15,9 @@ use std::process::{Command, Output};
 fn build(cache: &Path, requirements: &Path) -> Output {
     Command::new(sbx_bin())
         .env("SBX_WASM_CACHE_DIR", cache)
+        // The build folder (its componentize-py environment) in the test's
+        // own folder, not the user's: where the check below looks.
+        .env("SBX_WASM_PY_BUILD_DIR", cache.join("python/build"))
         .args(["python", "build", "--requirements"])
         .arg(requirements)
         .output()

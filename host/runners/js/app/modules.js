@@ -6,7 +6,7 @@ import { Buffer } from './buffer.js';
 import * as errors from './errors.js';
 import { fs, promises } from './fs.js';
 import { Headers, Response, fetch } from './fetch.js';
-import { callTool, granted, kv, tools } from './tools.js';
+import { callTool, granted, kv, toolDefinitions, tools } from './tools.js';
 import { formatArgs, inspect } from './inspect.js';
 import { process } from './process.js';
 
@@ -87,6 +87,7 @@ export const sbx = Object.freeze({
   tools,
   callTool,
   granted,
+  toolDefinitions,
   kv,
   fetch,
   Headers,

@@ -10,7 +10,7 @@
 // `tools` itself cannot be changed.
 
 import { SbxToolError, gated, text } from './errors.js';
-import { kvDelete, kvGet, kvList, kvPut, toolCall, toolsGranted } from './wasi.js';
+import { kvDelete, kvGet, kvList, kvPut, toolCall, toolsDefinitions, toolsGranted } from './wasi.js';
 
 function parse(output) {
   try {
@@ -28,9 +28,18 @@ export async function callTool(name, args = {}) {
   return parse(gated(() => toolCall(name, input), (m) => new SbxToolError(name, m)));
 }
 
-/** The names of the tools the grant allows. */
+/** The names of the tools a call can reach (allowed and provided by the host). */
 export function granted() {
   return toolsGranted();
+}
+
+/** What a model is told of each tool `granted()` lists: name, description, inputSchema. */
+export function toolDefinitions() {
+  return toolsDefinitions().map((d) => ({
+    name: d.name,
+    description: d.description,
+    inputSchema: JSON.parse(d.inputSchema),
+  }));
 }
 
 const callers = new Map();

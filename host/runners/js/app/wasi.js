@@ -6,7 +6,11 @@ export { getStdout } from 'wasi:cli/stdout@@WASI@';
 export { getStderr } from 'wasi:cli/stderr@@WASI@';
 export { getRandomBytes } from 'wasi:random/random@@WASI@';
 export { fetch as netFetch } from 'sbx:agent/net@0.1.0';
-export { call as toolCall, granted as toolsGranted } from 'sbx:agent/tools@0.1.0';
+export {
+  call as toolCall,
+  granted as toolsGranted,
+  definitions as toolsDefinitions,
+} from 'sbx:agent/tools@0.1.0';
 export {
   get as kvGet,
   put as kvPut,

@@ -11,7 +11,8 @@ exceptions: the host halts the run.
 """
 
 from componentize_py_types import Err
-from wit_world.imports import kv, net, tools, types
+from wit_world.imports import kv, net, types
+from wit_world.imports import tools as _tools
 
 # The world's file interface (sbx:agent/fs) has no functions here: Python's
 # own open() and os reach the same mounts through WASI. Its bindings are
@@ -21,7 +22,7 @@ from wit_world.imports import fs as _fs  # noqa: F401
 
 __all__ = [
     "Denied", "FetchError", "ToolError", "KvError", "Response", "fetch", "call_tool",
-    "granted_tools", "kv_get", "kv_put", "kv_delete", "kv_list",
+    "granted_tools", "tool_definitions", "tools", "kv_get", "kv_put", "kv_delete", "kv_list",
 ]
 
 
@@ -138,14 +139,69 @@ def call_tool(name, input=""):
         except (TypeError, ValueError) as e:
             raise TypeError(f"input must be a str or JSON-serialisable: {e}") from None
     try:
-        return tools.call(name, input)
+        return _tools.call(name, input)
     except Err as e:
         _raise(e.value, ToolError)
 
 
 def granted_tools():
-    """The names of the tools the grant allows."""
-    return list(tools.granted())
+    """The names of the tools a call can reach (allowed by the grant and
+    provided by the host)."""
+    return list(_tools.granted())
+
+
+def tool_definitions():
+    """What a model is told of each tool `granted_tools()` lists: dicts with
+    `name`, `description` and `input_schema` (the JSON schema of its input,
+    as a dict)."""
+    import json
+
+    return [
+        {"name": d.name, "description": d.description, "input_schema": json.loads(d.input_schema)}
+        for d in _tools.definitions()
+    ]
+
+
+class _Tools:
+    """The host's tools as functions: `sbx.tools.search(query="x")` (or
+    `sbx.tools["my-tool"]({...})`) calls the tool with its arguments as a
+    JSON object and returns its result decoded: JSON as Python values,
+    other text as str. Raises `Denied` for a tool off the grant's list,
+    `ToolError` when the tool fails. `call_tool` is the same with the
+    result's text as it is."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self[name]
+
+    def __getitem__(self, name):
+        name = _text(name, "the tool name")
+
+        def call(args=None, /, **kwargs):
+            if args is not None and kwargs:
+                raise TypeError("give the arguments as one dict or as keywords, not both")
+            out = call_tool(name, args if args is not None else kwargs)
+            import json
+
+            try:
+                return json.loads(out)
+            except ValueError:
+                return out
+
+        call.__name__ = call.__qualname__ = name
+        return call
+
+    def __dir__(self):
+        return granted_tools()
+
+    def __repr__(self):
+        return f"<sbx.tools: {', '.join(granted_tools())}>"
+
+
+tools = _Tools()
 
 
 def secret(name):

@@ -10,7 +10,9 @@ use std::sync::mpsc::{RecvTimeoutError, sync_channel};
 use std::time::{Duration, Instant};
 
 impl ToolRegistry {
-    /// Register an async tool: each call runs `f(input)` as a task on
+    /// Register an untyped async tool (the input text in, the output text
+    /// out; [`ToolRegistry::add_async_tool`] is the typed way): each call
+    /// runs `f(input)` as a task on
     /// `runtime` (e.g. `tokio::runtime::Handle::current()` where the agent
     /// framework runs) and waits for it.
     ///
@@ -61,17 +63,26 @@ where
     Fut: Future<Output = Result<String, ToolError>> + Send + 'static,
 {
     fn call(&self, input: &str, limits: ToolLimits) -> Result<String, ToolError> {
-        let future = (self.f)(input.to_string());
-        match wait_on(&self.runtime, future, limits.timeout, &limits.cancel) {
-            Ok(result) => result,
-            Err(Unfinished::Cancelled) => Err(ToolError::Cancelled),
-            Err(Unfinished::Timeout) => Err(ToolError::Timeout),
-            Err(Unfinished::Lost) => Err(ToolError::Failed(
-                "the tool's task ended without a result (it panicked, or its runtime \
-                 shut down)"
-                    .into(),
-            )),
-        }
+        wait_for(&self.runtime, (self.f)(input.to_string()), &limits)
+    }
+}
+
+/// A tool's `future` run as a task on `runtime` and waited for within
+/// `limits` (time left, cancel): its result, or why there is none.
+pub(crate) fn wait_for<T: Send + 'static>(
+    runtime: &tokio::runtime::Handle,
+    future: impl Future<Output = Result<T, ToolError>> + Send + 'static,
+    limits: &ToolLimits,
+) -> Result<T, ToolError> {
+    match wait_on(runtime, future, limits.timeout, &limits.cancel) {
+        Ok(result) => result,
+        Err(Unfinished::Cancelled) => Err(ToolError::Cancelled),
+        Err(Unfinished::Timeout) => Err(ToolError::Timeout),
+        Err(Unfinished::Lost) => Err(ToolError::Failed(
+            "the tool's task ended without a result (it panicked, or its runtime \
+             shut down)"
+                .into(),
+        )),
     }
 }
 

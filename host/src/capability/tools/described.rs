@@ -1,12 +1,10 @@
 //! Tools a model can be told about: a description and a JSON schema of the
-//! input for each, typed arguments through serde, and the registry's
-//! granted tools exported in the shapes model APIs take (OpenAI function
-//! tools, Anthropic tools, MCP tools).
+//! input for each (typed tools derive theirs: `typed.rs`), and the
+//! registry's granted tools exported in the shapes model APIs take (OpenAI
+//! function tools, Anthropic tools, MCP tools).
 
-use super::{ToolError, ToolLimits, ToolRegistry};
-use schemars::JsonSchema;
+use super::{ToolError, ToolRegistry};
 use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 
@@ -67,7 +65,9 @@ fn any_object() -> Value {
 }
 
 impl ToolRegistry {
-    /// Register a plain function (no annotation of the error type needed).
+    /// Register an untyped function of the input text ([`ToolRegistry::register`]
+    /// for a closure, with no annotation of the error type needed;
+    /// [`ToolRegistry::add_tool`] is the typed way).
     ///
     /// # Examples
     ///
@@ -85,7 +85,8 @@ impl ToolRegistry {
     }
 
     /// Register `tool` with what a model is told about it: `description`
-    /// and the JSON schema of its input.
+    /// and the JSON schema of its input (written by hand; a typed tool's is
+    /// derived: [`ToolRegistry::add_tool`]).
     pub fn register_described(
         &mut self,
         name: impl Into<String>,
@@ -102,55 +103,6 @@ impl ToolRegistry {
         };
         self.definitions.insert(name, definition);
         self
-    }
-
-    /// Register a tool with typed arguments: its input is JSON that
-    /// deserializes into `A`, whose schema (derived with `schemars`) is what
-    /// a model is told. Input that does not match is a failed call that
-    /// says why; `f` never sees it.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use sbx_wasm::tools::ToolRegistry;
-    ///
-    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
-    /// struct Add {
-    ///     /// First term.
-    ///     a: i64,
-    ///     /// Second term.
-    ///     b: i64,
-    /// }
-    ///
-    /// let mut tools = ToolRegistry::new();
-    /// tools.register_typed("add", "Add two integers.", |x: Add| Ok((x.a + x.b).to_string()));
-    /// let add = tools.get("add").unwrap();
-    /// let limits = sbx_wasm::tools::ToolLimits::new(std::time::Duration::from_secs(1), 100);
-    /// assert_eq!(add.call(r#"{"a": 2, "b": 40}"#, limits.clone()).unwrap(), "42");
-    /// assert!(add.call(r#"{"a": "two"}"#, limits).is_err());
-    /// ```
-    pub fn register_typed<A, F>(
-        &mut self,
-        name: impl Into<String>,
-        description: impl Into<String>,
-        f: F,
-    ) -> &mut Self
-    where
-        A: DeserializeOwned + JsonSchema,
-        F: Fn(A) -> Result<String, ToolError> + Send + Sync + 'static,
-    {
-        let mut schema = crate::capability::kind::portable_schema::<A>();
-        if let Some(map) = schema.as_object_mut() {
-            // Model APIs take the schema inline, not as a document.
-            map.remove("$schema");
-        }
-        let typed = move |input: &str, _limits: ToolLimits| -> Result<String, ToolError> {
-            let args: A = serde_json::from_str(input).map_err(|e| {
-                ToolError::Failed(format!("the input does not match the tool's schema: {e}"))
-            })?;
-            f(args)
-        };
-        self.register_described(name, description, schema, Typed(typed))
     }
 
     /// What a model may be told about the tools a grant allows
@@ -182,18 +134,6 @@ impl ToolRegistry {
                 .map(|d| d.to_format(format))
                 .collect(),
         )
-    }
-}
-
-/// A closure taking the limits too, as a [`super::Tool`].
-struct Typed<F>(F);
-
-impl<F> super::Tool for Typed<F>
-where
-    F: Fn(&str, ToolLimits) -> Result<String, ToolError> + Send + Sync,
-{
-    fn call(&self, input: &str, limits: ToolLimits) -> Result<String, ToolError> {
-        (self.0)(input, limits)
     }
 }
 

@@ -14,6 +14,7 @@ mod described;
 mod effect;
 mod plan;
 mod request;
+mod typed;
 
 pub use described::{ToolDefinition, ToolFormat};
 pub(crate) use plan::{aimed_at, from_plan, plan_schema};
