@@ -13,6 +13,7 @@ mod budget;
 mod env;
 mod flow;
 pub(crate) mod protected;
+mod room;
 
 pub use protected::{Protected, ProtectedPaths};
 

@@ -3,15 +3,22 @@
 //! runs under a capability grant instead of on the host.
 //!
 //! - [`RunPython`] (`run_python {code, args?}`): the script runs in the
-//!   Python runner under the grant;
+//!   Python runner under the grant; the agent's own rig tools can be handed
+//!   to it ([`RunPython::with_rig_tool`]): the script calls them through
+//!   the gate, allow-listed by name, budgeted and audited;
 //! - [`RunWasm`] (`run_wasm {component, args?}`): a component file from a
-//!   folder the tool was given (never any host path the model names).
+//!   folder the tool was given (never any host path the model names),
+//!   compiled and linked once per tool.
 //!
-//! Both answer with a [`RunOutcome`]: status, exit code, violation, the
-//! captured stdout and stderr, the denials, a usage line. A denial or a
-//! halt is an answer the model reads, not a tool error; a tool error means
-//! the host could not run the code at all (a bad component name, no room
-//! in the pool).
+//! Each tool's description tells the model the room the grant gives
+//! (folders, network origins, tools, limits), so it need not find out by
+//! being refused. Both answer with a [`RunOutcome`]: status, exit code,
+//! violation, the script's error, the captured stdout and stderr, the
+//! denials, a usage line. A denial or a halt is an answer the model reads,
+//! not a tool error; a tool error means the host could not run the code at
+//! all (a bad component name, no room in the pool). The application gets
+//! the whole report and audit of every run: a [`SandboxRecord`] in the
+//! call's rig tool context, and an `on_run` callback.
 //!
 //! ```no_run
 //! use sbx_wasm::Capabilities;
@@ -30,14 +37,19 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-use rig_core::tool::{Tool, ToolContext, ToolExecutionError};
-use sbx_wasm::Capabilities;
-use sbx_wasm::Services;
-use sbx_wasm::tools::ToolRegistry;
-use sbx_wasm::wasm::{LoadError, PythonRunner, RunOptions, WasmHost, WasmRun};
+mod bridge;
+mod python;
+mod record;
+mod wasm;
+
+pub use python::{PythonArgs, RunPython};
+pub use record::SandboxRecord;
+pub use wasm::{RunWasm, WasmArgs};
+
+use rig_core::tool::ToolExecutionError;
+use sbx_wasm::wasm::{LoadError, WasmRun};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
+use serde::Serialize;
 
 /// What a sandboxed run tells the model.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -48,6 +60,9 @@ pub struct RunOutcome {
     pub exit_code: Option<i32>,
     /// The hard violation that halted the run, if any.
     pub violation: Option<String>,
+    /// For a script that ended on an uncaught exception: `Kind at line N:
+    /// message`.
+    pub error: Option<String>,
     /// What the code printed (bounded by the grant's output budget).
     pub stdout: String,
     /// What the code printed on stderr.
@@ -66,6 +81,10 @@ impl From<WasmRun> for RunOutcome {
             status: name(serde_json::to_value(r.status).unwrap_or_default()),
             exit_code: r.exit_code,
             violation: r.violation.map(|v| v.as_str().to_string()),
+            error: r.error.as_ref().map(|e| match e.line {
+                Some(line) => format!("{} at line {line}: {}", e.kind, e.message),
+                None => format!("{}: {}", e.kind, e.message),
+            }),
             stdout: String::from_utf8_lossy(&run.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&run.stderr).into_owned(),
             denials: r
@@ -112,167 +131,4 @@ fn parameters<T: JsonSchema>() -> serde_json::Value {
         map.remove("$schema");
     }
     schema
-}
-
-/// Arguments of `run_python`.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct PythonArgs {
-    /// The Python source to run.
-    pub code: String,
-    /// Arguments for the script (`sys.argv[1:]`).
-    #[serde(default)]
-    pub args: Vec<String>,
-}
-
-/// `run_python`: run model-written Python under the grant.
-#[derive(Clone)]
-pub struct RunPython {
-    host: WasmHost,
-    python: PythonRunner,
-    caps: Capabilities,
-    tools: ToolRegistry,
-}
-
-impl RunPython {
-    /// Run scripts with `python` on `host` under `caps`.
-    pub fn new(host: WasmHost, python: PythonRunner, caps: Capabilities) -> Self {
-        RunPython {
-            host,
-            python,
-            caps,
-            tools: ToolRegistry::new(),
-        }
-    }
-
-    /// Host tools the script may call through `sbx.call_tool` (if the grant
-    /// allows them).
-    pub fn with_tools(mut self, tools: ToolRegistry) -> Self {
-        self.tools = tools;
-        self
-    }
-}
-
-impl Tool for RunPython {
-    const NAME: &'static str = "run_python";
-    type Args = PythonArgs;
-    type Output = RunOutcome;
-    type Error = SandboxToolError;
-
-    fn description(&self) -> String {
-        "Run a Python script in a sandbox. It sees only the folders, hosts and tools the \
-         grant allows (the `sbx` module fetches and calls tools); the answer has its \
-         output, how it ended, and every refused attempt."
-            .into()
-    }
-
-    fn parameters(&self) -> serde_json::Value {
-        parameters::<PythonArgs>()
-    }
-
-    fn map_error(&self, error: SandboxToolError) -> ToolExecutionError {
-        feedback(error)
-    }
-
-    async fn call(
-        &self,
-        _context: &mut ToolContext,
-        args: PythonArgs,
-    ) -> Result<RunOutcome, SandboxToolError> {
-        let opts = RunOptions::new(self.caps.clone())
-            .services(Services::new().tools(self.tools.clone()))
-            .args(args.args);
-        let run = self
-            .python
-            .run_source_async(&self.host, &args.code, opts)
-            .await?;
-        Ok(run.into())
-    }
-}
-
-/// Arguments of `run_wasm`.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct WasmArgs {
-    /// The file name of a component the tool offers, e.g. `summarize.wasm`.
-    pub component: String,
-    /// Arguments for the component (after `argv[0]`).
-    #[serde(default)]
-    pub args: Vec<String>,
-}
-
-/// `run_wasm`: run one of the components in a folder under the grant.
-#[derive(Clone)]
-pub struct RunWasm {
-    host: WasmHost,
-    caps: Capabilities,
-    tools: ToolRegistry,
-    folder: PathBuf,
-}
-
-impl RunWasm {
-    /// Offer the `.wasm` files directly in `folder`, run on `host` under
-    /// `caps`.
-    pub fn new(host: WasmHost, caps: Capabilities, folder: impl Into<PathBuf>) -> Self {
-        RunWasm {
-            host,
-            caps,
-            tools: ToolRegistry::new(),
-            folder: folder.into(),
-        }
-    }
-
-    /// Host tools the component may call (if the grant allows them).
-    pub fn with_tools(mut self, tools: ToolRegistry) -> Self {
-        self.tools = tools;
-        self
-    }
-
-    /// The component file `name` names, if this tool offers it: a plain
-    /// `.wasm` file name, directly in the folder.
-    fn offered(&self, name: &str) -> Result<PathBuf, SandboxToolError> {
-        let plain = Path::new(name).file_name().is_some_and(|f| f == name);
-        let path = self.folder.join(name);
-        if plain && name.ends_with(".wasm") && path.is_file() {
-            Ok(path)
-        } else {
-            Err(SandboxToolError::NoSuchComponent(format!(
-                "{name:?} is not a component this tool offers (a .wasm file name in its folder)"
-            )))
-        }
-    }
-}
-
-impl Tool for RunWasm {
-    const NAME: &'static str = "run_wasm";
-    type Args = WasmArgs;
-    type Output = RunOutcome;
-    type Error = SandboxToolError;
-
-    fn description(&self) -> String {
-        "Run a WebAssembly component in a sandbox, by file name. It sees only the folders, \
-         hosts and tools the grant allows; the answer has its output, how it ended, and \
-         every refused attempt."
-            .into()
-    }
-
-    fn parameters(&self) -> serde_json::Value {
-        parameters::<WasmArgs>()
-    }
-
-    fn map_error(&self, error: SandboxToolError) -> ToolExecutionError {
-        feedback(error)
-    }
-
-    async fn call(
-        &self,
-        _context: &mut ToolContext,
-        args: WasmArgs,
-    ) -> Result<RunOutcome, SandboxToolError> {
-        let path = self.offered(&args.component)?;
-        let agent = self.host.prepare(&self.host.load(&path)?)?;
-        let opts = RunOptions::new(self.caps.clone())
-            .program_name(args.component)
-            .services(Services::new().tools(self.tools.clone()))
-            .args(args.args);
-        Ok(self.host.run_prepared_async(&agent, opts).await?.into())
-    }
 }

@@ -96,13 +96,30 @@ impl ToolRegistry {
     ) -> &mut Self {
         let name = name.into();
         self.register(name.clone(), tool);
+        self.describe(&name, description, input_schema);
+        self
+    }
+
+    /// Give the tool registered as `name` what a model is told about it
+    /// (for a tool registered without it, e.g. with
+    /// [`ToolRegistry::register_async`]); `false` when no tool has that
+    /// name.
+    pub fn describe(
+        &mut self,
+        name: &str,
+        description: impl Into<String>,
+        input_schema: Value,
+    ) -> bool {
+        if !self.tools.contains_key(name) {
+            return false;
+        }
         let definition = ToolDefinition {
-            name: name.clone(),
+            name: name.to_string(),
             description: description.into(),
             input_schema,
         };
-        self.definitions.insert(name, definition);
-        self
+        self.definitions.insert(name.to_string(), definition);
+        true
     }
 
     /// What a model may be told about the tools a grant allows
