@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// A write a stream refused, not yet in the audit.
 pub(crate) struct StreamRefusal {
     /// The audit's op name: `stdout`, `stderr`, `fs_write`.
-    pub(crate) kind: crate::OpName,
+    pub(crate) kind: &'static str,
     pub(crate) target: String,
     pub(crate) denial: Denial,
 }
@@ -31,7 +31,7 @@ pub(crate) struct FlowState {
     /// Streams (by op name) and sinks whose refusal is already recorded:
     /// one record for each, so a guest printing in a loop is refused every
     /// time and recorded once.
-    told: Mutex<BTreeSet<(crate::OpName, Sink)>>,
+    told: Mutex<BTreeSet<(&'static str, Sink)>>,
     /// Fingerprints of labelled bytes, when the policy asks for evidence.
     prints: Mutex<Prints>,
 }
@@ -125,7 +125,7 @@ impl FlowState {
     pub(crate) fn stream_write(
         &self,
         sink: &Sink,
-        kind: crate::OpName,
+        kind: &'static str,
         target: &str,
     ) -> Result<(), Denial> {
         let Err(denial) = self.check(sink, &[], true) else {

@@ -338,25 +338,17 @@ fn a_stream_refused_ten_thousand_times_is_recorded_once() {
     let state = super::FlowState::new(w.caps.flow().clone(), mark);
     let hook = Sink::Egress("http://hook.test".into());
     for _ in 0..10_000 {
-        assert!(
-            state
-                .stream_write(&hook, crate::OpName::Stdout, "stdout")
-                .is_err()
-        );
-        assert!(
-            state
-                .stream_write(&hook, crate::OpName::Stderr, "stderr")
-                .is_err()
-        );
+        assert!(state.stream_write(&hook, "stdout", "stdout").is_err());
+        assert!(state.stream_write(&hook, "stderr", "stderr").is_err());
     }
     // The allowed neighbour costs nothing and records nothing.
     assert!(
         state
-            .stream_write(&Sink::Stdout, crate::OpName::Stdout, "stdout")
+            .stream_write(&Sink::Stdout, "stdout", "stdout")
             .is_ok()
     );
     let pending = state.take_pending();
-    let kinds: Vec<&str> = pending.iter().map(|r| r.kind.as_str()).collect();
+    let kinds: Vec<&str> = pending.iter().map(|r| r.kind).collect();
     assert_eq!(kinds, ["stdout", "stderr"], "one record per stream");
     assert!(state.take_pending().is_empty());
 }

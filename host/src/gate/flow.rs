@@ -164,7 +164,10 @@ impl Sandbox {
             return;
         }
         for r in self.flow.take_pending() {
-            self.record_refusal(r.kind, &r.target, r.denial);
+            // The flow state names the op as a plain name (it depends on
+            // no capability type); the record names it as an OpName.
+            let kind = crate::OpName::from_name(r.kind).unwrap_or(crate::OpName::Invalid);
+            self.record_refusal(kind, &r.target, r.denial);
         }
     }
 

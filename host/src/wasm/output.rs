@@ -128,7 +128,7 @@ impl MeteredOutput {
             return Put::Closed;
         }
         if let Some((flow, name)) = &self.flow
-            && let Err(d) = flow.stream_write(&FlowSink::Stdout, *name, name.as_str())
+            && let Err(d) = flow.stream_write(&FlowSink::Stdout, name.as_str(), name.as_str())
         {
             return Put::Refused(d.message);
         }

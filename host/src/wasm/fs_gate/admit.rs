@@ -197,7 +197,7 @@ impl HostState {
         let name = self.fd_name(fd);
         self.gate
             .flow_state()
-            .stream_write(&sink, OpKind::FsWrite.into(), &name)
+            .stream_write(&sink, OpKind::FsWrite.name(), &name)
             .map_err(|_| ErrorCode::Access)
     }
 

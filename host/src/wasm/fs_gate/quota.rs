@@ -23,7 +23,7 @@ pub(super) struct QuotaStream {
 impl QuotaStream {
     fn charge(&self, n: usize) -> Result<(), StreamError> {
         if let Some((flow, sink, name)) = &self.flow
-            && let Err(d) = flow.stream_write(sink, crate::OpKind::FsWrite.into(), name)
+            && let Err(d) = flow.stream_write(sink, crate::OpKind::FsWrite.name(), name)
         {
             return Err(StreamError::LastOperationFailed(wasmtime::Error::msg(
                 format!("flow_denied: {}", d.message),
