@@ -18,6 +18,7 @@ use sbx_wasm_bench::bare;
 
 #[path = "../../guest-examples/agents/src/cpu_work.rs"]
 mod cpu_work;
+mod crowd;
 mod javascript;
 mod mcp;
 mod p5;
@@ -113,6 +114,10 @@ fn main() -> Res<()> {
     }
     if argv.len() == 3 && argv[1] == "--soak" {
         return soak::soak_child(&argv[2], &guests);
+    }
+    if argv.len() == 3 && argv[1] == "--crowd" {
+        let runner = env_path("PYTHON_RUNNER").ok_or("PYTHON_RUNNER is not set")?;
+        return crowd::crowd_child(argv[2].parse()?, &runner);
     }
     let sbx = env_path("SBX_BIN").ok_or("SBX_BIN is not set")?;
     let scratch = tempfile::tempdir()?;
@@ -405,6 +410,13 @@ fn main() -> Res<()> {
 
     if want("SOAK") {
         rows.extend(soak::soak_rows()?);
+    }
+    match (env_path("PYTHON_RUNNER"), want("PYc")) {
+        (Some(runner), true) => rows.extend(crowd::crowd_rows(&runner)?),
+        (None, true) => {
+            eprintln!("bench: PYc skipped: PYTHON_RUNNER is not set (compare.sh sets it)")
+        }
+        _ => {}
     }
 
     println!("| id | measurement | sbx-wasm | baseline | ratio | goal | met |");

@@ -40,7 +40,7 @@ fn open_fds() -> usize {
 }
 
 /// Peak resident memory of this process, KiB (VmHWM).
-fn peak_kib() -> u64 {
+pub(crate) fn peak_kib() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status
         .lines()
