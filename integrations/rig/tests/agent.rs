@@ -6,17 +6,13 @@
 use rig_agent::AgentBuilder;
 use rig_agent::test_utils::{MockCompletionModel, MockTurn};
 use sbx_wasm::Capabilities;
-use sbx_wasm::wasm::{ArtifactCache, PythonRunner, WasmHost};
+use sbx_wasm::wasm::PythonRunner;
 use sbx_wasm_rig::{RunPython, RunWasm};
-use sbx_wasm_tests::{guest, mount_tree, python_runner, repo_root, snapshot};
+use sbx_wasm_tests::{mount_tree, python_runner, snapshot};
 use serde_json::json;
 
-/// The host an agent framework keeps, with the artifact cache the other
-/// tests share (the Python runner compiles once).
-fn host() -> WasmHost {
-    let cache = ArtifactCache::open(repo_root().join("target/sbx-test-cache")).unwrap();
-    WasmHost::new().unwrap().with_cache(cache)
-}
+mod common;
+use common::{benign_world, host};
 
 /// Everything the model saw in its last request, as text.
 fn seen_by_model(model: &MockCompletionModel) -> String {
@@ -74,17 +70,7 @@ async fn the_model_runs_python_and_reads_results_and_refusals() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_model_runs_offered_components_only() {
-    let tree = mount_tree(&[
-        ("data/data.csv", "quarter,revenue\nQ1,10\nQ2,32\n"),
-        ("secret.txt", "CANARY"),
-    ]);
-    std::fs::create_dir_all(tree.path().join("out")).unwrap();
-    let caps = Capabilities::builder()
-        .read_mount(tree.path().join("data"), "/work")
-        .write_mount(tree.path().join("out"), "/work/out")
-        .build()
-        .unwrap();
-    let folder = guest("benign").parent().unwrap().to_path_buf();
+    let (tree, caps, folder) = benign_world();
     let model = MockCompletionModel::from_turns([
         MockTurn::tool_call("call_1", "run_wasm", json!({"component": "benign.wasm"})),
         MockTurn::tool_call(

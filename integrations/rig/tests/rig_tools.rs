@@ -5,18 +5,16 @@
 //! component prepared once per tool.
 
 use rig_core::tool::{Tool, ToolContext};
-use sbx_wasm::wasm::{ArtifactCache, PythonRunner, WasmHost, WasmRun};
+use sbx_wasm::wasm::{PythonRunner, WasmRun};
 use sbx_wasm::{Capabilities, OpKind};
 use sbx_wasm_rig::{PythonArgs, RunPython, RunWasm, SandboxRecord, WasmArgs};
-use sbx_wasm_tests::{guest, mount_tree, python_runner, repo_root, snapshot};
+use sbx_wasm_tests::{mount_tree, python_runner, snapshot};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-fn host() -> WasmHost {
-    let cache = ArtifactCache::open(repo_root().join("target/sbx-test-cache")).unwrap();
-    WasmHost::new().unwrap().with_cache(cache)
-}
+mod common;
+use common::{benign_world, host};
 
 /// A tool a rig user already has: typed arguments, structured output.
 struct Weather {
@@ -189,14 +187,7 @@ except sbx.ToolError as e:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_component_is_prepared_once_per_tool() {
-    let tree = mount_tree(&[("data/data.csv", "quarter,revenue\nQ1,10\nQ2,32\n")]);
-    std::fs::create_dir_all(tree.path().join("out")).unwrap();
-    let caps = Capabilities::builder()
-        .read_mount(tree.path().join("data"), "/work")
-        .write_mount(tree.path().join("out"), "/work/out")
-        .build()
-        .unwrap();
-    let folder = guest("benign").parent().unwrap().to_path_buf();
+    let (_tree, caps, folder) = benign_world();
     let tool = RunWasm::new(host(), caps, folder);
     assert!(tool.description().contains("/work/out (read-write)"));
     for _ in 0..3 {
