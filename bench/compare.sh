@@ -3,7 +3,11 @@
 # start-up ratio of issue #7, the JavaScript rows beside node and deno),
 # measured in one run on this machine:
 #
-#   bash bench/compare.sh
+#   bash bench/compare.sh [--check] [--baseline FILE] [--write-baseline FILE]
+#
+# --check exits non-zero when a row misses its goal by more than the noise
+# band the run measures (row N0); --baseline fails a ratio more than 2x
+# (--regression F) worse than the one FILE recorded for the same row.
 #
 # Builds, in release: sbx-wasm, the measuring harness (bench/src), the
 # guests, the Python runner, and once, `wasmtime` 48.0.8 from the
@@ -56,7 +60,9 @@ export PYTHON_RUNNER="$root/target/py/sbx-python.wasm"
 export PYTHON_NATIVE="$python_native"
 export JS_RUNNER="$root/target/js/sbx-js.wasm"
 echo "bench: $(nproc) cores, $(uname -sr); wasmtime $("$WASMTIME_BIN" --version | cut -d' ' -f2)" >&2
-"$root/target/release/sbx-wasm-compare"
+"$root/target/release/sbx-wasm-compare" "$@"
 # A crate outside the workspace depending on the library: the same pooled
 # speed? (builds it in release once; a few minutes the first time)
-bash "$here/dependent.sh" --release
+dep=(--release)
+for a in "$@"; do [ "$a" = --check ] && dep+=(--check); done
+bash "$here/dependent.sh" "${dep[@]}"
