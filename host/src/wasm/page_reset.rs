@@ -7,7 +7,9 @@
 //! `sbx-wasm` gets crates.io's wasmtime unless its own manifest patches it
 //! too. That build works, and every pooled Python run takes a few hundred
 //! page faults more (1.6-3x slower back to back), so a pooled host built
-//! that way says so once per process.
+//! that way says so once per process. wasmtime 50 resumes its scan past a
+//! full buffer (upstream's own fix): once the library moves to it, every
+//! build has the kept reset and this check goes (`vendor/README.md`).
 
 use serde::Serialize;
 use std::sync::Once;
