@@ -51,7 +51,7 @@ print(f"DEP: page faults per run {theirs['faults_per_run']} (workspace {ours['fa
       f"the dependent's page reset: {theirs['host'].get('page_reset')}")
 bad = []
 reset = theirs["host"].get("page_reset") or {}
-if reset.get("kind") == "partial":
+if reset.get("kind") == "unpatched":
     bad.append("the dependent was built without the page-reset fix")
 if theirs["faults_per_run"] > 2 * ours["faults_per_run"] + 20:
     bad.append("the dependent's runs fault more than twice as often")

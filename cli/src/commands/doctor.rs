@@ -156,12 +156,12 @@ fn page_reset() -> Finding {
         PageReset::Kept { regions } => ok(format!(
             "pooled runs: pages a run wrote stay mapped for the next (up to {regions} regions)"
         )),
-        PageReset::Partial { regions } => Finding {
+        PageReset::Unpatched => Finding {
             status: "warn",
-            what: format!(
-                "pooled runs: built with crates.io's wasmtime, which keeps {regions} written \
-                 regions at a reset (pooled Python runs about 2x slower)"
-            ),
+            what: "pooled runs: built with crates.io's wasmtime, whose page scan misses \
+                   written pages in swap; every reset unmaps the slot instead (pooled Python \
+                   runs about 2x slower)"
+                .into(),
             fix: Some(
                 "build with the workspace's [patch.crates-io] wasmtime (docs/library.md, \
                  \"Speed in your own crate\")"

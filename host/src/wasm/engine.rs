@@ -47,10 +47,11 @@ pub struct PoolSizes {
     /// that stay resident for the next run in the slot, reset by copying
     /// the original contents back rather than unmapped (the pages a run
     /// wrote are found with Linux's `PAGEMAP_SCAN` where the kernel has it,
-    /// 6.7 and later; elsewhere the lowest bytes are reset by copying). The
-    /// next run then writes to those pages without a page fault each; the
-    /// cost is that much resident memory per slot between runs. 0 unmaps
-    /// everything, as wasmtime does by default.
+    /// 6.7 and later, and the build has the vendored reset:
+    /// [`PageReset`](super::PageReset); elsewhere the lowest bytes are
+    /// reset by copying). The next run then writes to those pages without a
+    /// page fault each; the cost is that much resident memory per slot
+    /// between runs. 0 unmaps everything, as wasmtime does by default.
     pub keep_resident_bytes: usize,
 }
 
@@ -58,11 +59,18 @@ impl PoolSizes {
     /// Slots for `sandboxes` concurrent runs under `caps`: memories no
     /// larger than the grant allows, and room for components as large as
     /// the Python runner (32 core instances, 8 memories, 32 tables of up to
-    /// 100,000 elements each); on Linux 6.7 and later, 8 MiB of each slot
-    /// kept resident (room for what a small Python snippet writes), none
-    /// elsewhere: without `PAGEMAP_SCAN` a reset would copy those bytes
-    /// whether the run wrote them or not.
+    /// 100,000 elements each); with the kept page reset
+    /// ([`PageReset::Kept`](super::PageReset::Kept): Linux 6.7 and later,
+    /// the vendored wasmtime), 8 MiB of each slot kept resident (room for
+    /// what a small Python snippet writes), none otherwise: without the
+    /// scan a reset would copy those bytes whether the run wrote them or
+    /// not.
     pub fn for_caps(caps: &Capabilities, sandboxes: u32) -> Self {
+        Self::for_reset(caps, sandboxes, super::PageReset::detect())
+    }
+
+    /// [`PoolSizes::for_caps`] for a given page reset.
+    pub(crate) fn for_reset(caps: &Capabilities, sandboxes: u32, reset: super::PageReset) -> Self {
         PoolSizes {
             sandboxes,
             max_memory_bytes: caps.budget().max_memory_bytes,
@@ -70,18 +78,21 @@ impl PoolSizes {
             memories_per_sandbox: 8,
             tables_per_sandbox: 32,
             table_elements: 100_000,
-            keep_resident_bytes: if super::page_reset::finds_dirty_pages() {
-                8 << 20
-            } else {
-                0
-            },
+            keep_resident_bytes: if reset.uses_scan() { 8 << 20 } else { 0 },
         }
     }
 
     /// wasmtime's pooling allocator configured for these sizes, as
     /// [`WasmHost::with_pool`] uses it (a baseline that compares with the
-    /// host can take the same).
+    /// host can take the same). The kernel's page scan is used only with
+    /// the vendored reset ([`PageReset::uses_scan`](super::PageReset::uses_scan)):
+    /// crates.io's wasmtime 48 scan misses written pages in swap.
     pub fn pooling_config(&self) -> wasmtime::PoolingAllocationConfig {
+        self.config_for(super::PageReset::detect())
+    }
+
+    /// [`PoolSizes::pooling_config`] for a given page reset.
+    pub(crate) fn config_for(&self, reset: super::PageReset) -> wasmtime::PoolingAllocationConfig {
         let mut pool = wasmtime::PoolingAllocationConfig::new();
         let n = self.sandboxes.max(1);
         pool.total_component_instances(n)
@@ -96,7 +107,10 @@ impl PoolSizes {
             .max_memory_size(usize::try_from(self.max_memory_bytes).unwrap_or(usize::MAX))
             .linear_memory_keep_resident(self.keep_resident_bytes)
             .table_keep_resident(self.keep_resident_bytes)
-            .pagemap_scan(wasmtime::Enabled::Auto);
+            .pagemap_scan(match reset.uses_scan() {
+                true => wasmtime::Enabled::Auto,
+                false => wasmtime::Enabled::No,
+            });
         pool
     }
 }

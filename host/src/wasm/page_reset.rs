@@ -1,27 +1,28 @@
 //! How the pooling allocator resets a finished run's memory, and whether
-//! this build of wasmtime carries the fix that keeps a Python run's written
-//! pages mapped (`vendor/README.md`).
+//! this build of wasmtime carries the vendored reset (`vendor/README.md`):
+//! it finds the pages a run wrote with Linux's `PAGEMAP_SCAN`, restores
+//! each (present or swapped out) to the module's bytes and keeps up to 1024
+//! separate regions of them mapped, so a warm Python run takes no page
+//! fault.
 //!
-//! The fix reaches a build through Cargo's `[patch.crates-io]`, which only
-//! the top-level workspace's manifest can set: a crate that depends on
-//! `sbx-wasm` gets crates.io's wasmtime unless its own manifest patches it
-//! too. That build works, and every pooled Python run takes a few hundred
-//! page faults more (1.6-3x slower back to back), so a pooled host built
-//! that way says so once per process. wasmtime 50 resumes its scan past a
-//! full buffer (upstream's own fix): once the library moves to it, every
-//! build has the kept reset and this check goes (`vendor/README.md`).
+//! crates.io's wasmtime 48 does the same scan but asks only for pages that
+//! are present: a written page that went to swap is in no reported region
+//! and is neither restored nor unmapped, so on a host with swap the slot's
+//! next run could read it. A program built with it (a crate that depends on
+//! `sbx-wasm` without the workspace's `[patch.crates-io]`, which only the
+//! top-level manifest can set) therefore never uses the scan: every reset
+//! unmaps the whole slot (correct, and about 2x slower for pooled Python
+//! runs back to back), and a pooled host says so once per process.
+//! wasmtime 50 makes both fixes upstream; once the library moves to it
+//! every build has the kept reset and this check goes.
 
 use serde::Serialize;
 use std::sync::Once;
 
-/// How many separate written regions wasmtime's page reset keeps mapped
-/// (the vendored wasmtime's build script says 1024; crates.io's is 32).
-/// `None` when the build script said nothing: crates.io's wasmtime.
+/// How many separate written regions the vendored reset keeps mapped, as
+/// its build script says (1024); `None` for crates.io's wasmtime, whose
+/// build script says nothing.
 const KEPT_REGIONS: Option<&str> = option_env!("SBX_WASMTIME_PAGE_RESET_REGIONS");
-
-/// What wasmtime in crates.io keeps: written regions past the 32nd are
-/// unmapped at a reset.
-const UPSTREAM_REGIONS: usize = 32;
 
 /// How a pooled slot's memory is reset between runs
 /// ([`WasmHost::diagnostics`](super::WasmHost::diagnostics)).
@@ -29,25 +30,20 @@ const UPSTREAM_REGIONS: usize = 32;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum PageReset {
-    /// The kernel reports which pages a run wrote (`PAGEMAP_SCAN`, Linux
-    /// 6.7 and later) and wasmtime keeps up to `regions` separate written
-    /// regions mapped: a warm Python run takes no page faults. The fast
-    /// path.
+    /// The vendored reset on a kernel that reports written pages (Linux
+    /// 6.7 and later): every page a run wrote, present or in swap, is
+    /// restored in place and up to `regions` separate regions stay mapped.
+    /// The fast path.
     Kept {
-        /// Written regions kept (1024 with the fix).
+        /// Written regions kept mapped (1024).
         regions: usize,
     },
-    /// As [`PageReset::Kept`], with wasmtime from crates.io: a run that
-    /// wrote more than `regions` separate regions (a Python snippet writes
-    /// about 160) has the rest unmapped, and the next run faults them back.
-    /// Add the `[patch.crates-io]` line of the library's docs to the
-    /// workspace that builds the program.
-    Partial {
-        /// Written regions kept (32).
-        regions: usize,
-    },
-    /// The kernel cannot report written pages: the slot is unmapped at
-    /// every reset (nothing stays resident; the fix changes nothing).
+    /// Built with crates.io's wasmtime, whose scan misses written pages in
+    /// swap: the scan is not used, every reset unmaps the slot (safe,
+    /// slower). Add the `[patch.crates-io]` line of the library's docs to
+    /// the workspace that builds the program.
+    Unpatched,
+    /// The kernel cannot report written pages: every reset unmaps the slot.
     Unmapped,
 }
 
@@ -58,33 +54,32 @@ impl PageReset {
     }
 
     fn from_parts(regions: Option<&str>, scan: bool) -> PageReset {
-        let regions = regions
-            .and_then(|r| r.parse::<usize>().ok())
-            .unwrap_or(UPSTREAM_REGIONS);
-        match (scan, regions > UPSTREAM_REGIONS) {
+        match (scan, regions.and_then(|r| r.parse::<usize>().ok())) {
             (false, _) => PageReset::Unmapped,
-            (true, true) => PageReset::Kept { regions },
-            (true, false) => PageReset::Partial { regions },
+            (true, Some(regions)) => PageReset::Kept { regions },
+            (true, None) => PageReset::Unpatched,
         }
     }
 
-    /// Whether pooled runs here are as fast as this kernel allows.
-    pub fn is_full_speed(self) -> bool {
-        !matches!(self, PageReset::Partial { .. })
+    /// Whether the pooling allocator may find written pages with the
+    /// kernel's scan and keep them mapped (only with the vendored reset).
+    pub fn uses_scan(self) -> bool {
+        matches!(self, PageReset::Kept { .. })
     }
 
     /// What to tell an operator when pooled runs are slower than they
     /// could be, if they are.
     pub fn warning(self) -> Option<String> {
         match self {
-            PageReset::Partial { regions } => Some(format!(
+            PageReset::Unpatched => Some(
                 "sbx-wasm: this program is built with wasmtime from crates.io, whose pooling \
-                 allocator keeps only {regions} written regions of a slot at a reset; pooled \
-                 Python runs take a few hundred page faults more (about 2x slower back to back). \
-                 Add `[patch.crates-io] wasmtime = {{ path = \"<sbx-wasm>/vendor/wasmtime\" }}` \
-                 to the building workspace's Cargo.toml (docs/library.md, \"Speed in your own \
-                 crate\")."
-            )),
+                 allocator's page scan misses written pages that went to swap, so pooled slots \
+                 are unmapped at every reset instead (safe; pooled Python runs about 2x slower \
+                 back to back). Add `[patch.crates-io] wasmtime = { path = \
+                 \"<sbx-wasm>/vendor/wasmtime\" }` to the building workspace's Cargo.toml \
+                 (docs/library.md, \"Speed in your own crate\")."
+                    .to_string(),
+            ),
             _ => None,
         }
     }
@@ -126,36 +121,59 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_mark_decides_between_kept_and_partial_and_the_kernel_above_both() {
+    fn the_mark_decides_between_kept_and_unpatched_and_the_kernel_above_both() {
         assert_eq!(
             PageReset::from_parts(Some("1024"), true),
             PageReset::Kept { regions: 1024 }
         );
         let upstream = PageReset::from_parts(None, true);
-        assert_eq!(upstream, PageReset::Partial { regions: 32 });
-        assert!(!upstream.is_full_speed());
+        assert_eq!(upstream, PageReset::Unpatched);
+        assert!(!upstream.uses_scan());
         let warning = upstream.warning().unwrap();
         assert!(warning.contains("[patch.crates-io]"), "{warning}");
         assert!(warning.contains("vendor/wasmtime"), "{warning}");
-        // A mark that does not parse is no fix.
+        // A mark that does not parse is no mark.
         assert_eq!(
             PageReset::from_parts(Some("lots"), true),
-            PageReset::Partial { regions: 32 }
+            PageReset::Unpatched
         );
         for mark in [None, Some("1024")] {
             assert_eq!(PageReset::from_parts(mark, false), PageReset::Unmapped);
+            assert!(!PageReset::from_parts(mark, false).uses_scan());
             assert!(PageReset::from_parts(mark, false).warning().is_none());
         }
     }
 
     #[test]
-    fn this_workspace_builds_with_the_fix() {
+    fn this_workspace_builds_with_the_vendored_reset() {
         // The workspace patches wasmtime (Cargo.toml): its mark must reach
         // the library, or the links key or the build script lost it.
         assert_eq!(KEPT_REGIONS, Some("1024"));
         if finds_dirty_pages() {
             assert_eq!(PageReset::detect(), PageReset::Kept { regions: 1024 });
             assert!(PageReset::detect().warning().is_none());
+        }
+    }
+
+    #[test]
+    fn a_pool_without_the_vendored_reset_never_uses_the_scan() {
+        let caps = crate::Capabilities::builder().build().unwrap();
+        for (reset, scan) in [
+            (PageReset::Kept { regions: 1024 }, wasmtime::Enabled::Auto),
+            (PageReset::Unpatched, wasmtime::Enabled::No),
+            (PageReset::Unmapped, wasmtime::Enabled::No),
+        ] {
+            let sizes = super::super::PoolSizes::for_reset(&caps, 2, reset);
+            assert_eq!(
+                sizes.keep_resident_bytes == 0,
+                !reset.uses_scan(),
+                "{reset:?}"
+            );
+            assert_eq!(
+                sizes.config_for(reset).get_pagemap_scan(),
+                scan,
+                "{reset:?}"
+            );
         }
     }
 }

@@ -294,13 +294,16 @@ pub unsafe fn reset_with_pagemap(
         // backed by files. Such pages mean that they haven't changed from their
         // original contents, so they're inverted.
         .category_inverted(Categories::PFNZERO | Categories::FILE)
-        // Search for pages that are written and present as those are the dirty
-        // pages. Additionally search for the zero page/file page as those are
-        // inverted above meaning we're searching for pages that specifically
-        // don't have those flags.
-        .category_mask(
-            Categories::WRITTEN | Categories::PRESENT | Categories::PFNZERO | Categories::FILE,
-        )
+        // sbx-wasm: search for pages that are written, present *or swapped
+        // out* (as wasmtime 50 does). Requiring PRESENT, as 48 did, left a
+        // written page that had gone to swap out of every reported region:
+        // neither reset nor decommitted (only what follows `walk_end` is),
+        // so the slot's next instance could read the previous run's data
+        // on a host with swap. Additionally search for the zero page/file
+        // page as those are inverted above meaning we're searching for
+        // pages that specifically don't have those flags.
+        .category_mask(Categories::WRITTEN | Categories::PFNZERO | Categories::FILE)
+        .category_anyof_mask(Categories::PRESENT | Categories::SWAPPED)
         // Don't return any categories back. This helps group regions together
         // since the reported set of categories is always empty and we otherwise
         // aren't looking for anything in particular.
@@ -471,7 +474,7 @@ mod ioctl {
         ///
         /// For more detail see the `pagemap_scan_is_interesting_page` function
         /// in the Linux kernel source.
-        #[expect(dead_code, reason = "bindings for the future if we need them")]
+        // sbx-wasm: used by the reset above (written pages in swap).
         pub fn category_anyof_mask(&mut self, flags: Categories) -> &mut PageMapScanBuilder {
             self.pm_scan_arg.category_anyof_mask = flags;
             self

@@ -1,0 +1,111 @@
+//! Allocations per run, counted: a test binary of its own, so its counting
+//! allocator sees only this test. A run of the trivial guest under a full
+//! grant (two mounts, an egress rule, two tools, an audit) on a prepared
+//! agent makes a bounded number of host allocations, the same for the
+//! 100th run as for the 10th (per-run work must not grow with the runs
+//! before it), and a run under a bigger grant makes about as many (the
+//! grant's structures are not rebuilt per run in proportion to its size).
+//! The bounds sit above today's counts with room for noise; a change that
+//! crosses one adds per-run work and should say why.
+
+use sbx_wasm::tools::{ToolError, ToolRegistry};
+use sbx_wasm::wasm::{PreparedAgent, RunOptions, WasmHost};
+use sbx_wasm::{Capabilities, Services};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+struct Counting;
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+// SAFETY: every call is passed to the system allocator unchanged; the
+// counter is the only addition.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller's layout, passed on.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from `System.alloc` with this layout.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: as for `dealloc`, and the new size is the caller's.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static COUNTING: Counting = Counting;
+
+/// A grant with `mounts` read mounts (and one write mount), `rules` egress
+/// rules and two tools, over folders in `dir`.
+fn grant(dir: &std::path::Path, mounts: usize, rules: usize) -> Capabilities {
+    let mut b = Capabilities::builder()
+        .allow_tool("noop")
+        .allow_tool("other");
+    for i in 0..mounts {
+        let host = dir.join(format!("in{i}"));
+        std::fs::create_dir_all(&host).unwrap();
+        b = b.read_mount(host, format!("/in{i}"));
+    }
+    std::fs::create_dir_all(dir.join("out")).unwrap();
+    b = b.write_mount(dir.join("out"), "/out");
+    for i in 0..rules {
+        b = b.allow_egress(format!("https://api{i}.example.com"));
+    }
+    b.build().unwrap()
+}
+
+/// Allocations made by one run of `agent` under `caps`.
+fn allocations(host: &WasmHost, agent: &PreparedAgent, caps: &Capabilities) -> u64 {
+    let mut tools = ToolRegistry::new();
+    tools.register("noop", |_: &str| Ok::<_, ToolError>(String::new()));
+    let opts = RunOptions::new(caps.clone()).services(Services::new().tools(tools));
+    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let run = host.run_prepared(agent, opts).unwrap();
+    let after = ALLOCATIONS.load(Ordering::Relaxed);
+    assert_eq!(run.report.exit_code, Some(0), "{:?}", run.trap);
+    drop(run);
+    after - before
+}
+
+#[test]
+fn a_run_makes_a_bounded_number_of_allocations_that_does_not_grow() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = WasmHost::new().unwrap().without_cache().unlimited();
+    let noop = sbx_wasm_tests::guest("noop");
+    let agent = host.prepare(&host.load(&noop).unwrap()).unwrap();
+    let small = grant(dir.path(), 1, 1);
+    let big = grant(dir.path(), 8, 32);
+    for _ in 0..10 {
+        allocations(&host, &agent, &small);
+    }
+    let tenth = allocations(&host, &agent, &small);
+    for _ in 0..89 {
+        allocations(&host, &agent, &small);
+    }
+    let hundredth = allocations(&host, &agent, &small);
+    let bigger = allocations(&host, &agent, &big);
+    println!(
+        "allocations per run: {tenth} (10th), {hundredth} (100th), {bigger} (8 mounts, 32 rules)"
+    );
+    assert!(
+        tenth <= BOUND,
+        "{tenth} allocations in one run (bound {BOUND})"
+    );
+    // The 100th run does what the 10th did (a few for the ticker's timing).
+    assert!(hundredth <= tenth + tenth / 10, "{tenth} then {hundredth}");
+    // Eight mounts and 32 rules: a preopen each, not a rebuild of the grant
+    // in proportion to its size on every call.
+    assert!(
+        bigger <= tenth * 2,
+        "{tenth} for a small grant, {bigger} for a big one"
+    );
+}
+
+/// Today's count is below this (see the test's output); the bound leaves
+/// room for the allocator's and the platform's variation.
+const BOUND: u64 = 1500;
