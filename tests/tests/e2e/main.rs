@@ -21,6 +21,7 @@ mod kernel;
 mod kv;
 mod mcp;
 mod policy;
+mod pool_swap;
 mod python;
 mod python_api;
 mod python_corpus;
