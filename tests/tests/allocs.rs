@@ -106,6 +106,7 @@ fn a_run_makes_a_bounded_number_of_allocations_that_does_not_grow() {
     );
 }
 
-/// Today's count is below this (see the test's output); the bound leaves
-/// room for the allocator's and the platform's variation.
-const BOUND: u64 = 1500;
+/// About twice today's count (94 a run on 2026-12-05; 126 with 8 mounts
+/// and 32 egress rules), room for the platform's variation, not for new
+/// per-run work.
+const BOUND: u64 = 200;
