@@ -115,6 +115,10 @@ pub enum SandboxToolError {
     /// The model named a component the tool does not offer.
     #[error("{0}")]
     NoSuchComponent(String),
+    /// The agent's rig tools were given to the script, and the call is not
+    /// on a tokio runtime they could run on.
+    #[error("{0}")]
+    NoRuntime(String),
 }
 
 /// A tool error the model may read: what it asked for that could not run

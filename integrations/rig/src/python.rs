@@ -57,8 +57,9 @@ impl RunPython {
     /// One of the agent's own rig tools, callable from the script as
     /// `sbx.tools.NAME(...)` (its rig name) when the grant allows that
     /// name: each call goes through the gate (allow-listed, budgeted,
-    /// audited), runs the tool on the agent's runtime with the arguments
-    /// decoded into its `Args`, and returns its output (JSON decoded).
+    /// audited), runs the tool on the agent's tokio runtime with the
+    /// arguments decoded into its `Args`, and returns its output (JSON
+    /// decoded). It takes the place of a host tool of the same name.
     pub fn with_rig_tool<T>(mut self, tool: T) -> Self
     where
         T: Tool + 'static,
@@ -124,7 +125,14 @@ impl Tool for RunPython {
     ) -> Result<RunOutcome, SandboxToolError> {
         let mut tools = self.tools.clone();
         if !self.rig_tools.is_empty() {
-            let runtime = tokio::runtime::Handle::current();
+            // The agent's own tools run on its tokio runtime; called from
+            // another executor, the script cannot reach them.
+            let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
+                SandboxToolError::NoRuntime(
+                    "the agent's rig tools run on a tokio runtime, and this call is not on one"
+                        .into(),
+                )
+            })?;
             for (_, register) in &self.rig_tools {
                 register(&mut tools, runtime.clone());
             }
