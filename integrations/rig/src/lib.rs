@@ -121,6 +121,20 @@ pub enum SandboxToolError {
     NoRuntime(String),
 }
 
+/// The tools a run can reach, as a description names them: allowed by
+/// `caps`, and registered in `tools` or among `also` (given at call time).
+fn reachable(
+    caps: &sbx_wasm::Capabilities,
+    tools: &sbx_wasm::tools::ToolRegistry,
+    also: &[&str],
+) -> Vec<String> {
+    caps.tools()
+        .iter()
+        .filter(|t| tools.get(t).is_some() || also.contains(&t.as_str()))
+        .cloned()
+        .collect()
+}
+
 /// A tool error the model may read: what it asked for that could not run
 /// (never a host path or a secret: the messages name the request only).
 fn feedback(error: SandboxToolError) -> ToolExecutionError {

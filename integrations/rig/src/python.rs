@@ -82,14 +82,12 @@ impl RunPython {
     /// The names of the tools a script can reach: allowed by the grant,
     /// and registered or given as rig tools.
     fn reachable(&self) -> Vec<String> {
-        self.caps
-            .tools()
+        let rig: Vec<&str> = self
+            .rig_tools
             .iter()
-            .filter(|t| {
-                self.tools.get(t).is_some() || self.rig_tools.iter().any(|(name, _)| name == *t)
-            })
-            .cloned()
-            .collect()
+            .map(|(name, _)| name.as_str())
+            .collect();
+        crate::reachable(&self.caps, &self.tools, &rig)
     }
 }
 

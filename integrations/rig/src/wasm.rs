@@ -113,13 +113,7 @@ impl Tool for RunWasm {
     type Error = SandboxToolError;
 
     fn description(&self) -> String {
-        let reachable: Vec<String> = self
-            .caps
-            .tools()
-            .iter()
-            .filter(|t| self.tools.get(t).is_some())
-            .cloned()
-            .collect();
+        let reachable = crate::reachable(&self.caps, &self.tools, &[]);
         format!(
             "Run a WebAssembly component in a sandbox, by file name. {} The answer has its \
              output, how it ended, and every refused attempt.",
