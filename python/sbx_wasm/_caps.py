@@ -84,6 +84,14 @@ class Caps:
         raw = value.reveal() if isinstance(value, Secret) else value
         return Caps(self._native.with_secret(name, raw, list(hosts), list(headers)))
 
+    def with_write_mount(self, host: Union[str, os.PathLike], guest: str) -> "Caps":
+        """This grant plus a write mount of the host folder ``host`` at ``guest``."""
+        return Caps(self._native.with_write_mount(os.fspath(host), guest))
+
+    def with_tools(self, names: Iterable[str]) -> "Caps":
+        """This grant plus the tools ``names`` on its allow-list."""
+        return Caps(self._native.with_tools(list(names)))
+
     @property
     def tools(self) -> list[str]:
         """Tool names the grant allows."""

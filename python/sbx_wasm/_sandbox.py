@@ -132,13 +132,21 @@ class Sandbox:
 
     # Tools ---------------------------------------------------------------
 
-    def add_tool(self, fn: Callable, *, name: Optional[str] = None, description: Optional[str] = None) -> Callable:
+    def add_tool(
+        self,
+        fn: Callable,
+        *,
+        name: Optional[str] = None,
+        description: Optional[str] = None,
+        schema: Optional[dict] = None,
+    ) -> Callable:
         """Let guests call ``fn`` as the tool ``name`` (default: its
         ``__name__``), if the grant allows that name: ``sbx.tools.NAME(**args)``
         in Python, ``await tools.NAME({...})`` in JavaScript. Its arguments'
         JSON schema comes from the type hints; input that does not fit is
-        refused before ``fn`` runs. Returns ``fn`` (usable as a decorator)."""
-        bound = BoundTool(fn, name=name, description=description)
+        refused before ``fn`` runs (``schema`` gives it by hand instead: an
+        object schema of ``fn``'s keyword arguments). Returns ``fn``."""
+        bound = BoundTool(fn, name=name, description=description, schema=schema)
         self._native.add_tool(bound.name, bound.description, json.dumps(bound.schema), bound.call, bound.check)
         self._tools[bound.name] = bound
         return fn

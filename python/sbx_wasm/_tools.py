@@ -128,14 +128,22 @@ class BoundTool:
     """A function with its schema: ``check`` and ``call`` are what the
     gate runs, each taking the guest's JSON text."""
 
-    def __init__(self, fn: Callable, name: Optional[str] = None, description: Optional[str] = None):
+    def __init__(
+        self,
+        fn: Callable,
+        name: Optional[str] = None,
+        description: Optional[str] = None,
+        schema: Optional[dict] = None,
+    ):
         if not callable(fn):
             raise TypeError(f"a tool must be callable, not {type(fn).__name__}")
         self.fn = fn
         self.name = name or fn.__name__
         self.description = description or inspect.getdoc(fn) or ""
-        self.schema = signature_schema(fn)
-        self._params = inspect.signature(fn).parameters
+        if schema is not None and (schema.get("type") != "object" or not isinstance(schema.get("properties", {}), dict)):
+            raise ValueError("a tool's schema is a JSON object schema with `properties`")
+        self.schema = schema if schema is not None else signature_schema(fn)
+        self.schema.setdefault("properties", {})
 
     def _decode(self, text: str) -> dict:
         args = json.loads(text) if text.strip() else {}

@@ -60,6 +60,26 @@ impl NativeCaps {
         Ok(NativeCaps { caps })
     }
 
+    /// This grant plus a write mount of the host folder `host` at `guest`.
+    fn with_write_mount(&self, host: &str, guest: &str) -> PyResult<Self> {
+        let caps = self
+            .caps
+            .to_builder()
+            .and_then(|b| b.write_mount(host, guest).build())
+            .map_err(errors::caps)?;
+        Ok(NativeCaps { caps })
+    }
+
+    /// This grant plus the tools `names` on its allow-list.
+    fn with_tools(&self, names: Vec<String>) -> PyResult<Self> {
+        let caps = self
+            .caps
+            .to_builder()
+            .and_then(|b| names.into_iter().fold(b, |b, n| b.allow_tool(n)).build())
+            .map_err(errors::caps)?;
+        Ok(NativeCaps { caps })
+    }
+
     /// The grant as a caps file (secrets by where they come from, never
     /// their values).
     fn to_toml(&self) -> String {

@@ -24,7 +24,13 @@ fn wheelhouse(tools: &Path, requirements: &Path) -> PathBuf {
     }
     let tmp = sbx_wasm_tests::private_sibling(&dir);
     let out = Command::new(tools)
-        .args(["-m", "pip", "download", "--quiet", "--disable-pip-version-check"])
+        .args([
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--disable-pip-version-check",
+        ])
         .arg("--dest")
         .arg(&tmp)
         .arg("-r")
@@ -91,7 +97,13 @@ fn the_wheel_installs_into_a_fresh_environment_and_its_suite_passes() {
     assert!(made.status.success(), "venv: {}", utf8(&made.stderr));
     let python = venv.join("bin/python");
     let installed = Command::new(&python)
-        .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+        ])
         .arg("--no-index")
         .arg("--find-links")
         .arg(&wheels)
@@ -136,7 +148,10 @@ fn the_wheel_installs_into_a_fresh_environment_and_its_suite_passes() {
         .arg(root.join("python/tests"))
         .current_dir(work.path())
         .envs(runner_env())
-        .env("SBX_TEST_GUESTS", sbx_wasm_tests::guest("noop").parent().unwrap())
+        .env(
+            "SBX_TEST_GUESTS",
+            sbx_wasm_tests::guest("noop").parent().unwrap(),
+        )
         .env("SBX_TEST_CORPUS", root.join("tests/python/corpus"))
         .output()
         .unwrap();
