@@ -66,3 +66,6 @@ echo "bench: $(nproc) cores, $(uname -sr); wasmtime $("$WASMTIME_BIN" --version 
 dep=(--release)
 for a in "$@"; do [ "$a" = --check ] && dep+=(--check); done
 bash "$here/dependent.sh" "${dep[@]}"
+# The Python package beside pyeryx (row PYP; skipped, saying why, without
+# CPython 3.12 or later).
+bash "$here/python-package.sh"
