@@ -100,6 +100,8 @@ mod book {
     struct KernelWall;
     #[doc = include_str!("../../docs/library.md")]
     struct Library;
+    #[doc = include_str!("../../docs/python-package.md")]
+    struct PythonPackage;
     #[doc = include_str!("../../docs/mcp.md")]
     struct Mcp;
     #[doc = include_str!("../../docs/plans.md")]

@@ -73,3 +73,15 @@ def test_the_package_reports_its_engine():
     d = sbx_wasm.diagnostics()
     assert d["allocator"] and "page_reset" in d
     assert sbx_wasm.__version__
+
+
+def test_the_wheel_carries_its_type_information():
+    root = pathlib.Path(sbx_wasm.__file__).parent
+    assert (root / "py.typed").exists() and (root / "_native.pyi").exists()
+    # Every class and function of the extension is in its stub.
+    stub = (root / "_native.pyi").read_text()
+    from sbx_wasm import _native
+
+    for name in dir(_native):
+        if not name.startswith("_"):
+            assert f" {name}" in stub or f"{name}:" in stub, name
