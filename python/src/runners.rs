@@ -25,9 +25,24 @@ struct Engine {
     js: Mutex<HashMap<PathBuf, JsRunner>>,
 }
 
-fn engines() -> &'static Mutex<HashMap<u64, Arc<Engine>>> {
-    static E: OnceLock<Mutex<HashMap<u64, Arc<Engine>>>> = OnceLock::new();
-    E.get_or_init(|| Mutex::new(HashMap::new()))
+/// The engines of this process. A child made by `fork` (Python's
+/// `multiprocessing` on Linux) inherits them without their threads: the
+/// epoch ticker that enforces `max_wall_ms` is not there, so a child makes
+/// its own, and leaves the parent's alone (dropping them would remove
+/// folders the parent still uses).
+struct Engines {
+    pid: u32,
+    map: HashMap<u64, Arc<Engine>>,
+}
+
+fn engines() -> &'static Mutex<Engines> {
+    static E: OnceLock<Mutex<Engines>> = OnceLock::new();
+    E.get_or_init(|| {
+        Mutex::new(Engines {
+            pid: std::process::id(),
+            map: HashMap::new(),
+        })
+    })
 }
 
 /// The engine for `caps`: pooled (slots reused run after run, the pages a
@@ -41,7 +56,12 @@ pub(crate) fn host(caps: &Capabilities) -> Result<WasmHost, LoadError> {
 
 fn engine(caps: &Capabilities) -> Result<Arc<Engine>, LoadError> {
     let key = caps.budget().max_memory_bytes;
-    let mut map = lock(engines());
+    let mut engines = lock(engines());
+    if engines.pid != std::process::id() {
+        std::mem::forget(std::mem::take(&mut engines.map));
+        engines.pid = std::process::id();
+    }
+    let map = &mut engines.map;
     if let Some(e) = map.get(&key) {
         return Ok(e.clone());
     }

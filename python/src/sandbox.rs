@@ -17,6 +17,10 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::SystemTime;
 
+/// A component file's modification time and length, and the process
+/// that prepared it.
+type Stamp = (SystemTime, u64, u32);
+
 /// What a run hands back: `(json, stdout, stderr)`.
 type RunOut = (String, Py<PyBytes>, Py<PyBytes>);
 
@@ -26,8 +30,9 @@ pub(crate) struct NativeSandbox {
     tools: Mutex<ToolRegistry>,
     python_runner: Option<PathBuf>,
     js_runner: Option<PathBuf>,
-    /// Components by path, prepared once, again when the file changes.
-    components: Mutex<HashMap<PathBuf, (SystemTime, u64, PreparedAgent)>>,
+    /// Components by path, prepared once, again when the file changes or
+    /// the engine does (a forked child has its own).
+    components: Mutex<HashMap<PathBuf, (Stamp, PreparedAgent)>>,
 }
 
 /// The run's options a caller may set per call.
@@ -160,7 +165,7 @@ impl NativeSandbox {
     }
 
     /// The component at `path`, compiled and linked once (again when its
-    /// modification time or length changes).
+    /// modification time or length changes, or in a forked child).
     fn component(&self, path: &std::path::Path) -> Result<(WasmHost, PreparedAgent), LoadError> {
         let host = runners::host(&self.caps)?;
         let meta = std::fs::metadata(path).map_err(|source| LoadError::Read {
@@ -170,15 +175,16 @@ impl NativeSandbox {
         let stamp = (
             meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
             meta.len(),
+            std::process::id(),
         );
         let mut map = lock(&self.components);
-        if let Some((m, l, agent)) = map.get(path)
-            && (*m, *l) == stamp
+        if let Some((s, agent)) = map.get(path)
+            && *s == stamp
         {
             return Ok((host, agent.clone()));
         }
         let agent = host.prepare(&host.load(path)?)?;
-        map.insert(path.to_path_buf(), (stamp.0, stamp.1, agent.clone()));
+        map.insert(path.to_path_buf(), (stamp, agent.clone()));
         Ok((host, agent))
     }
 }

@@ -184,3 +184,40 @@ def test_hostile_inputs_from_the_caller_are_refused_cleanly(tree):
         sb.run_python("x = '" + "a" * (4 << 20) + "'\nprint(len(x))")
     r = sb.run_python("x = '" + "a" * (1 << 20) + "'\nprint(len(x))")
     assert r.ok and r.stdout == f"{1 << 20}\n", r
+
+
+def test_a_forked_child_has_its_own_engine_and_its_wall_clock_holds(tree):
+    # multiprocessing's default on Linux: the child inherits the engine
+    # without its threads (the epoch ticker, the warm instances' refill).
+    import os
+
+    sb = Sandbox(Caps.from_toml(grant(tree, "[budget]\nmax_wall_ms = 300\nmax_fuel = \"off\"\n")))
+    assert sb.run_python("print(1)").stdout == "1\n"
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            t = time.monotonic()
+            spun = sb.run_python("while True:\n    pass\n")
+            ok = sb.run_python("print(2)").stdout
+            # Within a few ticks of 300 ms; with the parent's engine (its
+            # threads missing) the second run waited 10 s for a slot.
+            late = time.monotonic() - t > 5
+            os.write(w, f"{spun.status} {spun.violation} {ok.strip()} late={late}".encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        raise AssertionError("the child's spinning run was never halted")
+    said = os.read(r, 1000).decode()
+    assert said == "hard_limit max_wall 2 late=False", said
+    # The parent's engine is untouched.
+    assert sb.run_python("print(3)").stdout == "3\n"
