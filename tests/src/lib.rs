@@ -203,39 +203,63 @@ pub fn private_sibling(path: &Path) -> PathBuf {
 /// and moved in place (so a half-made one is never used): call its tools
 /// through this python (it finds its site-packages from pyvenv.cfg).
 pub fn cached_venv(name: &str, requirements: &Path, pip_args: &[&str]) -> PathBuf {
-    let text = std::fs::read(requirements).unwrap();
-    let key = sbx_wasm::replay::sha256_hex(&text);
-    let venv = user_cache().join(name).join(&key[..16]);
-    let python = venv.join("bin/python3");
-    if python.exists() {
-        return python;
+    let key = sbx_wasm::replay::sha256_hex(&std::fs::read(requirements).unwrap());
+    // Made before venvs carried the completion mark (a python there was
+    // always moved in whole).
+    let made = user_cache().join(name).join(&key[..16]).join("bin/python3");
+    if made.exists() {
+        return made;
     }
-    let tmp = private_sibling(&venv);
+    let venv = cached_folder(name, requirements, |tmp| {
+        let made = std::process::Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(tmp)
+            .output()
+            .unwrap();
+        assert!(
+            made.status.success(),
+            "python3 -m venv: {}",
+            utf8(&made.stderr)
+        );
+        let pip = std::process::Command::new(tmp.join("bin/pip"))
+            .args(["install", "--quiet", "--disable-pip-version-check"])
+            .args(pip_args)
+            .arg("-r")
+            .arg(requirements)
+            .output()
+            .unwrap();
+        assert!(
+            pip.status.success(),
+            "pip install -r {}: {}",
+            requirements.display(),
+            utf8(&pip.stderr)
+        );
+    });
+    venv.join("bin/python3")
+}
+
+/// A folder made once per version of `key_file` (by its SHA-256) in the
+/// user's cache folder under `name/HASH`: `make` fills a private folder
+/// beside it, which is then moved in place, so a half-made one is never
+/// used and two runs making it at once both end with a whole one.
+pub fn cached_folder(name: &str, key_file: &Path, make: impl FnOnce(&Path)) -> PathBuf {
+    let text = std::fs::read(key_file).unwrap();
+    let key = sbx_wasm::replay::sha256_hex(&text);
+    let dir = user_cache().join(name).join(&key[..16]);
+    let done = dir.join(".complete");
+    if done.exists() {
+        return dir;
+    }
+    let tmp = private_sibling(&dir);
     let _ = std::fs::remove_dir_all(&tmp);
-    let ok = |out: std::process::Output, what: &str| {
-        assert!(out.status.success(), "{what}: {}", utf8(&out.stderr));
-    };
-    let made = std::process::Command::new("python3")
-        .args(["-m", "venv"])
-        .arg(&tmp)
-        .output();
-    ok(made.unwrap(), "python3 -m venv");
-    let pip = std::process::Command::new(tmp.join("bin/pip"))
-        .args(["install", "--quiet", "--disable-pip-version-check"])
-        .args(pip_args)
-        .arg("-r")
-        .arg(requirements)
-        .output();
-    ok(
-        pip.unwrap(),
-        &format!("pip install -r {}", requirements.display()),
-    );
-    std::fs::create_dir_all(venv.parent().unwrap()).unwrap();
-    if std::fs::rename(&tmp, &venv).is_err() {
+    make(&tmp);
+    std::fs::write(tmp.join(".complete"), "").unwrap();
+    std::fs::create_dir_all(dir.parent().unwrap()).unwrap();
+    if std::fs::rename(&tmp, &dir).is_err() {
         // Made meanwhile by another run: use that one.
         let _ = std::fs::remove_dir_all(&tmp);
     }
-    python
+    dir
 }
 
 /// The component built from `guest-examples/agents/src/bin/NAME.rs` (the

@@ -13,8 +13,14 @@ answer the model reads, never an exception in the framework.
 
 from __future__ import annotations
 
+from typing import Any, Callable, Optional
+
 from .._results import RunResult
 from .._sandbox import Sandbox
+
+#: What a provider calls with every finished run (the report and audit the
+#: model never sees).
+OnRun = Optional[Callable[[RunResult], Any]]
 
 #: Longest output a model is shown, per stream; the rest is cut with a note.
 MODEL_OUTPUT_CHARS = 20_000
@@ -51,6 +57,21 @@ def answer(result: RunResult) -> str:
     parts.append("stdout:\n" + _clip(result.stdout) if result.stdout else "stdout: (empty)")
     if result.stderr:
         parts.append("stderr:\n" + _clip(result.stderr))
-    for d in result.denials:
-        parts.append(f"refused: {d.op} {d.target}: {d.violation} ({d.reason})")
+    refused = refusals(result)
+    if refused:
+        parts.append(refused.rstrip("\n"))
     return "\n".join(parts)
+
+
+def refusals(result: RunResult) -> str:
+    """One line per refused attempt: op, target, violation, reason."""
+    return "".join(f"refused: {d.op} {d.target}: {d.violation} ({d.reason})\n" for d in result.denials)
+
+
+async def run_for_model(sandbox: Sandbox, code: str, on_run: OnRun) -> str:
+    """Run ``code`` (the GIL released, on a worker thread), hand the result
+    to ``on_run``, and answer the model."""
+    result = await sandbox.arun_python(code)
+    if on_run is not None:
+        on_run(result)
+    return answer(result)

@@ -9,14 +9,14 @@ For a server of your own, ``add_run_python(mcp, sandbox)`` adds the tool.
 from __future__ import annotations
 
 from .._sandbox import Sandbox
-from . import answer, describe_for_model
+from . import describe_for_model, run_for_model
 
 
 def add_run_python(mcp, sandbox: Sandbox, *, name: str = "run_python") -> None:
     """Add ``run_python(code)`` to the FastMCP server ``mcp``."""
 
     async def run_python(code: str) -> str:
-        return answer(await sandbox.arun_python(code))
+        return await run_for_model(sandbox, code, None)
 
     mcp.tool(run_python, name=name, description=describe_for_model(sandbox))
 

@@ -7,13 +7,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
-
 from pydantic import BaseModel, Field
 
-from .._results import RunResult
 from .._sandbox import Sandbox
-from . import answer, describe_for_model
+from . import OnRun, answer, describe_for_model, run_for_model
 
 
 class PythonArgs(BaseModel):
@@ -26,23 +23,21 @@ def python_tool(
     sandbox: Sandbox,
     *,
     name: str = "run_python",
-    on_run: Optional[Callable[[RunResult], Any]] = None,
+    on_run: OnRun = None,
 ):
     """A ``StructuredTool`` (sync and async) that runs ``code`` in
     ``sandbox``. ``on_run`` is called with every ``RunResult`` (the report
     and audit the model never sees)."""
     from langchain_core.tools import StructuredTool
 
-    def seen(result: RunResult) -> str:
+    def run(code: str) -> str:
+        result = sandbox.run_python(code)
         if on_run is not None:
             on_run(result)
         return answer(result)
 
-    def run(code: str) -> str:
-        return seen(sandbox.run_python(code))
-
     async def arun(code: str) -> str:
-        return seen(await sandbox.arun_python(code))
+        return await run_for_model(sandbox, code, on_run)
 
     return StructuredTool.from_function(
         func=run,

@@ -11,18 +11,17 @@ joins an agent as a function tool.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Optional
+from typing import Any
 
-from .._results import RunResult
 from .._sandbox import Sandbox
-from . import answer, describe_for_model
+from . import OnRun, describe_for_model, run_for_model
 
 
 def python_tool(
     sandbox: Sandbox,
     *,
     name: str = "run_python",
-    on_run: Optional[Callable[[RunResult], Any]] = None,
+    on_run: OnRun = None,
 ):
     """A ``FunctionTool`` running ``code`` in ``sandbox``; ``on_run`` is
     called with every ``RunResult``."""
@@ -36,10 +35,7 @@ def python_tool(
                 raise TypeError("code must be a string")
         except (ValueError, KeyError, TypeError) as e:
             return f"invalid arguments: {e}"
-        result = await sandbox.arun_python(code)
-        if on_run is not None:
-            on_run(result)
-        return answer(result)
+        return await run_for_model(sandbox, code, on_run)
 
     return FunctionTool(
         name=name,

@@ -6,18 +6,15 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
-
-from .._results import RunResult
 from .._sandbox import Sandbox
-from . import answer, describe_for_model
+from . import OnRun, describe_for_model, run_for_model
 
 
 def python_toolset(
     sandbox: Sandbox,
     *,
     name: str = "run_python",
-    on_run: Optional[Callable[[RunResult], Any]] = None,
+    on_run: OnRun = None,
 ):
     """A ``FunctionToolset`` with one tool, ``run_python(code)``: the
     answer the model reads (output, how it ended, refusals); ``on_run`` is
@@ -26,10 +23,7 @@ def python_toolset(
     from pydantic_ai.toolsets import FunctionToolset
 
     async def run_python(code: str) -> str:
-        result = await sandbox.arun_python(code)
-        if on_run is not None:
-            on_run(result)
-        return answer(result)
+        return await run_for_model(sandbox, code, on_run)
 
     tool = Tool(run_python, name=name, description=describe_for_model(sandbox), takes_ctx=False)
     return FunctionToolset(tools=[tool])

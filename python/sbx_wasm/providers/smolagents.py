@@ -36,7 +36,7 @@ from smolagents.local_python_executor import CodeOutput, PythonExecutor
 from .._caps import Caps
 from .._results import RunResult
 from .._sandbox import Sandbox
-from . import _clip
+from . import _clip, refusals
 
 #: Where the guest keeps its variables between actions.
 STATE = "/.sbx-agent-state"
@@ -217,19 +217,19 @@ class SbxExecutor(PythonExecutor):
         self.runs.append(result)
         self._defs.extend(_definitions(code_action))
         logs, sep, tail = result.stdout.rpartition("\n" + self._mark)
-        refusals = "".join(f"refused: {d.op} {d.target}: {d.violation} ({d.reason})\n" for d in result.denials)
+        refused = refusals(result)
         if not sep:
             # No verdict: the run ended early (a budget, cancellation).
             raise RuntimeError(
                 f"the sandbox ended the action: {result.status}"
                 + (f" ({result.violation})" if result.violation else "")
-                + f"\n{_clip(result.stdout)}{_clip(result.stderr)}{refusals}"
+                + f"\n{_clip(result.stdout)}{_clip(result.stderr)}{refused}"
             )
         try:
             verdict = json.loads(tail.strip().splitlines()[0])
         except (ValueError, IndexError):
             raise RuntimeError(f"the action's result could not be read\n{_clip(logs)}") from None
-        logs = _clip(logs + ("\n" if logs and not logs.endswith("\n") else "")) + refusals
+        logs = _clip(logs + ("\n" if logs and not logs.endswith("\n") else "")) + refused
         if verdict.get("error"):
             raise RuntimeError(f"{logs}{verdict['error']}")
         value = verdict.get("value") or {}

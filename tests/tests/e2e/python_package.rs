@@ -8,7 +8,7 @@
 //! is built in the dev profile into the workspace's own target folder, so
 //! it reuses the crates the test build compiled.
 
-use sbx_wasm_tests::{cached_venv, repo_root, user_cache, utf8};
+use sbx_wasm_tests::{cached_folder, cached_venv, repo_root, utf8};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -16,34 +16,23 @@ use std::process::Command;
 /// into the user's cache folder, so a fresh environment installs them
 /// with no network.
 fn wheelhouse(tools: &Path, requirements: &Path) -> PathBuf {
-    let text = std::fs::read(requirements).unwrap();
-    let key = sbx_wasm::replay::sha256_hex(&text);
-    let dir = user_cache().join("python-package-wheels").join(&key[..16]);
-    if dir.join(".complete").exists() {
-        return dir;
-    }
-    let tmp = sbx_wasm_tests::private_sibling(&dir);
-    let out = Command::new(tools)
-        .args([
-            "-m",
-            "pip",
-            "download",
-            "--quiet",
-            "--disable-pip-version-check",
-        ])
-        .arg("--dest")
-        .arg(&tmp)
-        .arg("-r")
-        .arg(requirements)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "pip download: {}", utf8(&out.stderr));
-    std::fs::write(tmp.join(".complete"), "").unwrap();
-    std::fs::create_dir_all(dir.parent().unwrap()).unwrap();
-    if std::fs::rename(&tmp, &dir).is_err() {
-        let _ = std::fs::remove_dir_all(&tmp);
-    }
-    dir
+    cached_folder("python-package-wheels", requirements, |tmp| {
+        let out = Command::new(tools)
+            .args([
+                "-m",
+                "pip",
+                "download",
+                "--quiet",
+                "--disable-pip-version-check",
+            ])
+            .arg("--dest")
+            .arg(tmp)
+            .arg("-r")
+            .arg(requirements)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "pip download: {}", utf8(&out.stderr));
+    })
 }
 
 /// The wheel, built by maturin in the dev profile into `out`.
