@@ -221,3 +221,38 @@ def test_a_forked_child_has_its_own_engine_and_its_wall_clock_holds(tree):
     assert said == "hard_limit max_wall 2 late=False", said
     # The parent's engine is untouched.
     assert sb.run_python("print(3)").stdout == "3\n"
+
+
+def test_each_private_tmp_is_removed_after_its_run_and_none_outlives_the_process(tree):
+    # Removal happens after the run returns (off its path); a process that
+    # exits at once still leaves nothing in its temp folder.
+    import os
+    import subprocess
+    import sys
+
+    temp = tree / "temp"
+    temp.mkdir()
+    code = (
+        "from sbx_wasm import Caps, Sandbox\n"
+        "r = Sandbox(Caps.from_toml('')).run_python(\"open('/tmp/left.txt', 'w').write('x' * 1000)\\nimport os\\nprint(os.listdir('/tmp'))\")\n"
+        "print(r.stdout, end='')\n"
+    )
+    env = {**os.environ, "TMPDIR": str(temp)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.stdout == "['left.txt']\n", out.stderr
+    assert list(temp.iterdir()) == []
+
+    # In a process that goes on, the folder goes soon after the run.
+    code = (
+        "import os, time\n"
+        "from sbx_wasm import Caps, Sandbox\n"
+        "sb = Sandbox(Caps.from_toml(''))\n"
+        "for _ in range(5):\n"
+        "    assert sb.run_python(\"open('/tmp/f', 'w').write('y')\").ok\n"
+        "deadline = time.monotonic() + 10\n"
+        "while os.listdir(os.environ['TMPDIR']) and time.monotonic() < deadline:\n"
+        "    time.sleep(0.01)\n"
+        "print(os.listdir(os.environ['TMPDIR']))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.stdout == "[]\n", out.stdout + out.stderr

@@ -34,6 +34,7 @@ mod run;
 mod run_inputs;
 pub mod runner;
 pub mod runner_source;
+mod tmp_reaper;
 mod warm;
 mod wasi_context;
 

@@ -31,11 +31,30 @@ pub(super) fn record_header(
     )))
 }
 
+/// A run's private `/tmp`, removed when this drops: after the run has
+/// returned, by the reaper's thread ([`super::tmp_reaper`]), or here for a
+/// run behind a kernel wall (a thread the wall confines must not be the
+/// one that starts the reaper).
+pub(super) struct PrivateTmp {
+    dir: Option<tempfile::TempDir>,
+    later: bool,
+}
+
+impl Drop for PrivateTmp {
+    fn drop(&mut self) {
+        match self.dir.take() {
+            Some(dir) if self.later => super::tmp_reaper::remove_later(dir),
+            dir => drop(dir),
+        }
+    }
+}
+
 /// For a run with a private `/tmp`: make the folder, mount it, let a
 /// kernel wall allow it. The folder goes when the returned guard drops.
-pub(super) fn private_tmp(opts: &mut RunOptions) -> Result<Option<tempfile::TempDir>, LoadError> {
+pub(super) fn private_tmp(opts: &mut RunOptions) -> Result<PrivateTmp, LoadError> {
+    let later = opts.confine.is_none();
     if !opts.private_tmp {
-        return Ok(None);
+        return Ok(PrivateTmp { dir: None, later });
     }
     let (caps, dir) = super::python::private_tmp(&opts.caps).map_err(|e| setup(e.to_string()))?;
     opts.caps = caps;
@@ -49,5 +68,5 @@ pub(super) fn private_tmp(opts: &mut RunOptions) -> Result<Option<tempfile::Temp
             .find(|m| m.guest.as_str() == "/tmp");
         policy.write.extend(host.map(|m| m.host.clone()));
     }
-    Ok(dir)
+    Ok(PrivateTmp { dir, later })
 }
