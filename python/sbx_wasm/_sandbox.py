@@ -72,10 +72,12 @@ class RunStream:
 
     async def _iterate(self) -> AsyncIterator[Event]:
         self._begin()
+        finished = False
         try:
             while True:
                 got = await asyncio.to_thread(self._events.next, 0.25)
                 if got is None:
+                    finished = True
                     return
                 kind, payload = got
                 if kind == "idle":
@@ -84,12 +86,10 @@ class RunStream:
                     yield Event(kind, payload.decode("utf-8", "replace"))
                 elif kind in ("decision", "started"):
                     yield Event(kind, json.loads(payload))
-        except BaseException:
-            self._cancel.cancel()
-            raise
         finally:
-            # A consumer that stopped early ends the run it no longer reads.
-            if self._future is not None and not self._future.done():
+            # A consumer that stopped early (break, an error, its task
+            # cancelled) ends the run it no longer reads.
+            if not finished and self._future is not None and not self._future.done():
                 self._cancel.cancel()
 
     async def result(self) -> Any:

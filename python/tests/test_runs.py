@@ -164,6 +164,16 @@ def test_events_stream_as_the_run_goes(tree):
         return events, await stream.result()
 
     events, result = asyncio.run(main())
+
+    async def leave_early():
+        stream = sb.stream_python("import time\nwhile True:\n    print('tick')\n    time.sleep(0.01)\n")
+        async for event in stream:
+            if event.kind == "stdout":
+                break
+        return await asyncio.wait_for(stream.result(), 30)
+
+    # Leaving the iteration ends the run it no longer reads.
+    assert asyncio.run(leave_early()).status == "cancelled"
     kinds = [(e.kind, e.data if e.kind == "stdout" else e.data.get("decision")) for e in events if e.kind != "started"]
     assert ("stdout", "a\n") in kinds and ("stdout", "b\n") in kinds
     assert ("decision", "allowed") in kinds and ("decision", "denied") in kinds

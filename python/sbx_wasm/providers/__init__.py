@@ -3,6 +3,7 @@ framework only when used:
 
 - ``sbx_wasm.providers.langchain``: a LangChain tool (``python_tool``).
 - ``sbx_wasm.providers.pydantic_ai``: a Pydantic AI toolset (``python_toolset``).
+- ``sbx_wasm.providers.openai_agents``: an OpenAI Agents SDK tool (``python_tool``).
 - ``sbx_wasm.providers.smolagents``: a smolagents executor (``SbxExecutor``).
 - ``sbx_wasm.providers.fastmcp``: a FastMCP server exposing ``run_python``.
 
@@ -32,8 +33,9 @@ def describe_for_model(sandbox: Sandbox) -> str:
         "Run a Python 3 script in a sandbox and get what it printed. "
         + sandbox.room_for_model()
         + " Open files with open(); fetch with urllib, requests or sbx.fetch; call a "
-        "tool with sbx.tools.NAME(**args). A refused attempt raises PermissionError "
-        "and nothing happens; the answer lists every refused attempt."
+        "tool with sbx.tools.NAME(**args). A refused attempt fails as if the file, host "
+        "or tool were not there (sbx raises PermissionError) and nothing happens; the "
+        "answer lists every refused attempt."
     )
 
 
