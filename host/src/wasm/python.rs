@@ -44,6 +44,19 @@ pub type PythonRunner = ScriptRunner<Python>;
 pub fn private_tmp(
     caps: &crate::Capabilities,
 ) -> Result<(crate::Capabilities, Option<tempfile::TempDir>), crate::Error> {
+    private_tmp_from(caps, new_tmp)
+}
+
+/// A new, empty folder for a run's `/tmp`, in the temp folder.
+pub(super) fn new_tmp() -> std::io::Result<tempfile::TempDir> {
+    tempfile::Builder::new().prefix("sbx-tmp-").tempdir()
+}
+
+/// [`private_tmp`] with the folder from `fresh` (a new, empty folder).
+pub(super) fn private_tmp_from(
+    caps: &crate::Capabilities,
+    fresh: impl FnOnce() -> std::io::Result<tempfile::TempDir>,
+) -> Result<(crate::Capabilities, Option<tempfile::TempDir>), crate::Error> {
     let taken = caps
         .mounts()
         .iter()
@@ -51,10 +64,8 @@ pub fn private_tmp(
     if taken {
         return Ok((caps.clone(), None));
     }
-    let dir = tempfile::Builder::new()
-        .prefix("sbx-tmp-")
-        .tempdir()
-        .map_err(|e| crate::Error::Setup(format!("cannot make the run's /tmp: {e}")))?;
+    let dir =
+        fresh().map_err(|e| crate::Error::Setup(format!("cannot make the run's /tmp: {e}")))?;
     // A grant of the temp folder itself (or of a folder inside this one)
     // would reach every other run's private /tmp.
     crate::ProtectedPaths::new()

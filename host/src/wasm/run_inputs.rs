@@ -32,9 +32,9 @@ pub(super) fn record_header(
 }
 
 /// A run's private `/tmp`, removed when this drops: after the run has
-/// returned, by the reaper's thread ([`super::tmp_reaper`]), or here for a
-/// run behind a kernel wall (a thread the wall confines must not be the
-/// one that starts the reaper).
+/// returned, by the thread of [`super::tmp_reaper`], or here for a run
+/// behind a kernel wall (a thread the wall confines must not be the one
+/// that starts that thread).
 pub(super) struct PrivateTmp {
     dir: Option<tempfile::TempDir>,
     later: bool,
@@ -56,7 +56,15 @@ pub(super) fn private_tmp(opts: &mut RunOptions) -> Result<PrivateTmp, LoadError
     if !opts.private_tmp {
         return Ok(PrivateTmp { dir: None, later });
     }
-    let (caps, dir) = super::python::private_tmp(&opts.caps).map_err(|e| setup(e.to_string()))?;
+    // Made ahead by the reaper's thread, unless a kernel wall confines
+    // this run (its folders are made and removed here).
+    let fresh: fn() -> std::io::Result<tempfile::TempDir> = if later {
+        super::tmp_reaper::fresh
+    } else {
+        super::python::new_tmp
+    };
+    let (caps, dir) =
+        super::python::private_tmp_from(&opts.caps, fresh).map_err(|e| setup(e.to_string()))?;
     opts.caps = caps;
     if dir.is_some()
         && let Some((policy, _)) = &mut opts.confine

@@ -40,6 +40,8 @@ fn build_wheel(tools: &Path, out: &Path) -> PathBuf {
     let root = repo_root();
     let built = Command::new(tools)
         .args(["-m", "maturin", "build", "--profile", "dev", "--quiet"])
+        // The library as the test build compiled it (see python/Cargo.toml).
+        .args(["--features", "workspace-test"])
         .arg("--manifest-path")
         .arg(root.join("python/Cargo.toml"))
         .arg("--out")
