@@ -10,7 +10,9 @@ use crate::tools::PyTool;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use sbx_wasm::tools::{ToolRegistry, valid_tool_name};
-use sbx_wasm::wasm::{LoadError, PreparedAgent, RunOptions, WasmHost, WasmRun};
+use sbx_wasm::wasm::{
+    Language, LoadError, PreparedAgent, RunOptions, ScriptRunner, WasmHost, WasmRun,
+};
 use sbx_wasm::{Capabilities, Sandbox, SandboxedAgent, Services};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -89,21 +91,15 @@ impl NativeSandbox {
     }
 
     fn run_python(&self, py: Python<'_>, code: &str, call: CallOptions) -> PyResult<RunOut> {
-        let opts = self.options(py, call);
-        let run = py.detach(|| {
-            let (host, runner) = runners::python(&self.caps, self.python_runner.as_deref())?;
-            runner.run_source(&host, code, opts)
-        });
-        out(py, run.map_err(errors::load)?)
+        self.run_script(py, code, call, || {
+            runners::python(&self.caps, self.python_runner.as_deref())
+        })
     }
 
     fn run_javascript(&self, py: Python<'_>, code: &str, call: CallOptions) -> PyResult<RunOut> {
-        let opts = self.options(py, call);
-        let run = py.detach(|| {
-            let (host, runner) = runners::javascript(&self.caps, self.js_runner.as_deref())?;
-            runner.run_source(&host, code, opts)
-        });
-        out(py, run.map_err(errors::load)?)
+        self.run_script(py, code, call, || {
+            runners::javascript(&self.caps, self.js_runner.as_deref())
+        })
     }
 
     fn run_wasm(&self, py: Python<'_>, path: PathBuf, call: CallOptions) -> PyResult<RunOut> {
@@ -143,6 +139,22 @@ impl NativeSandbox {
 }
 
 impl NativeSandbox {
+    /// Run `code` on the runner `load` gives, the GIL released.
+    fn run_script<L: Language>(
+        &self,
+        py: Python<'_>,
+        code: &str,
+        call: CallOptions,
+        load: impl FnOnce() -> Result<(WasmHost, ScriptRunner<L>), LoadError> + Send,
+    ) -> PyResult<RunOut> {
+        let opts = self.options(py, call);
+        let run = py.detach(|| {
+            let (host, runner) = load()?;
+            runner.run_source(&host, code, opts)
+        });
+        out(py, run.map_err(errors::load)?)
+    }
+
     fn options(&self, py: Python<'_>, call: CallOptions) -> RunOptions {
         let tools = lock(&self.tools).clone();
         let mut opts = RunOptions::new(self.caps.clone())
