@@ -21,8 +21,8 @@ const SLOTS: u32 = 16;
 /// each with the runners loaded on it.
 struct Engine {
     host: WasmHost,
-    python: Mutex<HashMap<PathBuf, PythonRunner>>,
-    js: Mutex<HashMap<PathBuf, JsRunner>>,
+    python: Mutex<Loaded<PythonRunner>>,
+    js: Mutex<Loaded<JsRunner>>,
 }
 
 /// The engines of this process. A child made by `fork` (Python's
@@ -76,6 +76,11 @@ fn engine(caps: &Capabilities) -> Result<Arc<Engine>, LoadError> {
     Ok(e)
 }
 
+/// Runners by the path a sandbox asked for (`None`: wherever `locate`
+/// finds one), so a run looks nothing up on disk once its runner is
+/// loaded.
+type Loaded<R> = HashMap<Option<PathBuf>, R>;
+
 fn setup(message: String) -> LoadError {
     LoadError::Setup(sbx_wasm::Error::Setup(message))
 }
@@ -91,9 +96,15 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// only, so nothing of a run (nor of its grant) reaches the next.
 fn runner<L: Language>(
     host: &WasmHost,
-    loaded: &Mutex<HashMap<PathBuf, ScriptRunner<L>>>,
+    loaded: &Mutex<Loaded<ScriptRunner<L>>>,
     explicit: Option<&Path>,
 ) -> Result<ScriptRunner<L>, LoadError> {
+    let key = explicit.map(Path::to_path_buf);
+    let mut map = lock(loaded);
+    if let Some(r) = map.get(&key) {
+        return Ok(r.clone());
+    }
+    // First use on this engine (a first use elsewhere waits for it).
     let path = match ScriptRunner::<L>::locate(explicit) {
         Ok(p) => p,
         Err(_) if explicit.is_none() => {
@@ -105,12 +116,8 @@ fn runner<L: Language>(
         }
         Err(e) => return Err(e),
     };
-    let mut map = lock(loaded);
-    if let Some(r) = map.get(&path) {
-        return Ok(r.clone());
-    }
     let runner = ScriptRunner::<L>::load(host, &path)?.keep_warm(1)?;
-    map.insert(path, runner.clone());
+    map.insert(key, runner.clone());
     Ok(runner)
 }
 

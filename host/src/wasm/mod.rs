@@ -34,7 +34,7 @@ mod run;
 mod run_inputs;
 pub mod runner;
 pub mod runner_source;
-mod tmp_reaper;
+mod tmp_dirs;
 mod warm;
 mod wasi_context;
 

@@ -32,7 +32,7 @@ pub(super) fn record_header(
 }
 
 /// A run's private `/tmp`, removed when this drops: after the run has
-/// returned, by the thread of [`super::tmp_reaper`], or here for a run
+/// returned, by the thread of [`super::tmp_dirs`], or here for a run
 /// behind a kernel wall (a thread the wall confines must not be the one
 /// that starts that thread).
 pub(super) struct PrivateTmp {
@@ -43,7 +43,7 @@ pub(super) struct PrivateTmp {
 impl Drop for PrivateTmp {
     fn drop(&mut self) {
         match self.dir.take() {
-            Some(dir) if self.later => super::tmp_reaper::remove_later(dir),
+            Some(dir) if self.later => super::tmp_dirs::remove_later(dir),
             dir => drop(dir),
         }
     }
@@ -56,10 +56,10 @@ pub(super) fn private_tmp(opts: &mut RunOptions) -> Result<PrivateTmp, LoadError
     if !opts.private_tmp {
         return Ok(PrivateTmp { dir: None, later });
     }
-    // Made ahead by the reaper's thread, unless a kernel wall confines
+    // Made ahead by the tmp_dirs thread, unless a kernel wall confines
     // this run (its folders are made and removed here).
     let fresh: fn() -> std::io::Result<tempfile::TempDir> = if later {
-        super::tmp_reaper::fresh
+        super::tmp_dirs::fresh
     } else {
         super::python::new_tmp
     };
