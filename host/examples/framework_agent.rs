@@ -81,6 +81,23 @@ except sbx.Denied as e:
     })
 }
 
+/// One streamed event, printed as it happened.
+fn show(
+    event: Event,
+    out: &mut (dyn std::io::Write + Send),
+    summary: &mut Summary,
+) -> std::io::Result<()> {
+    match event {
+        Event::Started { op, target, .. } => writeln!(out, "  [..] {op} {target}"),
+        Event::Decision(d) => {
+            summary.decisions += 1;
+            writeln!(out, "  [gate] {} {} {}", d.op, d.target, d.decision)
+        }
+        Event::Stdout(b) => write!(out, "  [out] {}", String::from_utf8_lossy(&b)),
+        _ => Ok(()),
+    }
+}
+
 /// The loop. `interrupt` cancels whichever proposal is running when it
 /// completes (Ctrl-C in `main`); `out` gets the events and results.
 pub async fn run(
@@ -140,15 +157,7 @@ pub async fn run(
         let mut task = tokio::spawn(async move { py.run_source_async(&h, &code, opts).await });
         let run = loop {
             tokio::select! {
-                Some(event) = events.recv() => match event {
-                    Event::Started { op, target, .. } => writeln!(out, "  [..] {op} {target}")?,
-                    Event::Decision(d) => {
-                        summary.decisions += 1;
-                        writeln!(out, "  [gate] {} {} {}", d.op, d.target, d.decision)?
-                    }
-                    Event::Stdout(b) => write!(out, "  [out] {}", String::from_utf8_lossy(&b))?,
-                    _ => {}
-                },
+                Some(event) = events.recv() => show(event, out, &mut summary)?,
                 done = &mut task => break done??,
                 () = &mut interrupt, if !interrupted => {
                     interrupted = true;
@@ -156,6 +165,12 @@ pub async fn run(
                 }
             }
         };
+        // The run can end while its last events still wait in the channel
+        // (`select!` picks among ready branches at random): show them
+        // before the report, or a line the guest printed goes missing.
+        while let Ok(event) = events.try_recv() {
+            show(event, out, &mut summary)?;
+        }
         let report = &run.report;
         writeln!(
             out,
