@@ -173,6 +173,7 @@ fuzz_target!(|input: Input| {
         url: format!("{origin}/x?q={query}"),
         headers,
         body: text(&input.body, &placeholder).into_bytes(),
+        redirects: Default::default(),
     });
     let result = sandbox.run(op);
     let out = serde_json::to_string(&(&result, sandbox.report(), sandbox.audit())).unwrap();

@@ -333,6 +333,7 @@ impl Op {
             url: url.into(),
             headers: Vec::new(),
             body: Vec::new(),
+            redirects: Default::default(),
         })
     }
     /// Call tool `name` with `input`.

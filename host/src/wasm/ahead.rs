@@ -66,6 +66,7 @@ pub(super) fn idle_state() -> Option<HostState> {
         deterministic: false,
         script_error: None,
         exit_code: None,
+        http: Default::default(),
     })
 }
 

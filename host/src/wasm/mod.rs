@@ -44,6 +44,7 @@ pub use cache::{ArtifactCache, CacheEntry, CacheOutcome, process_alive};
 pub use core::CoreOutcome;
 pub use diagnostics::Diagnostics;
 pub use engine::{Allocator, PoolSizes};
+pub use imports::{MAX_HTTP_BODIES, MAX_HTTP_BODY_BYTES_HELD};
 pub use load::{LoadError, MAX_COMPONENT_BYTES};
 pub use options::{RunOptions, WasmRun};
 pub use output::Sink;
@@ -105,6 +106,8 @@ pub(crate) struct HostState {
     script_error: Option<crate::report::ScriptError>,
     /// The exit code a script runner said the script asked for.
     exit_code: Option<i32>,
+    /// wasi:http's requests and their state (`imports/http.rs`).
+    http: imports::HttpDoor,
 }
 
 impl HostState {

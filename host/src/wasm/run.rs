@@ -225,6 +225,7 @@ impl WasmHost {
             deterministic,
             script_error: None,
             exit_code: None,
+            http: Default::default(),
         };
         if confine.is_some() && agent.warm.as_ref().is_some_and(|w| w.threaded()) {
             return Err(setup(

@@ -364,6 +364,7 @@ fn forbidden_headers_and_oversized_requests_never_leave() {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
             body,
+            redirects: Default::default(),
         })
     };
     for h in [

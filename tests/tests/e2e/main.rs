@@ -38,5 +38,6 @@ mod seed_behaviours;
 mod telemetry;
 mod typed_tools;
 mod wasi;
+mod wasi_http;
 mod wasm;
 mod worked_example;

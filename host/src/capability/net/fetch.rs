@@ -182,6 +182,7 @@ pub(crate) fn gated_fetch(
         ));
         let location = header(&resp.headers, "location");
         if !is_redirect(resp.status)
+            || req.redirects == super::Redirects::Return
             || trace.redirects >= egress.max_redirects()
             || location.is_none()
         {

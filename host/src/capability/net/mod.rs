@@ -237,6 +237,29 @@ pub struct FetchRequest {
     /// Request body.
     #[serde(default)]
     pub body: Vec<u8>,
+    /// Whether the broker follows redirects (the grant's
+    /// `net.max_redirects`, each hop decided again) or hands a redirect
+    /// back as it came (a client that follows them itself, as wasi:http
+    /// guests do: each hop is then a new request, decided whole).
+    #[serde(default, skip_serializing_if = "Redirects::is_follow")]
+    pub redirects: Redirects,
+}
+
+/// What the broker does with a redirect answer ([`FetchRequest::redirects`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Redirects {
+    /// Follow up to the grant's `net.max_redirects`, each hop checked.
+    #[default]
+    Follow,
+    /// Return the redirect to the caller, unfollowed.
+    Return,
+}
+
+impl Redirects {
+    fn is_follow(&self) -> bool {
+        *self == Redirects::Follow
+    }
 }
 
 /// What came back.

@@ -91,6 +91,7 @@ pub(crate) fn from_plan(_kind: OpKind, v: Value) -> Result<Op, String> {
         url,
         headers: headers.pairs(),
         body: body.unwrap_or_default().into_bytes(),
+        redirects: Default::default(),
     }))
 }
 

@@ -92,6 +92,17 @@ fn invalid(msg: String) -> Denial {
     Denial::new(Violation::InvalidRequest, msg)
 }
 
+/// Whether the URL's authority ends in `:` (`http://example.com:/`): the
+/// WHATWG parser takes that as no port at all.
+fn empty_port(url: &str) -> bool {
+    let Some((_, rest)) = url.split_once("://") else {
+        return false;
+    };
+    let authority = rest.split(['/', '\\', '?', '#']).next().unwrap_or("");
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    host.ends_with(':')
+}
+
 /// Check method, URL size, headers and body before anything else happens.
 pub(crate) fn check_request(
     method: &str,
@@ -109,6 +120,13 @@ pub(crate) fn check_request(
         return Err(invalid(format!(
             "URL is {} bytes long; at most {MAX_URL_BYTES} are accepted",
             url.len()
+        )));
+    }
+    if empty_port(url) {
+        return Err(invalid(format!(
+            "URL {} names an empty port (read as the scheme's default, which the \
+             sender did not write)",
+            quote(url)
         )));
     }
     if headers.len() > MAX_REQUEST_HEADERS {
@@ -159,6 +177,27 @@ mod tests {
 
     fn h(k: &str, v: &str) -> Vec<(String, String)> {
         vec![(k.into(), v.into())]
+    }
+
+    #[test]
+    fn an_empty_port_is_refused_and_a_written_one_allowed() {
+        for bad in [
+            "http://example.com:/",
+            "http://example.com:",
+            "https://u@example.com:?q",
+            "http://[::1]:/x",
+            "http://example.com:\\x",
+        ] {
+            assert!(check_request("GET", bad, &[], b"").is_err(), "{bad}");
+        }
+        for ok in [
+            "http://example.com/",
+            "http://example.com:8080/a:b",
+            "http://[::1]/x",
+            "http://example.com/?q=a:",
+        ] {
+            assert!(check_request("GET", ok, &[], b"").is_ok(), "{ok}");
+        }
     }
 
     #[test]

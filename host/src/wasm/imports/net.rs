@@ -15,6 +15,7 @@ impl Host for HostState {
             url: req.url,
             headers: req.headers,
             body: req.body,
+            redirects: Default::default(),
         }));
         answer(r, |out| match out {
             Output::Response {

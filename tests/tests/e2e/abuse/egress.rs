@@ -91,6 +91,7 @@ fn a_cross_origin_hop_forwards_only_safelisted_headers() {
                 ("Accept".into(), "application/json".into()),
             ],
             body: Vec::new(),
+            redirects: Default::default(),
         }))
     };
     let r = fetch(
@@ -133,6 +134,7 @@ fn a_cross_origin_hop_forwards_only_safelisted_headers() {
             url: format!("{}/status", a.origin()),
             headers: vec![(k.into(), v.into())],
             body: Vec::new(),
+            redirects: Default::default(),
         }));
         denied(&r, Violation::InvalidRequest);
     }
@@ -150,6 +152,7 @@ fn request_bounds_are_checked_before_the_rule_and_check_agrees_with_run() {
         url: "https://evil.example/".into(),
         headers: vec![("Host".into(), "x".into())],
         body: Vec::new(),
+        redirects: Default::default(),
     });
     assert_eq!(
         sb.check(&op).unwrap_err().violation,

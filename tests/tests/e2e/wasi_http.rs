@@ -1,0 +1,183 @@
+//! A standard wasi:http 0.2 client component (`guest-examples/agents/src/bin/wasi_http.rs`,
+//! written against the interface alone) against real servers on
+//! 127.0.0.1: its requests reach the granted origin through the egress
+//! broker in every order wasi:http allows (body after `handle`, before
+//! it, waited for with `poll` or `block`); the ungranted server gets no
+//! connection; refusals are on record with their violation; redirects
+//! come back to the guest unfollowed; bodies are bounded both ways.
+
+use sbx_wasm::wasm::{RunOptions, WasmHost, WasmRun};
+use sbx_wasm::{Capabilities, Violation};
+use sbx_wasm_tests::{LoopbackServer, guest};
+
+fn run_steps(caps: Capabilities, steps: &[String]) -> (WasmRun, String) {
+    let host = WasmHost::new().unwrap();
+    let agent = host.load(&guest("wasi_http")).unwrap();
+    let run = host
+        .run(&agent, RunOptions::new(caps).args(steps.iter().cloned()))
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
+    (run, stdout)
+}
+
+fn caps(server: &LoopbackServer) -> Capabilities {
+    Capabilities::builder()
+        .allow_egress(server.origin())
+        .max_wall(std::time::Duration::from_secs(20))
+        .build()
+        .unwrap()
+}
+
+fn violations(run: &WasmRun) -> Vec<Option<Violation>> {
+    run.audit.iter().map(|e| e.violation).collect()
+}
+
+#[test]
+fn a_standard_component_reaches_the_granted_origin_and_nothing_else() {
+    let (granted, other) = (LoopbackServer::start(), LoopbackServer::start());
+    let (g, o) = (granted.origin(), other.origin());
+    let steps = [
+        format!("first GET {g}/status"),
+        format!("first POST {g}/echo 20000"),
+        format!("body-first PUT {g}/echo 9000"),
+        format!("poll POST {g}/echo 5000"),
+        // Each refused before anything is sent:
+        format!("first GET {o}/status"),
+        format!("forbidden GET {g}/status"),
+        "authority GET example.com:".to_string(),
+        format!("authority GET 127.0.0.1:{}abc", granted.port),
+    ];
+    let (run, out) = run_steps(caps(&granted), &steps);
+    assert_eq!(run.report.exit_code, Some(0), "{out} {:?}", run.trap);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "0: HTTP 200, 2 bytes: ok", "{out}");
+    assert_eq!(lines[1], "1: HTTP 200, 4 bytes: echo", "{out}");
+    assert_eq!(lines[2], "2: HTTP 200, 4 bytes: echo", "{out}");
+    assert_eq!(lines[3], "3: HTTP 200, 4 bytes: echo", "{out}");
+    assert_eq!(lines[4], "4: error ErrorCode::HttpRequestDenied", "{out}");
+    assert_eq!(
+        lines[5], "5: error header refused: HeaderError::Forbidden",
+        "{out}"
+    );
+    assert_eq!(lines[6], "6: error ErrorCode::HttpRequestDenied", "{out}");
+    assert_eq!(lines[7], "7: error ErrorCode::HttpRequestDenied", "{out}");
+
+    // The granted server got the four requests whole, on four connections
+    // of the broker's; the other server got nothing.
+    assert_eq!(granted.connections(), 4);
+    assert_eq!(other.connections(), 0);
+    let heard = granted.headers().join("\n");
+    for n in ["20000", "9000", "5000"] {
+        assert!(heard.contains(&format!("content-length: {n}")), "{heard}");
+    }
+    assert!(heard.contains("user-agent: sbx-wasi-http-test"), "{heard}");
+
+    // Every request is one op on record: four allowed, the ungranted
+    // origin `egress_denied`, the two authorities the URL parser reads
+    // otherwise than written `invalid_request` (the forbidden header never
+    // became a request).
+    assert_eq!(
+        violations(&run),
+        [
+            None,
+            None,
+            None,
+            None,
+            Some(Violation::EgressDenied),
+            Some(Violation::InvalidRequest),
+            Some(Violation::InvalidRequest),
+        ]
+    );
+    assert_eq!(run.audit[0].rule.as_deref(), Some(g.as_str()));
+    assert_eq!(run.audit[3].target, format!("{g}/echo"));
+}
+
+#[test]
+fn a_redirect_comes_back_to_the_guest_unfollowed() {
+    let s = LoopbackServer::start();
+    let g = s.origin();
+    // The grant would let the broker follow it (`sbx.fetch` does); on
+    // this path the guest's client decides, each hop a request of its own.
+    let caps = caps(&s)
+        .to_builder()
+        .unwrap()
+        .max_redirects(3)
+        .build()
+        .unwrap();
+    let (run, out) = run_steps(caps, &[format!("first GET {g}/redirect-same")]);
+    assert!(out.starts_with("0: HTTP 302, "), "{out}");
+    assert_eq!(s.requests(), ["GET /redirect-same HTTP/1.1"]);
+    assert_eq!(run.audit.len(), 1);
+}
+
+#[test]
+fn bodies_are_bounded_both_ways_with_their_neighbours_allowed() {
+    let s = LoopbackServer::start();
+    let g = s.origin();
+    // A request body over the broker's 10 MiB is refused on record and
+    // never sent; the guest's writes past the bound fail.
+    let over = sbx_wasm::net::MAX_REQUEST_BODY_BYTES + 64 * 1024;
+    let (run, out) = run_steps(
+        caps(&s),
+        &[
+            format!("first POST {g}/echo {over}"),
+            format!("first POST {g}/echo 1000"),
+        ],
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].starts_with("0: error ErrorCode::HttpRequestDenied (body: write failed"),
+        "{out}"
+    );
+    assert_eq!(lines[1], "1: HTTP 200, 4 bytes: echo", "{out}");
+    assert_eq!(
+        violations(&run),
+        [Some(Violation::InvalidRequest), None],
+        "{:?}",
+        run.audit
+    );
+    assert_eq!(s.connections(), 1);
+
+    // A response is charged to `max_output_bytes` like any output: 64 KiB
+    // over a 32 KiB budget halts the run; under a 1 MiB one it arrives.
+    let small = caps(&s)
+        .to_builder()
+        .unwrap()
+        .max_output_bytes(32 * 1024)
+        .build()
+        .unwrap();
+    let (run, out) = run_steps(small, &[format!("first GET {g}/big")]);
+    assert_eq!(
+        run.report.violation,
+        Some(Violation::MaxOutputBytes),
+        "{out}"
+    );
+    assert!(!out.contains("HTTP 200"), "{out}");
+    let roomy = caps(&s)
+        .to_builder()
+        .unwrap()
+        .max_output_bytes(1024 * 1024)
+        .build()
+        .unwrap();
+    let (_, out) = run_steps(roomy, &[format!("first GET {g}/big")]);
+    assert!(out.starts_with("0: HTTP 200, 65536 bytes: xxx"), "{out}");
+}
+
+#[test]
+fn a_guest_piling_up_bodies_gets_a_bounded_number_and_then_one_more() {
+    let s = LoopbackServer::start();
+    let g = s.origin();
+    let n = 1000;
+    let (run, out) = run_steps(caps(&s), &[format!("bodies GET {g}/status {n}")]);
+    let max = sbx_wasm::wasm::MAX_HTTP_BODIES;
+    assert!(
+        out.starts_with(&format!(
+            "bodies: {max} given, {} refused\n0: HTTP 200",
+            n - max
+        )),
+        "{out}"
+    );
+    // Only the request handed on was sent, and it is the only op.
+    assert_eq!(s.connections(), 1);
+    assert_eq!(run.audit.len(), 1);
+}
