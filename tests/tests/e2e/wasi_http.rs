@@ -181,3 +181,33 @@ fn a_guest_piling_up_bodies_gets_a_bounded_number_and_then_one_more() {
     assert_eq!(s.connections(), 1);
     assert_eq!(run.audit.len(), 1);
 }
+
+#[test]
+fn a_secret_reaches_its_bound_header_slot_and_its_echo_comes_back_masked() {
+    const VALUE: &str = "tok_wasi_http_S3cret";
+    let s = LoopbackServer::start();
+    let g = s.origin();
+    let caps = caps(&s)
+        .to_builder()
+        .unwrap()
+        .secret("API_TOKEN", VALUE, [g.clone()], ["Authorization"])
+        .build()
+        .unwrap();
+    let (run, out) = run_steps(caps, &[format!("secret GET {g}/reflect API_TOKEN")]);
+    assert!(out.starts_with("0: HTTP 200"), "{out}");
+    // The server got the value in the bound header; the guest saw only
+    // the placeholder, even in what the server reflected.
+    assert!(
+        s.headers()
+            .iter()
+            .any(|h| h == &format!("authorization: Bearer {VALUE}")),
+        "{:?}",
+        s.headers()
+    );
+    assert!(!out.contains(VALUE), "{out}");
+    assert!(
+        out.contains("x-reflect=Bearer SBX_SECRET_API_TOKEN_"),
+        "{out}"
+    );
+    assert_eq!(run.report.secret_uses.len(), 1);
+}

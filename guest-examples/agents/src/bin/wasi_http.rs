@@ -11,6 +11,10 @@
 //!   usual; the header is refused before anything is sent);
 //! - `authority`: `METHOD AUTHORITY`: a request to `http://AUTHORITY/status`
 //!   with the authority set as given;
+//! - `secret`: `METHOD URL NAME`: a request whose `authorization` is
+//!   `Bearer` and the value of the environment variable NAME (what the
+//!   grant gives a guest for a secret: its placeholder); prints the
+//!   `x-reflect` header the server answers with in place of the body;
 //! - `bodies`: `METHOD URL N`: N requests each asking for its body, none
 //!   handed on (a guest piling up bodies on the host); prints how many
 //!   were given, then sends one more once they are dropped.
@@ -145,6 +149,25 @@ fn step(line: &str) -> Result<(u16, Vec<u8>), String> {
                 .map_err(|()| "bad path")?;
             let fut = outgoing_handler::handle(req, None).map_err(|e| describe(&e))?;
             return read(answer(&fut, false)?);
+        }
+        "secret" => {
+            let name = parts.get(3).copied().unwrap_or("");
+            let value = std::env::var(name).unwrap_or_default();
+            headers
+                .append("authorization", format!("Bearer {value}").as_bytes())
+                .map_err(|e| format!("header refused: {e:?}"))?;
+            let req = new_request(m, target, headers)?;
+            let fut = outgoing_handler::handle(req, None).map_err(|e| describe(&e))?;
+            // What the server echoed of the header, in place of the body.
+            let resp = answer(&fut, false)?;
+            let echo: Vec<u8> = resp
+                .headers()
+                .get("x-reflect")
+                .into_iter()
+                .flatten()
+                .collect();
+            let (status, _) = read(resp)?;
+            return Ok((status, [b"x-reflect=".as_slice(), &echo].concat()));
         }
         "bodies" => {
             let mut kept = Vec::new();
