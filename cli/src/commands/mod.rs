@@ -7,6 +7,7 @@ mod check;
 mod doctor;
 mod exec;
 mod fuzz_init;
+mod http_serve;
 mod kernel_check;
 mod networkpolicy;
 mod policy;
@@ -66,6 +67,9 @@ enum Command {
     /// Serve the grant to MCP clients (stdio, or streamable HTTP with
     /// --http): run_python, run_wasm, file ops, fetch and granted tools.
     Mcp(crate::mcp::McpArgs),
+    /// Serve an HTTP app (a component exporting wasi:http/incoming-handler)
+    /// on a loopback address: each request a fresh instance under the grant.
+    Serve(http_serve::ServeArgs),
     /// Policy tools over grants and audit logs: what-if, learn, diff, lint.
     Policy(policy::PolicyArgs),
     /// Audit logs: verify that one is whole (chain, seals, signatures);
@@ -112,6 +116,7 @@ impl Cli {
             Command::KernelCheck(c) => crate::exit::finish(c.execute()),
             Command::Check(c) => crate::exit::finish(c.execute()),
             Command::Mcp(c) => crate::exit::finish(c.execute()),
+            Command::Serve(c) => crate::exit::finish(c.execute()),
             Command::Policy(c) => crate::exit::finish(c.execute()),
             Command::Audit(c) => crate::exit::finish(c.execute()),
             Command::Replay(c) => c.execute(),

@@ -39,7 +39,7 @@
 //!   in, so their totals and `/scratch` hold across calls.
 
 mod approve;
-mod audit;
+pub(crate) mod audit;
 mod body;
 mod browser;
 mod catalog;

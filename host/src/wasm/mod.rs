@@ -34,6 +34,7 @@ mod run;
 mod run_inputs;
 pub mod runner;
 pub mod runner_source;
+mod serve;
 mod tmp_dirs;
 mod warm;
 mod wasi_context;
@@ -51,6 +52,7 @@ pub use output::Sink;
 pub use page_reset::PageReset;
 pub use python::PythonRunner;
 pub use runner::{JavaScript, Language, Python, ScriptRunner};
+pub use serve::{PreparedService, Served};
 
 /// The JavaScript runner, compiled and linked once: run many scripts with
 /// it ([`ScriptRunner`] for [`JavaScript`]; TypeScript is stripped inside

@@ -171,62 +171,18 @@ impl WasmHost {
                 "this agent was prepared by another WasmHost; prepare it on this one".into(),
             ));
         }
-        // Before anything of the run exists: a grant that reaches what the
-        // host runs natively (its cache, a runner) is no grant to run.
-        self.protected
-            .check(&opts.caps)
-            .map_err(|e| LoadError::Setup(crate::Error::Caps(e)))?;
-        let budget = *opts.caps.budget();
-        let mut opts = opts;
-        // Held to the end of the run: removed with it.
-        let _tmp = super::run_inputs::private_tmp(&mut opts)?;
-        let header = super::run_inputs::record_header(&mut opts)?;
-        let deterministic = opts.deterministic.is_some();
-        let meter = Arc::new(OutputMeter::new(budget.max_output_bytes));
-        let capture = Capture::new(&mut opts);
-        let secrets = crate::net::RunSecrets::bind(opts.caps.secrets(), opts.deterministic);
-        let flow = Arc::new(crate::flow::FlowState::new(
-            opts.caps.flow().clone(),
-            std::mem::take(&mut opts.labels),
-        ));
-        let (wasi, closed) = self.wasi_context(&opts, &meter, &secrets, &flow)?;
-        let RunOptions {
-            caps,
-            mut services,
+        let Begun {
+            state,
+            budget,
+            deterministic,
+            meter,
+            capture,
+            closed,
+            header,
             confine,
             cancel,
-            events,
-            tape,
-            ..
-        } = opts;
-        if services.clock.is_none() && deterministic {
-            services.clock = Some(Arc::new(TickClock::new(Duration::from_millis(1))));
-        }
-        let mut gate = Sandbox::builder(caps)
-            .secrets(secrets)
-            .services(services)
-            .output_meter(meter.clone())
-            .guest_flow(flow);
-        if let Some(c) = &cancel {
-            gate = gate.cancel(c.clone());
-        }
-        if let Some(e) = events {
-            gate = gate.events(e);
-        }
-        if let Some(t) = tape {
-            gate = gate.tape(crate::replay::Tape::from_spec(t));
-        }
-        let state = HostState {
-            wasi,
-            table: ResourceTable::new(),
-            gate: gate.build()?,
-            limiter: MemoryLimiter::new(budget.max_memory_bytes),
-            fs_paths: std::collections::HashMap::new(),
-            deterministic,
-            script_error: None,
-            exit_code: None,
-            http: Default::default(),
-        };
+            _tmp,
+        } = self.begin(opts)?;
         if confine.is_some() && agent.warm.as_ref().is_some_and(|w| w.threaded()) {
             return Err(setup(
                 "kernel confinement is for a process that runs one grant; an agent kept \
@@ -323,9 +279,88 @@ impl WasmHost {
         Ok(run)
     }
 
+    /// Everything of a run before its guest exists: the grant checked
+    /// against what the host protects, the private `/tmp`, the output
+    /// meter and captures, the WASI context and the gate, as the run's
+    /// state.
+    pub(super) fn begin(&self, opts: RunOptions) -> Result<Begun, LoadError> {
+        // Before anything of the run exists: a grant that reaches what the
+        // host runs natively (its cache, a runner) is no grant to run.
+        self.protected
+            .check(&opts.caps)
+            .map_err(|e| LoadError::Setup(crate::Error::Caps(e)))?;
+        let budget = *opts.caps.budget();
+        let mut opts = opts;
+        // Held to the end of the run: removed with it.
+        let _tmp = super::run_inputs::private_tmp(&mut opts)?;
+        let header = super::run_inputs::record_header(&mut opts)?;
+        let deterministic = opts.deterministic.is_some();
+        let meter = Arc::new(OutputMeter::new(budget.max_output_bytes));
+        let capture = Capture::new(&mut opts);
+        let secrets = crate::net::RunSecrets::bind(opts.caps.secrets(), opts.deterministic);
+        let flow = Arc::new(crate::flow::FlowState::new(
+            opts.caps.flow().clone(),
+            std::mem::take(&mut opts.labels),
+        ));
+        let (wasi, closed) = self.wasi_context(&opts, &meter, &secrets, &flow)?;
+        let RunOptions {
+            caps,
+            mut services,
+            confine,
+            cancel,
+            events,
+            tape,
+            ..
+        } = opts;
+        if services.clock.is_none() && deterministic {
+            services.clock = Some(Arc::new(TickClock::new(Duration::from_millis(1))));
+        }
+        let mut gate = Sandbox::builder(caps)
+            .secrets(secrets)
+            .services(services)
+            .output_meter(meter.clone())
+            .guest_flow(flow);
+        if let Some(c) = &cancel {
+            gate = gate.cancel(c.clone());
+        }
+        if let Some(e) = events {
+            gate = gate.events(e);
+        }
+        if let Some(t) = tape {
+            gate = gate.tape(crate::replay::Tape::from_spec(t));
+        }
+        let state = HostState {
+            wasi,
+            table: ResourceTable::new(),
+            gate: gate.build()?,
+            limiter: MemoryLimiter::new(budget.max_memory_bytes),
+            fs_paths: std::collections::HashMap::new(),
+            deterministic,
+            script_error: None,
+            exit_code: None,
+            http: Default::default(),
+        };
+        Ok(Begun {
+            state,
+            budget,
+            deterministic,
+            meter,
+            capture,
+            closed,
+            header,
+            confine,
+            cancel,
+            _tmp,
+        })
+    }
+
     /// The store with the run's limits: memory, fuel (in slices), and the
     /// wall deadline read from the run's clock at every epoch tick.
-    fn store(&self, state: HostState, deterministic: bool) -> Result<Store<HostState>, LoadError> {
+    pub(super) fn store(
+        &self,
+        state: HostState,
+        deterministic: bool,
+    ) -> Result<Store<HostState>, LoadError> {
         let mut store = Store::new(&self.shared.engine, state);
         store.limiter(|s| &mut s.limiter);
         self.arm(&mut store, deterministic, 0)?;
@@ -424,7 +459,7 @@ impl Drop for CancelOnDrop {
 
 /// The buffers that hold stdout and stderr a run captures (the default):
 /// bounded by the output meter, which every byte passes first.
-struct Capture {
+pub(super) struct Capture {
     stdout: Option<Arc<Mutex<Vec<u8>>>>,
     stderr: Option<Arc<Mutex<Vec<u8>>>>,
 }
@@ -448,11 +483,27 @@ impl Capture {
     }
 
     /// What was captured (empty for a stream sent elsewhere).
-    fn take(self) -> (Vec<u8>, Vec<u8>) {
+    pub(super) fn take(self) -> (Vec<u8>, Vec<u8>) {
         let take = |b: Option<Arc<Mutex<Vec<u8>>>>| {
             b.map(|b| std::mem::take(&mut *b.lock().unwrap_or_else(|p| p.into_inner())))
                 .unwrap_or_default()
         };
         (take(self.stdout), take(self.stderr))
     }
+}
+
+/// A run's state and what surrounds it, before its guest exists
+/// ([`WasmHost::begin`]).
+pub(super) struct Begun {
+    pub(super) state: HostState,
+    pub(super) budget: crate::Budget,
+    pub(super) deterministic: bool,
+    pub(super) meter: Arc<OutputMeter>,
+    pub(super) capture: Capture,
+    pub(super) closed: super::wasi_context::Closed,
+    pub(super) header: Option<crate::replay::Header>,
+    pub(super) confine: Option<(crate::confine::Policy, bool)>,
+    pub(super) cancel: Option<CancelHandle>,
+    /// Held to the end of the run: removed with it.
+    pub(super) _tmp: super::run_inputs::PrivateTmp,
 }

@@ -35,6 +35,7 @@ mod script_errors;
 mod scripts;
 mod secrets;
 mod seed_behaviours;
+mod serve;
 mod telemetry;
 mod typed_tools;
 mod wasi;

@@ -1,0 +1,191 @@
+//! `sbx-wasm serve`: an HTTP app an agent wrote (a component exporting
+//! `wasi:http/incoming-handler` 0.2), served on a loopback address. Each
+//! request is a run of a fresh instance under the grant, with the grant's
+//! budgets for that request alone and its decisions in the audit stream
+//! (tagged `session: "serve"`, `call: "rN"`, `tool: "METHOD PATH"`).
+
+use crate::mcp::audit::{AuditStream, CallTag};
+use crate::output::AuditFormat;
+use anyhow::{Context, Result, bail};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use sbx_wasm::Capabilities;
+use sbx_wasm::net::MAX_REQUEST_BODY_BYTES;
+use sbx_wasm::wasm::{PreparedService, RunOptions, WasmHost};
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+#[derive(clap::Args, Debug)]
+pub(crate) struct ServeArgs {
+    /// The grant each request runs under (its budgets are per request).
+    #[arg(long, value_name = "FILE")]
+    caps: PathBuf,
+    /// Where to listen: a loopback address (`127.0.0.1:0` picks a free
+    /// port; the address bound is printed).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    addr: SocketAddr,
+    /// Append every request's decisions and its end to FILE (JSON lines,
+    /// chained and sealed per request, as `mcp --audit`).
+    #[arg(long, value_name = "FILE")]
+    audit: Option<PathBuf>,
+    /// The component: it exports `wasi:http/incoming-handler` 0.2.
+    component: PathBuf,
+}
+
+/// What every connection shares.
+struct Server {
+    host: WasmHost,
+    service: PreparedService,
+    caps: Capabilities,
+    audit: Option<AuditStream>,
+    served: AtomicU64,
+}
+
+impl ServeArgs {
+    pub(crate) fn execute(self) -> Result<i32> {
+        if !self.addr.ip().is_loopback() {
+            bail!(
+                "--addr {}: only loopback addresses are served (the app would be \
+                 reachable from other machines)",
+                self.addr
+            );
+        }
+        let caps = crate::common::load_caps(&self.caps)?;
+        let host = crate::common::engine_for(&caps)?;
+        let component = host
+            .load(&self.component)
+            .with_context(|| format!("cannot load {}", self.component.display()))?;
+        let service = host.prepare_service(&component)?;
+        let audit = match &self.audit {
+            Some(path) => Some(AuditStream::open(
+                path,
+                &caps.to_toml(),
+                None,
+                AuditFormat::Jsonl,
+            )?),
+            None => None,
+        };
+        let server = Arc::new(Server {
+            host,
+            service,
+            caps,
+            audit,
+            served: AtomicU64::new(0),
+        });
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .context("cannot start the runtime")?;
+        rt.block_on(listen(server, self.addr))?;
+        Ok(0)
+    }
+}
+
+async fn listen(server: Arc<Server>, addr: SocketAddr) -> Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))?;
+    let bound = listener.local_addr()?;
+    // As `wasmtime serve` says it, on stderr: a caller reads the port here.
+    eprintln!("Serving HTTP on http://{bound}/");
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            _ = tokio::signal::ctrl_c() => return Ok(()),
+        };
+        let Ok((stream, _)) = accepted else { continue };
+        let server = server.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |req| {
+                let server = server.clone();
+                async move { Ok::<_, std::convert::Infallible>(handle(&server, req).await) }
+            });
+            let _ = http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+/// One request: its body read (at most the broker's request bound), a run
+/// of the service, its records, its answer.
+async fn handle(server: &Server, req: hyper::Request<Incoming>) -> hyper::Response<Full<Bytes>> {
+    let n = server.served.fetch_add(1, Ordering::SeqCst) + 1;
+    let what = format!("{} {}", req.method(), req.uri().path());
+    let (parts, body) = req.into_parts();
+    let body = match Limited::new(body, MAX_REQUEST_BODY_BYTES).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => {
+            eprintln!(
+                "r{n} {}: request body over {MAX_REQUEST_BODY_BYTES} bytes: 413",
+                printable(&what)
+            );
+            return plain(413, "request body too large\n");
+        }
+    };
+    let req = hyper::Request::from_parts(parts, body);
+    let opts = RunOptions::new(server.caps.clone());
+    let served = server
+        .host
+        .serve_request(&server.service, opts, hyper::http::uri::Scheme::HTTP, req)
+        .await;
+    let served = match served {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("r{n} {}: {e}", printable(&what));
+            return plain(500, "the sandboxed service could not be started\n");
+        }
+    };
+    let report = &served.run.report;
+    if let Some(audit) = &server.audit {
+        let tag = CallTag {
+            session: "serve",
+            call: &format!("r{n}"),
+            tool: &what,
+        };
+        let end = serde_json::json!({
+            "status": report.status,
+            "violation": report.violation,
+            "http_status": served.response.status().as_u16(),
+            "usage": report.usage,
+        });
+        audit.record(&tag, &served.run.audit, end);
+    }
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(&served.run.stdout);
+    let _ = err.write_all(&served.run.stderr);
+    let _ = writeln!(
+        err,
+        "r{n} {}: {} ({}{}, {} denials)",
+        printable(&what),
+        served.response.status().as_u16(),
+        report.status,
+        report
+            .violation
+            .map(|v| format!(" {v}"))
+            .unwrap_or_default(),
+        report.denials.len()
+    );
+    served.response.map(Full::new)
+}
+
+fn plain(status: u16, text: &'static str) -> hyper::Response<Full<Bytes>> {
+    let mut r = hyper::Response::new(Full::new(Bytes::from_static(text.as_bytes())));
+    *r.status_mut() = hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::BAD_REQUEST);
+    r
+}
+
+/// A client's request line, safe to print (no terminal escapes).
+fn printable(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .take(200)
+        .collect()
+}

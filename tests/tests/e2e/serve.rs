@@ -1,0 +1,202 @@
+//! `sbx-wasm serve`: an HTTP app (`guest-examples/agents/src/bin/http_service.rs`,
+//! a component exporting wasi:http/incoming-handler) served on loopback,
+//! driven over real TCP connections. Each request runs under the grant
+//! with budgets of its own; what it reads, fetches and answers is decided
+//! as for any run, and is on record in a verifiable audit stream.
+
+use sbx_wasm_tests::{LoopbackServer, guest, sbx_bin, sbx_in, snapshot};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// A running `sbx-wasm serve`, killed when dropped.
+struct Served {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(dir: &std::path::Path, component: &std::path::Path) -> Served {
+    let mut child = Command::new(sbx_bin())
+        .current_dir(dir)
+        .args(["serve", "--caps", "caps.toml", "--addr", "127.0.0.1:0"])
+        .args(["--audit", "audit.jsonl"])
+        .arg(component)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let addr = first
+        .strip_prefix("Serving HTTP on http://")
+        .and_then(|a| a.strip_suffix('/'))
+        .unwrap_or_else(|| panic!("unexpected first line: {first}"))
+        .to_string();
+    // The rest of stderr (one line per request) is drained so the server
+    // never blocks on it.
+    std::thread::spawn(move || for _ in lines {});
+    Served { child, addr }
+}
+
+/// One request over a fresh connection: the status and the body.
+fn request(addr: &str, method: &str, path: &str, body: &[u8]) -> (u16, Vec<u8>) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    s.write_all(body).unwrap();
+    let mut got = Vec::new();
+    s.read_to_end(&mut got).unwrap();
+    let text = String::from_utf8_lossy(&got);
+    let status = text[9..12].parse().unwrap();
+    let start = text.find("\r\n\r\n").unwrap() + 4;
+    (status, got[start..].to_vec())
+}
+
+fn text(r: &(u16, Vec<u8>)) -> String {
+    format!("{} {}", r.0, String::from_utf8_lossy(&r.1))
+}
+
+#[test]
+fn an_app_is_served_each_request_under_the_grant() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    std::fs::write(data.join("note.txt"), "granted note").unwrap();
+    let (upstream, other) = (LoopbackServer::start(), LoopbackServer::start());
+    std::fs::write(
+        dir.path().join("caps.toml"),
+        format!(
+            "[fs]\nread = [{{ host = \"data\", guest = \"/data\" }}]\n\
+             [net]\nallow = [\"{}\"]\n\
+             [budget]\nmax_wall_ms = 3000\nmax_output_bytes = 100000\n",
+            upstream.origin()
+        ),
+    )
+    .unwrap();
+    let before = snapshot(&data);
+    let server = serve(dir.path(), &guest("http_service"));
+    let a = server.addr.as_str();
+
+    let hello = request(a, "GET", "/hello", b"");
+    assert_eq!(
+        text(&hello),
+        "200 hello from the sandbox: Method::Get with 0 bytes"
+    );
+    let posted = request(a, "POST", "/hello", b"abcdef");
+    assert_eq!(
+        text(&posted),
+        "200 hello from the sandbox: Method::Post with 6 bytes"
+    );
+    // The read mount, and its neighbour outside every mount.
+    assert_eq!(
+        text(&request(a, "GET", "/read?/data/note.txt", b"")),
+        "200 granted note"
+    );
+    let refused = request(a, "GET", "/read?/etc/passwd", b"");
+    assert_eq!(refused.0, 403, "{}", text(&refused));
+    // The granted origin, and one the grant does not name.
+    let up = format!("/fetch?{}/status", upstream.origin());
+    assert_eq!(text(&request(a, "GET", &up, b"")), "200 upstream said 200");
+    let away = format!("/fetch?{}/status", other.origin());
+    assert_eq!(
+        text(&request(a, "GET", &away, b"")),
+        "502 upstream: ErrorCode::HttpRequestDenied"
+    );
+    assert_eq!(upstream.connections(), 1);
+    assert_eq!(other.connections(), 0);
+    // An answer within the output budget, one over it, one that never
+    // comes: each request's own budget, the server goes on.
+    let big = request(a, "GET", "/big?50000", b"");
+    assert_eq!((big.0, big.1.len()), (200, 50000));
+    assert_eq!(request(a, "GET", "/big?200000", b"").0, 500);
+    assert_eq!(request(a, "GET", "/spin", b"").0, 500);
+    assert_eq!(
+        text(&request(a, "GET", "/hello", b"")).get(..3),
+        Some("200")
+    );
+    drop(server);
+
+    assert_eq!(snapshot(&data), before);
+    // One stream for the server: each request's decisions and its end,
+    // chained and sealed.
+    let verified = sbx_in(dir.path(), &["audit", "verify", "audit.jsonl"]);
+    assert!(
+        verified.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verified.stderr)
+    );
+    let audit = std::fs::read_to_string(dir.path().join("audit.jsonl")).unwrap();
+    let ends: Vec<serde_json::Value> = audit
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v.get("end").is_some())
+        .collect();
+    assert_eq!(ends.len(), 10);
+    let violations: Vec<&str> = ends
+        .iter()
+        .filter_map(|e| e["end"]["violation"].as_str())
+        .collect();
+    assert_eq!(violations, ["max_output_bytes", "max_wall"]);
+    assert!(
+        audit.contains("\"violation\":\"fs_read_denied\""),
+        "{audit}"
+    );
+    assert!(audit.contains("\"violation\":\"egress_denied\""), "{audit}");
+    assert!(audit.contains("\"tool\":\"GET /read\""), "{audit}");
+}
+
+#[test]
+fn an_address_off_loopback_and_a_component_that_serves_nothing_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("caps.toml"), "").unwrap();
+    let service = guest("http_service");
+    let wide = sbx_in(
+        dir.path(),
+        &[
+            "serve",
+            "--caps",
+            "caps.toml",
+            "--addr",
+            "0.0.0.0:0",
+            service.to_str().unwrap(),
+        ],
+    );
+    assert!(!wide.status.success());
+    assert!(
+        String::from_utf8_lossy(&wide.stderr).contains("only loopback addresses"),
+        "{}",
+        String::from_utf8_lossy(&wide.stderr)
+    );
+    let command = guest("noop");
+    let out = sbx_in(
+        dir.path(),
+        &[
+            "serve",
+            "--caps",
+            "caps.toml",
+            "--addr",
+            "127.0.0.1:0",
+            command.to_str().unwrap(),
+        ],
+    );
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not a wasi:http service"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
