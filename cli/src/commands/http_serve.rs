@@ -12,7 +12,7 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use sbx_wasm::Capabilities;
 use sbx_wasm::net::MAX_REQUEST_BODY_BYTES;
 use sbx_wasm::wasm::{PreparedService, RunOptions, WasmHost};
@@ -21,6 +21,10 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+/// How long a client has to send a request's head, then its body.
+const HEADER_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+const BODY_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 #[derive(clap::Args, Debug)]
 pub(crate) struct ServeArgs {
@@ -35,6 +39,10 @@ pub(crate) struct ServeArgs {
     /// chained and sealed per request, as `mcp --audit`).
     #[arg(long, value_name = "FILE")]
     audit: Option<PathBuf>,
+    /// Requests handled at once (each an instance with the grant's memory);
+    /// more wait for a place, in the order they came. Default: one per core.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    max_concurrent: Option<u32>,
     /// The component: it exports `wasi:http/incoming-handler` 0.2.
     component: PathBuf,
 }
@@ -42,6 +50,8 @@ pub(crate) struct ServeArgs {
 /// What every connection shares.
 struct Server {
     host: WasmHost,
+    /// A place per request handled at once.
+    places: tokio::sync::Semaphore,
     service: PreparedService,
     caps: Capabilities,
     audit: Option<AuditStream>,
@@ -72,8 +82,13 @@ impl ServeArgs {
             )?),
             None => None,
         };
+        let places = self.max_concurrent.map_or_else(
+            || std::thread::available_parallelism().map_or(1, |n| n.get()),
+            |n| n as usize,
+        );
         let server = Arc::new(Server {
             host,
+            places: tokio::sync::Semaphore::new(places),
             service,
             caps,
             audit,
@@ -95,10 +110,13 @@ async fn listen(server: Arc<Server>, addr: SocketAddr) -> Result<()> {
     let bound = listener.local_addr()?;
     // As `wasmtime serve` says it, on stderr: a caller reads the port here.
     eprintln!("Serving HTTP on http://{bound}/");
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("cannot watch for SIGTERM")?;
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,
             _ = tokio::signal::ctrl_c() => return Ok(()),
+            _ = term.recv() => return Ok(()),
         };
         let Ok((stream, _)) = accepted else { continue };
         let server = server.clone();
@@ -107,7 +125,11 @@ async fn listen(server: Arc<Server>, addr: SocketAddr) -> Result<()> {
                 let server = server.clone();
                 async move { Ok::<_, std::convert::Infallible>(handle(&server, req).await) }
             });
+            // A client gets HEADER_WAIT to send its request's head (a slow
+            // one holds a connection, never a place).
             let _ = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_WAIT)
                 .serve_connection(TokioIo::new(stream), service)
                 .await;
         });
@@ -120,15 +142,24 @@ async fn handle(server: &Server, req: hyper::Request<Incoming>) -> hyper::Respon
     let n = server.served.fetch_add(1, Ordering::SeqCst) + 1;
     let what = format!("{} {}", req.method(), req.uri().path());
     let (parts, body) = req.into_parts();
-    let body = match Limited::new(body, MAX_REQUEST_BODY_BYTES).collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(_) => {
+    let body = Limited::new(body, MAX_REQUEST_BODY_BYTES).collect();
+    let body = match tokio::time::timeout(BODY_WAIT, body).await {
+        Ok(Ok(b)) => b.to_bytes(),
+        Ok(Err(_)) => {
             eprintln!(
-                "r{n} {}: request body over {MAX_REQUEST_BODY_BYTES} bytes: 413",
+                "r{n} {}: request body over {MAX_REQUEST_BODY_BYTES} bytes or cut: 413",
                 printable(&what)
             );
-            return plain(413, "request body too large\n");
+            return plain(413, "request body too large or cut short\n");
         }
+        Err(_) => {
+            eprintln!("r{n} {}: request body too slow: 408", printable(&what));
+            return plain(408, "request body not sent in time\n");
+        }
+    };
+    // A place, once the request is whole: a slow client holds none.
+    let Ok(_place) = server.places.acquire().await else {
+        return plain(503, "the server is stopping\n");
     };
     let req = hyper::Request::from_parts(parts, body);
     let opts = RunOptions::new(server.caps.clone());

@@ -23,11 +23,12 @@ impl Drop for Served {
     }
 }
 
-fn serve(dir: &std::path::Path, component: &std::path::Path) -> Served {
+fn serve(dir: &std::path::Path, component: &std::path::Path, extra: &[&str]) -> Served {
     let mut child = Command::new(sbx_bin())
         .current_dir(dir)
         .args(["serve", "--caps", "caps.toml", "--addr", "127.0.0.1:0"])
         .args(["--audit", "audit.jsonl"])
+        .args(extra)
         .arg(component)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -88,7 +89,7 @@ fn an_app_is_served_each_request_under_the_grant() {
     )
     .unwrap();
     let before = snapshot(&data);
-    let server = serve(dir.path(), &guest("http_service"));
+    let server = serve(dir.path(), &guest("http_service"), &[]);
     let a = server.addr.as_str();
 
     let hello = request(a, "GET", "/hello", b"");
@@ -199,4 +200,38 @@ fn an_address_off_loopback_and_a_component_that_serves_nothing_are_refused() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+#[test]
+fn a_slow_client_holds_no_place_and_a_request_past_the_limit_waits_its_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("caps.toml"),
+        "[budget]\nmax_wall_ms = 1500\n",
+    )
+    .unwrap();
+    let server = serve(
+        dir.path(),
+        &guest("http_service"),
+        &["--max-concurrent", "1"],
+    );
+    let a = server.addr.clone();
+    // A client that opens a connection and sends half a head, then waits.
+    let mut slow = TcpStream::connect(&a).unwrap();
+    slow.write_all(b"GET /hello HTTP/1.1\r\n").unwrap();
+    // The one place is free: a whole request is served at once.
+    assert_eq!(request(&a, "GET", "/hello", b"").0, 200);
+    // Holding the place until its 1.5 s wall budget ends it, /spin makes
+    // /hello, sent 0.3 s after it, wait: /hello cannot be answered before
+    // /spin's budget is spent (a bound from below; a loaded machine only
+    // makes it later).
+    let a1 = a.clone();
+    let spin = std::thread::spawn(move || request(&a1, "GET", "/spin", b"").0);
+    std::thread::sleep(Duration::from_millis(300));
+    let sent = std::time::Instant::now();
+    assert_eq!(request(&a, "GET", "/hello", b"").0, 200);
+    let waited = sent.elapsed();
+    assert_eq!(spin.join().unwrap(), 500);
+    assert!(waited >= Duration::from_millis(1100), "{waited:?}");
+    drop(slow);
 }
