@@ -211,3 +211,37 @@ fn a_secret_reaches_its_bound_header_slot_and_its_echo_comes_back_masked() {
     );
     assert_eq!(run.report.secret_uses.len(), 1);
 }
+
+#[test]
+fn a_request_whose_future_was_dropped_is_never_sent_nor_answered_elsewhere() {
+    let s = LoopbackServer::start();
+    let g = s.origin();
+    let (run, out) = run_steps(caps(&s), &[format!("dropped POST {g}/echo 5000")]);
+    assert_eq!(out.trim_end(), "0: HTTP 200, 4 bytes: echo", "{out}");
+    // Only B left: one request, with B's 7-byte body; one op on record.
+    assert_eq!(s.requests(), ["POST /echo HTTP/1.1"]);
+    let heard = s.headers().join("\n");
+    assert!(heard.contains("content-length: 7"), "{heard}");
+    assert!(!heard.contains("content-length: 5000"), "{heard}");
+    assert_eq!(run.audit.len(), 1);
+}
+
+#[test]
+fn a_flood_of_requests_ends_at_max_ops_and_no_request_past_it_is_sent() {
+    let s = LoopbackServer::start();
+    let g = s.origin();
+    let caps = caps(&s).to_builder().unwrap().max_ops(20).build().unwrap();
+    let (run, out) = run_steps(caps, &[format!("flood GET {g}/status 10000")]);
+    assert_eq!(run.report.violation, Some(Violation::MaxOps), "{out}");
+    assert!(!out.contains("flood:"), "{out}");
+    // Twenty answered; the 21st was refused before anything was sent.
+    assert_eq!(s.connections(), 20);
+    // Its neighbour under the budget completes.
+    let (run, out) = run_steps(caps_of(&s, 20), &[format!("flood GET {g}/status 19")]);
+    assert_eq!(run.report.exit_code, Some(0), "{out}");
+    assert!(out.starts_with("flood: 19 answered"), "{out}");
+}
+
+fn caps_of(s: &LoopbackServer, ops: u64) -> Capabilities {
+    caps(s).to_builder().unwrap().max_ops(ops).build().unwrap()
+}

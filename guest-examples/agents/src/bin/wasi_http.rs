@@ -15,6 +15,13 @@
 //!   `Bearer` and the value of the environment variable NAME (what the
 //!   grant gives a guest for a secret: its placeholder); prints the
 //!   `x-reflect` header the server answers with in place of the body;
+//! - `dropped`: `METHOD URL N`: a request A with an N-byte body handed
+//!   on and its future dropped before its body is written; a request B
+//!   with a 7-byte body handed on next (its future may take A's place in
+//!   the guest's table); both bodies finished, then B's answer waited
+//!   for. A must never be sent, nor its answer land in B's future;
+//! - `flood`: `METHOD URL N`: N requests one after another; prints how
+//!   many were answered;
 //! - `bodies`: `METHOD URL N`: N requests each asking for its body, none
 //!   handed on (a guest piling up bodies on the host); prints how many
 //!   were given, then sends one more once they are dropped.
@@ -168,6 +175,35 @@ fn step(line: &str) -> Result<(u16, Vec<u8>), String> {
                 .collect();
             let (status, _) = read(resp)?;
             return Ok((status, [b"x-reflect=".as_slice(), &echo].concat()));
+        }
+        "dropped" => {
+            // A: handed on, its future dropped, its body not yet written.
+            let a = new_request(m, target, Fields::new())?;
+            let a_body = a.body().map_err(|()| "no body")?;
+            drop(outgoing_handler::handle(a, None).map_err(|e| describe(&e))?);
+            // B: handed on next (its future may take A's freed place).
+            let b = new_request(m, target, Fields::new())?;
+            let b_body = b.body().map_err(|()| "no body")?;
+            let fut = outgoing_handler::handle(b, None).map_err(|e| describe(&e))?;
+            // Both bodies finished, then B's answer waited for: the door
+            // sees both bodies whole while the guest waits.
+            write_body(&a_body, bytes)?;
+            OutgoingBody::finish(a_body, None).map_err(|e| describe(&e))?;
+            write_body(&b_body, 7)?;
+            OutgoingBody::finish(b_body, None).map_err(|e| describe(&e))?;
+            return read(answer(&fut, false)?);
+        }
+        "flood" => {
+            let mut answered = 0;
+            for _ in 0..bytes {
+                let req = new_request(m, target, Fields::new())?;
+                match outgoing_handler::handle(req, None) {
+                    Ok(fut) if answer(&fut, false).is_ok() => answered += 1,
+                    _ => {}
+                }
+            }
+            println!("flood: {answered} answered");
+            return Ok((0, Vec::new()));
         }
         "bodies" => {
             let mut kept = Vec::new();
