@@ -14,6 +14,7 @@ mod request;
 mod resolve;
 mod rules;
 pub mod secrets;
+mod wasi_http;
 
 pub use address::special_range;
 pub(crate) use check::check_fetch;
@@ -29,6 +30,7 @@ pub use request::{
 pub use resolve::{Resolve, StaticResolver, SystemResolver};
 pub use rules::{EgressRule, HostPattern, PortPattern, RULE_FORM, RuleError, Scheme};
 pub use secrets::{RunSecrets, Secret, SecretSource};
+pub use wasi_http::{WasiHttpPartsError, wasi_http_request};
 
 use crate::capability::{Held, Lent, Output, Permit, Request, Trace};
 use crate::failure::Failure;

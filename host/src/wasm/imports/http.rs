@@ -24,7 +24,7 @@
 
 use super::super::{HardLimit, HostState};
 use crate::capability::{Op, Output};
-use crate::net::{FetchRequest, MAX_REQUEST_BODY_BYTES, Redirects};
+use crate::net::{FetchRequest, MAX_REQUEST_BODY_BYTES};
 use crate::op::Failure;
 use bytes::Bytes;
 use http_body_util::BodyExt;
@@ -312,54 +312,48 @@ impl HostState {
     }
 }
 
-/// The request's method, URL and headers as the broker takes them, and its
-/// body (empty when the guest never asked for one).
+/// The request's method, URL and headers as the broker takes them
+/// ([`crate::net::wasi_http_request`]), and its body (none when the guest
+/// never asked for one).
 fn head(req: HostOutgoingRequest) -> HttpResult<(FetchRequest, Option<HyperOutgoingBody>)> {
-    let method = match req.method {
-        Method::Get => "GET".to_string(),
-        Method::Head => "HEAD".into(),
-        Method::Post => "POST".into(),
-        Method::Put => "PUT".into(),
-        Method::Delete => "DELETE".into(),
-        Method::Connect => "CONNECT".into(),
-        Method::Options => "OPTIONS".into(),
-        Method::Trace => "TRACE".into(),
-        Method::Patch => "PATCH".into(),
-        Method::Other(m) => m,
+    let method = match &req.method {
+        Method::Get => "GET",
+        Method::Head => "HEAD",
+        Method::Post => "POST",
+        Method::Put => "PUT",
+        Method::Delete => "DELETE",
+        Method::Connect => "CONNECT",
+        Method::Options => "OPTIONS",
+        Method::Trace => "TRACE",
+        Method::Patch => "PATCH",
+        Method::Other(m) => m.as_str(),
     };
-    let scheme = match req.scheme {
-        None | Some(Scheme::Https) => "https".to_string(),
-        Some(Scheme::Http) => "http".into(),
-        Some(Scheme::Other(s)) => s,
+    let scheme = match &req.scheme {
+        None => None,
+        Some(Scheme::Https) => Some("https"),
+        Some(Scheme::Http) => Some("http"),
+        Some(Scheme::Other(s)) => Some(s.as_str()),
     };
-    let authority = req.authority.unwrap_or_default();
-    let path = req.path_with_query.unwrap_or_else(|| "/".into());
-    // Only `*` (OPTIONS' asterisk form) gets past wasi:http's own parse
-    // without either; glued to the authority it would name another host.
-    if !path.starts_with(['/', '?']) {
-        return Err(ErrorCode::HttpRequestUriInvalid.into());
-    }
     // The authority goes to the gate as written: one it cannot read the
     // way the guest wrote it (`example.com:abc`, `example.com:`) is refused
     // there as `invalid_request`, on record.
-    let mut headers = Vec::new();
-    for (name, value) in req.headers.iter() {
-        // wasi:http lets a guest declare its body's length (wasmtime-wasi-http
-        // holds the body to it); the broker sets its own.
-        if name == http::header::CONTENT_LENGTH {
-            continue;
-        }
-        let value = String::from_utf8(value.as_bytes().to_vec())
-            .map_err(|_| HttpError::from(ErrorCode::HttpRequestHeaderSize(None)))?;
-        headers.push((name.as_str().to_string(), value));
-    }
-    let head = FetchRequest {
+    let headers = req
+        .headers
+        .iter()
+        .map(|(name, value)| (name.as_str(), value.as_bytes()));
+    let head = crate::net::wasi_http_request(
         method,
-        url: format!("{scheme}://{authority}{path}"),
+        scheme,
+        req.authority.as_deref(),
+        req.path_with_query.as_deref(),
         headers,
-        body: Vec::new(),
-        redirects: Redirects::Return,
-    };
+    )
+    .map_err(|e| match e {
+        crate::net::WasiHttpPartsError::Path | crate::net::WasiHttpPartsError::Authority => {
+            ErrorCode::HttpRequestUriInvalid
+        }
+        _ => ErrorCode::HttpRequestHeaderSize(None),
+    })?;
     Ok((head, req.body))
 }
 
