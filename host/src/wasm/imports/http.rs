@@ -78,8 +78,10 @@ pub(crate) struct HttpDoor {
     /// Told by a body collector when its body is whole (or failed); made
     /// with the run's first body.
     arrived: Option<Arc<Notify>>,
-    /// Bodies being collected, and the bytes they hold.
-    held: Arc<Held>,
+    /// Bodies being collected, and the bytes they hold (made with the
+    /// run's first body, as `arrived`: a run that sends nothing pays
+    /// nothing for the door).
+    held: Option<Arc<Held>>,
 }
 
 /// What the run's request bodies hold on the host.
@@ -288,7 +290,8 @@ impl HostState {
         &mut self,
         request: Resource<HostOutgoingRequest>,
     ) -> wasmtime::Result<Result<Resource<HostOutgoingBody>, ()>> {
-        if self.http.held.bodies.load(Ordering::SeqCst) >= MAX_BODIES {
+        let held = self.http.held.get_or_insert_with(Default::default).clone();
+        if held.bodies.load(Ordering::SeqCst) >= MAX_BODIES {
             return Ok(Err(()));
         }
         let rep = request.rep();
@@ -307,7 +310,7 @@ impl HostState {
             .arrived
             .get_or_insert_with(Default::default)
             .clone();
-        req.body = Some(Collected::start(stream, self.http.held.clone(), arrived));
+        req.body = Some(Collected::start(stream, held, arrived));
         Ok(Ok(body))
     }
 }
