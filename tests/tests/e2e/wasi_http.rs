@@ -245,3 +245,112 @@ fn a_flood_of_requests_ends_at_max_ops_and_no_request_past_it_is_sent() {
 fn caps_of(s: &LoopbackServer, ops: u64) -> Capabilities {
     caps(s).to_builder().unwrap().max_ops(ops).build().unwrap()
 }
+
+#[test]
+fn a_name_resolving_to_loopback_needs_an_ip_rule_and_a_redirect_to_metadata_is_refused_at_its_hop()
+{
+    let s = LoopbackServer::start();
+    let named = format!("http://localhost:{}", s.port);
+    // The name alone is granted: it resolves to 127.0.0.1, which no IP
+    // rule names.
+    let by_name = Capabilities::builder()
+        .allow_egress(&named)
+        .build()
+        .unwrap();
+    let (run, out) = run_steps(by_name, &[format!("first GET {named}/status")]);
+    assert_eq!(
+        out.trim_end(),
+        "0: error ErrorCode::HttpRequestDenied",
+        "{out}"
+    );
+    assert_eq!(violations(&run), [Some(Violation::EgressDenied)]);
+    assert!(
+        run.audit[0]
+            .detail
+            .as_deref()
+            .unwrap_or("")
+            .contains("127.0.0.1"),
+        "{:?}",
+        run.audit[0]
+    );
+    assert_eq!(s.connections(), 0);
+    // Its neighbour: with the IP rule beside it, the same request goes.
+    let with_ip = Capabilities::builder()
+        .allow_egress(&named)
+        .allow_egress(s.origin())
+        .build()
+        .unwrap();
+    let (_, out) = run_steps(with_ip, &[format!("first GET {named}/status")]);
+    assert!(out.starts_with("0: HTTP 200"), "{out}");
+    assert_eq!(s.connections(), 1);
+
+    // A redirect to the metadata address: the guest's client follows it,
+    // and that hop, a request of its own, is refused before any dial.
+    let g = s.origin();
+    let (run, out) = run_steps(
+        caps(&s),
+        &[format!(
+            "follow GET {g}/redirect-to/169.254.169.254:80/latest/meta-data"
+        )],
+    );
+    assert!(
+        out.contains("redirected to http://169.254.169.254:80/latest/meta-data"),
+        "{out}"
+    );
+    assert!(
+        out.contains("0: error ErrorCode::HttpRequestDenied"),
+        "{out}"
+    );
+    assert_eq!(violations(&run), [None, Some(Violation::EgressDenied)]);
+    assert_eq!(s.connections(), 2);
+}
+
+#[test]
+fn a_guest_timeout_of_600_s_still_ends_at_the_wall_budget() {
+    let s = LoopbackServer::start();
+    let g = s.origin();
+    let caps = caps(&s)
+        .to_builder()
+        .unwrap()
+        .max_wall(std::time::Duration::from_millis(1500))
+        .build()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let (run, out) = run_steps(caps, &[format!("timeout GET {g}/stall")]);
+    assert_eq!(run.report.violation, Some(Violation::MaxWall), "{out}");
+    // Bounded from above by the budget and the backstop, not by 600 s.
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+}
+
+#[test]
+fn each_run_makes_its_own_connections_and_a_recording_replays_without_the_network() {
+    let s = LoopbackServer::start();
+    let g = s.origin();
+    let host = WasmHost::new().unwrap();
+    let agent = host.load(&guest("wasi_http")).unwrap();
+    let step = [
+        format!("first POST {g}/echo 3000"),
+        format!("first GET {g}/status"),
+    ];
+    let first = host
+        .run(
+            &agent,
+            RunOptions::new(caps(&s)).args(step.clone()).record(1 << 20),
+        )
+        .unwrap();
+    let second = host
+        .run(&agent, RunOptions::new(caps(&s)).args(step.clone()))
+        .unwrap();
+    assert_eq!(first.stdout, second.stdout);
+    // Two requests a run, each on a connection of its own: none is kept
+    // for a later run.
+    assert_eq!(s.connections(), 4);
+
+    let replay = sbx_wasm::replay::Replay::new(first.recording.clone().unwrap()).unwrap();
+    let mut again = host.run(&agent, RunOptions::replaying(&replay)).unwrap();
+    let verdict = replay.settle(&again.report, &mut again.audit);
+    assert!(verdict.same_outcome, "{verdict:?}");
+    assert_eq!(again.stdout, first.stdout);
+    assert_eq!(again.audit, first.audit);
+    assert_eq!(s.connections(), 4);
+}

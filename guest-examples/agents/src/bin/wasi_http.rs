@@ -22,6 +22,10 @@
 //!   for. A must never be sent, nor its answer land in B's future;
 //! - `flood`: `METHOD URL N`: N requests one after another; prints how
 //!   many were answered;
+//! - `follow`: `METHOD URL`: a request, and if the answer is a redirect,
+//!   one request to its `location` (as a client that follows redirects);
+//! - `timeout`: `METHOD URL`: a request with connect, first-byte and
+//!   between-bytes timeouts of 600 s;
 //! - `bodies`: `METHOD URL N`: N requests each asking for its body, none
 //!   handed on (a guest piling up bodies on the host); prints how many
 //!   were given, then sends one more once they are dropped.
@@ -204,6 +208,37 @@ fn step(line: &str) -> Result<(u16, Vec<u8>), String> {
             }
             println!("flood: {answered} answered");
             return Ok((0, Vec::new()));
+        }
+        "follow" => {
+            let req = new_request(m, target, Fields::new())?;
+            let fut = outgoing_handler::handle(req, None).map_err(|e| describe(&e))?;
+            let resp = answer(&fut, false)?;
+            let location: Vec<u8> = resp
+                .headers()
+                .get("location")
+                .into_iter()
+                .flatten()
+                .collect();
+            let (status, body) = read(resp)?;
+            if !(300..400).contains(&status) || location.is_empty() {
+                return Ok((status, body));
+            }
+            let next = String::from_utf8_lossy(&location).into_owned();
+            println!("redirected to {next}");
+            let req = new_request(m, &next, Fields::new())?;
+            let fut = outgoing_handler::handle(req, None).map_err(|e| describe(&e))?;
+            return read(answer(&fut, false)?);
+        }
+        "timeout" => {
+            use wasip2::http::types::RequestOptions;
+            let options = RequestOptions::new();
+            let long = 600 * 1_000_000_000u64;
+            let _ = options.set_connect_timeout(Some(long));
+            let _ = options.set_first_byte_timeout(Some(long));
+            let _ = options.set_between_bytes_timeout(Some(long));
+            let req = new_request(m, target, headers)?;
+            let fut = outgoing_handler::handle(req, Some(options)).map_err(|e| describe(&e))?;
+            return read(answer(&fut, false)?);
         }
         "bodies" => {
             let mut kept = Vec::new();
