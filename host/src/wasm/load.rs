@@ -75,7 +75,7 @@ impl WasmHost {
         if let Some(cache) = &self.cache
             && let Some(component) = cache.get_by_file(&self.shared.engine, path)
         {
-            self.prepare_named(&component, &shown)?;
+            self.check_imports(&component, &shown)?;
             return Ok((component, Some(CacheOutcome::Hit)));
         }
         let read = |source| LoadError::Read {
@@ -142,13 +142,27 @@ impl WasmHost {
                 None,
             ),
         };
-        self.prepare_named(&component, name)?;
+        self.check_imports(&component, name)?;
         Ok((component, outcome))
     }
 
     /// Link `component` once for many runs (see [`PreparedAgent`]).
     pub fn prepare(&self, component: &Component) -> Result<PreparedAgent, LoadError> {
         self.prepare_named(component, "component")
+    }
+
+    /// Whether everything `component` imports is something this host
+    /// provides (a command, a service or any other component: what it
+    /// exports is checked when it is prepared as one).
+    fn check_imports(&self, component: &Component, name: &str) -> Result<(), LoadError> {
+        self.shared
+            .linker
+            .instantiate_pre(component)
+            .map(drop)
+            .map_err(|e| LoadError::Rejected {
+                path: name.to_string(),
+                message: explain(format!("needs imports the sandbox does not provide: {e:#}")),
+            })
     }
 
     fn prepare_named(&self, component: &Component, name: &str) -> Result<PreparedAgent, LoadError> {

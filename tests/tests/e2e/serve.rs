@@ -1,5 +1,5 @@
-//! `sbx-wasm serve`: an HTTP app (`guest-examples/agents/src/bin/http_service.rs`,
-//! a component exporting wasi:http/incoming-handler) served on loopback,
+//! `sbx-wasm serve`: an HTTP app (`guest-examples/http-service`, a
+//! component exporting wasi:http/incoming-handler and no wasi:cli/run) served on loopback,
 //! driven over real TCP connections. Each request runs under the grant
 //! with budgets of its own; what it reads, fetches and answers is decided
 //! as for any run, and is on record in a verifiable audit stream.
@@ -181,6 +181,17 @@ fn an_address_off_loopback_and_a_component_that_serves_nothing_are_refused() {
         String::from_utf8_lossy(&wide.stderr).contains("only loopback addresses"),
         "{}",
         String::from_utf8_lossy(&wide.stderr)
+    );
+    // The app itself is no command: `run` refuses it before it starts.
+    let run = sbx_in(
+        dir.path(),
+        &["run", "--caps", "caps.toml", service.to_str().unwrap()],
+    );
+    assert_eq!(run.status.code(), Some(125));
+    assert!(
+        String::from_utf8_lossy(&run.stderr).contains("not a WASI command"),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
     );
     let command = guest("noop");
     let out = sbx_in(

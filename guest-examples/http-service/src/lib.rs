@@ -1,5 +1,7 @@
 //! An HTTP app as an agent would write one: a component exporting
-//! `wasi:http/incoming-handler` 0.2 (for `sbx-wasm serve`). Routes:
+//! `wasi:http/incoming-handler` 0.2 and no `wasi:cli/run` (a library, as
+//! componentize-py's, componentize-js's and Spin's HTTP apps are), for
+//! `sbx-wasm serve`. Routes:
 //! - `/hello`: 200 and a greeting with the method and the request body's
 //!   length;
 //! - `/read?PATH`: 200 and the file at PATH (a guest path), or 403 and why;
@@ -115,4 +117,3 @@ impl wasip2::exports::http::incoming_handler::Guest for Service {
     }
 }
 
-fn main() {}
