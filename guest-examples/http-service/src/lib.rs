@@ -116,4 +116,3 @@ impl wasip2::exports::http::incoming_handler::Guest for Service {
         }
     }
 }
-
