@@ -124,6 +124,18 @@ impl WasmHost {
                  (or wrap it with `wasm-tools component new`)",
             ));
         }
+        // Before compiling (which can take a while for a large component):
+        // an import no host of ours provides is refused now, by name.
+        if let Some(import) = unsupported_import(bytes) {
+            return Err(LoadError::Rejected {
+                path: name.to_string(),
+                message: explain(format!(
+                    "needs an import the sandbox does not provide: {} (refused before \
+                     compiling)",
+                    crate::bound::quote(&import)
+                )),
+            });
+        }
         let rejected = |e: wasmtime::Error| LoadError::Rejected {
             path: name.to_string(),
             message: explain(format!("{e:#}")),
@@ -199,6 +211,66 @@ fn too_large(path: &str, len: u64) -> LoadError {
 
 /// wasmtime's message for a component, or what it means when it is a WASI
 /// 0.3 component (the validator only says a feature is missing).
+/// Interfaces some host of ours provides (WASI 0.2's, wasi:http's client
+/// side, `sbx:agent`'s), by the part of their name before the version.
+/// Only a family outside these is refused before compiling; whether the
+/// exact interface and version are linked is the linker's to say after.
+const PROVIDED: &[&str] = &[
+    "wasi:cli/",
+    "wasi:io/",
+    "wasi:clocks/",
+    "wasi:random/",
+    "wasi:filesystem/",
+    "wasi:sockets/",
+    "wasi:http/types",
+    "wasi:http/outgoing-handler",
+    "sbx:agent/",
+];
+
+/// The first import of a component (its top level, not those of the
+/// modules and components inside it) that no host of ours provides: an
+/// interface outside [`PROVIDED`], or a WASI interface of a version other
+/// than 0.2. `None` when all may be, or when the bytes do not parse (the
+/// compiler then says why).
+fn unsupported_import(bytes: &[u8]) -> Option<String> {
+    use wasmparser::{Parser, Payload};
+    let mut depth = 0usize;
+    for payload in Parser::new(0).parse_all(bytes) {
+        match payload.ok()? {
+            Payload::ModuleSection { .. } | Payload::ComponentSection { .. } => depth += 1,
+            Payload::End(_) if depth > 0 => depth -= 1,
+            Payload::End(_) => return None,
+            Payload::ComponentImportSection(reader) if depth == 0 => {
+                for import in reader {
+                    let extern_name = import.ok()?.name;
+                    let name = extern_name.name;
+                    let (family, version) = match name.split_once('@') {
+                        Some((family, version)) => (family, version),
+                        None => (name, extern_name.version_suffix.unwrap_or("")),
+                    };
+                    let version = version.trim_start_matches('@');
+                    let known = PROVIDED
+                        .iter()
+                        .any(|p| family.starts_with(p) && (p.ends_with('/') || family == *p));
+                    // No version to read: the linker decides.
+                    let wasi_02 = !family.starts_with("wasi:")
+                        || version.is_empty()
+                        || version.starts_with("0.2.");
+                    if !known || !wasi_02 {
+                        return Some(match version {
+                            "" => name.to_string(),
+                            _ if name.contains('@') => name.to_string(),
+                            v => format!("{family}@{v}"),
+                        });
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 fn explain(message: String) -> String {
     let p3 = message.contains("component model async")
         || message.contains("component-model-async")

@@ -162,6 +162,69 @@ fn a_wasi_0_3_component_is_refused_saying_what_it_is() {
     );
 }
 
+#[test]
+fn an_import_no_host_provides_is_refused_by_name_before_compiling() {
+    let host = WasmHost::new().unwrap();
+    let importing = |name: &str| {
+        wat::parse_str(format!(r#"(component (import "{name}" (instance)))"#)).unwrap()
+    };
+    for (name, said) in [
+        (
+            "wasi:keyvalue/store@0.2.0-draft",
+            "wasi:keyvalue/store@0.2.0-draft",
+        ),
+        (
+            "wasi:http/incoming-handler@0.2.0",
+            "wasi:http/incoming-handler@0.2.0",
+        ),
+        ("acme:secrets/vault@1.0.0", "acme:secrets/vault@1.0.0"),
+        (
+            "wasi:cli/environment@0.3.0",
+            "WASI 0.3 components are not supported yet",
+        ),
+    ] {
+        let err = host
+            .load_bytes(&importing(name), "c.wasm")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(said), "{name}: {err}");
+    }
+    // The neighbours: imports of the families the host provides pass the
+    // check (an empty instance of any of them satisfies its linking).
+    for name in [
+        "wasi:cli/environment@0.2.0",
+        "wasi:http/types@0.2.3",
+        "sbx:agent/net",
+    ] {
+        host.load_bytes(&importing(name), "c.wasm")
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    // Before compiling: a component the compiler could not finish within
+    // a 1 ms bound is refused for its import, not for the bound.
+    let t = tempfile::tempdir().unwrap();
+    std::fs::write(t.path().join("caps.toml"), "").unwrap();
+    let mut big = branchy(20_000);
+    // Its import, appended as a section of its own at the top level.
+    let import = importing("wasi:keyvalue/store@0.2.0-draft");
+    big.extend_from_slice(&import[8..]);
+    std::fs::write(t.path().join("big.wasm"), &big).unwrap();
+    let out = sbx_in(
+        t.path(),
+        &[
+            "run",
+            "--caps",
+            "caps.toml",
+            "--max-compile-ms",
+            "1",
+            "big.wasm",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{err}");
+    assert!(err.contains("wasi:keyvalue/store@0.2.0-draft"), "{err}");
+    assert!(err.contains("refused before compiling"), "{err}");
+}
+
 /// A command component whose `run` calls one function of `blocks` if/else
 /// blocks in a row: compiling 20,000 of them takes the compiler past a few hundred MiB.
 fn branchy(blocks: usize) -> Vec<u8> {
