@@ -166,11 +166,6 @@ impl WasmHost {
         agent: &PreparedAgent,
         opts: RunOptions,
     ) -> Result<WasmRun, LoadError> {
-        if !Engine::same(&agent.engine, &self.shared.engine) {
-            return Err(setup(
-                "this agent was prepared by another WasmHost; prepare it on this one".into(),
-            ));
-        }
         let Begun {
             state,
             budget,
@@ -182,7 +177,7 @@ impl WasmHost {
             confine,
             cancel,
             _tmp,
-        } = self.begin(opts)?;
+        } = self.begin(&agent.engine, "agent", opts)?;
         if confine.is_some() && agent.warm.as_ref().is_some_and(|w| w.threaded()) {
             return Err(setup(
                 "kernel confinement is for a process that runs one grant; an agent kept \
@@ -283,7 +278,17 @@ impl WasmHost {
     /// against what the host protects, the private `/tmp`, the output
     /// meter and captures, the WASI context and the gate, as the run's
     /// state.
-    pub(super) fn begin(&self, opts: RunOptions) -> Result<Begun, LoadError> {
+    pub(super) fn begin(
+        &self,
+        prepared_by: &Engine,
+        what: &str,
+        opts: RunOptions,
+    ) -> Result<Begun, LoadError> {
+        if !Engine::same(prepared_by, &self.shared.engine) {
+            return Err(setup(format!(
+                "this {what} was prepared by another WasmHost; prepare it on this one"
+            )));
+        }
         // Before anything of the run exists: a grant that reaches what the
         // host runs natively (its cache, a runner) is no grant to run.
         self.protected

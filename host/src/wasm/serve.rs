@@ -7,7 +7,6 @@
 //! answer.
 
 use super::outcome::{End, classify, finish};
-use super::run::Begun;
 use super::{LoadError, WasmHost, WasmRun, setup};
 use crate::violation::Violation;
 use bytes::Bytes;
@@ -74,31 +73,16 @@ impl WasmHost {
         scheme: http::uri::Scheme,
         request: http::Request<Bytes>,
     ) -> Result<Served, LoadError> {
-        if !Engine::same(&service.engine, &self.shared.engine) {
-            return Err(setup(
-                "this service was prepared by another WasmHost; prepare it on this one".into(),
-            ));
-        }
-        let Begun {
-            state,
-            budget,
-            deterministic,
-            meter,
-            capture,
-            closed,
-            header,
-            confine,
-            cancel,
-            _tmp,
-        } = self.begin(opts)?;
-        if confine.is_some() {
+        let begun = self.begin(&service.engine, "service", opts)?;
+        if begun.confine.is_some() {
             return Err(setup(
                 "a service's requests share the server's process: serve it without a \
                  kernel wall per request"
                     .into(),
             ));
         }
-        let mut store = self.store(state, deterministic)?;
+        let (meter, cancel, budget) = (begun.meter, begun.cancel, begun.budget);
+        let mut store = self.store(begun.state, begun.deterministic)?;
         let scheme = if scheme == http::uri::Scheme::HTTPS {
             Scheme::Https
         } else {
@@ -164,11 +148,18 @@ impl WasmHost {
             other => other,
         };
         let fuel_left = store.get_fuel().unwrap_or(0);
-        let mut run = finish(fuel_left, store.into_data(), end, &meter, None, header);
-        for (_, _, output) in closed {
+        let mut run = finish(
+            fuel_left,
+            store.into_data(),
+            end,
+            &meter,
+            None,
+            begun.header,
+        );
+        for (_, _, output) in begun.closed {
             output.flush_events();
         }
-        (run.stdout, run.stderr) = capture.take();
+        (run.stdout, run.stderr) = begun.capture.take();
         let response = response.unwrap_or_else(|| {
             let mut r = http::Response::new(Bytes::from_static(
                 b"the sandboxed service gave no answer\n",
