@@ -12,6 +12,7 @@
 
 mod admission;
 mod ahead;
+mod begin;
 mod cache;
 mod cache_key;
 mod clocks;
@@ -108,7 +109,7 @@ pub(crate) struct HostState {
     script_error: Option<crate::report::ScriptError>,
     /// The exit code a script runner said the script asked for.
     exit_code: Option<i32>,
-    /// wasi:http's requests and their state (`imports/http.rs`).
+    /// wasi:http's requests and their state (`imports/http/`).
     http: imports::HttpDoor,
 }
 

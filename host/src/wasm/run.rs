@@ -2,19 +2,14 @@
 //! the call, and how it ended, as a report.
 
 use super::ahead::Warm;
-use super::limits::MemoryLimiter;
+use super::begin::Begun;
 use super::options::{RunOptions, WasmRun};
 use super::outcome::{End, classify, finish};
-use super::output::Sink;
 use super::{FUEL_SLICE, HardLimit, HostState, LoadError, PreparedAgent, WasmHost, setup};
 use crate::CancelHandle;
-use crate::budget::{OutputMeter, TickClock};
-use crate::gate::Sandbox;
 use crate::violation::Violation;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
-use wasmtime::component::{Component, ResourceTable};
-use wasmtime::{Engine, Store, UpdateDeadline};
+use wasmtime::component::Component;
+use wasmtime::{Store, UpdateDeadline};
 
 impl WasmHost {
     /// Run `component` under `opts`, blocking the calling thread (a
@@ -274,91 +269,6 @@ impl WasmHost {
         Ok(run)
     }
 
-    /// Everything of a run before its guest exists: the grant checked
-    /// against what the host protects, the private `/tmp`, the output
-    /// meter and captures, the WASI context and the gate, as the run's
-    /// state.
-    pub(super) fn begin(
-        &self,
-        prepared_by: &Engine,
-        what: &str,
-        opts: RunOptions,
-    ) -> Result<Begun, LoadError> {
-        if !Engine::same(prepared_by, &self.shared.engine) {
-            return Err(setup(format!(
-                "this {what} was prepared by another WasmHost; prepare it on this one"
-            )));
-        }
-        // Before anything of the run exists: a grant that reaches what the
-        // host runs natively (its cache, a runner) is no grant to run.
-        self.protected
-            .check(&opts.caps)
-            .map_err(|e| LoadError::Setup(crate::Error::Caps(e)))?;
-        let budget = *opts.caps.budget();
-        let mut opts = opts;
-        // Held to the end of the run: removed with it.
-        let _tmp = super::run_inputs::private_tmp(&mut opts)?;
-        let header = super::run_inputs::record_header(&mut opts)?;
-        let deterministic = opts.deterministic.is_some();
-        let meter = Arc::new(OutputMeter::new(budget.max_output_bytes));
-        let capture = Capture::new(&mut opts);
-        let secrets = crate::net::RunSecrets::bind(opts.caps.secrets(), opts.deterministic);
-        let flow = Arc::new(crate::flow::FlowState::new(
-            opts.caps.flow().clone(),
-            std::mem::take(&mut opts.labels),
-        ));
-        let (wasi, closed) = self.wasi_context(&opts, &meter, &secrets, &flow)?;
-        let RunOptions {
-            caps,
-            mut services,
-            confine,
-            cancel,
-            events,
-            tape,
-            ..
-        } = opts;
-        if services.clock.is_none() && deterministic {
-            services.clock = Some(Arc::new(TickClock::new(Duration::from_millis(1))));
-        }
-        let mut gate = Sandbox::builder(caps)
-            .secrets(secrets)
-            .services(services)
-            .output_meter(meter.clone())
-            .guest_flow(flow);
-        if let Some(c) = &cancel {
-            gate = gate.cancel(c.clone());
-        }
-        if let Some(e) = events {
-            gate = gate.events(e);
-        }
-        if let Some(t) = tape {
-            gate = gate.tape(crate::replay::Tape::from_spec(t));
-        }
-        let state = HostState {
-            wasi,
-            table: ResourceTable::new(),
-            gate: gate.build()?,
-            limiter: MemoryLimiter::new(budget.max_memory_bytes),
-            fs_paths: std::collections::HashMap::new(),
-            deterministic,
-            script_error: None,
-            exit_code: None,
-            http: Default::default(),
-        };
-        Ok(Begun {
-            state,
-            budget,
-            deterministic,
-            meter,
-            capture,
-            closed,
-            header,
-            confine,
-            cancel,
-            _tmp,
-        })
-    }
-
     /// The store with the run's limits: memory, fuel (in slices), and the
     /// wall deadline read from the run's clock at every epoch tick.
     pub(super) fn store(
@@ -460,55 +370,4 @@ impl Drop for CancelOnDrop {
     fn drop(&mut self) {
         self.0.cancel();
     }
-}
-
-/// The buffers that hold stdout and stderr a run captures (the default):
-/// bounded by the output meter, which every byte passes first.
-pub(super) struct Capture {
-    stdout: Option<Arc<Mutex<Vec<u8>>>>,
-    stderr: Option<Arc<Mutex<Vec<u8>>>>,
-}
-
-impl Capture {
-    /// A buffer for each stream `opts` does not send elsewhere, set as its
-    /// sink.
-    fn new(opts: &mut RunOptions) -> Self {
-        let buffer = |sink: &mut Option<Sink>| {
-            if sink.is_some() {
-                return None;
-            }
-            let buf = Arc::new(Mutex::new(Vec::new()));
-            *sink = Some(buf.clone());
-            Some(buf)
-        };
-        Capture {
-            stdout: buffer(&mut opts.stdout),
-            stderr: buffer(&mut opts.stderr),
-        }
-    }
-
-    /// What was captured (empty for a stream sent elsewhere).
-    pub(super) fn take(self) -> (Vec<u8>, Vec<u8>) {
-        let take = |b: Option<Arc<Mutex<Vec<u8>>>>| {
-            b.map(|b| std::mem::take(&mut *b.lock().unwrap_or_else(|p| p.into_inner())))
-                .unwrap_or_default()
-        };
-        (take(self.stdout), take(self.stderr))
-    }
-}
-
-/// A run's state and what surrounds it, before its guest exists
-/// ([`WasmHost::begin`]).
-pub(super) struct Begun {
-    pub(super) state: HostState,
-    pub(super) budget: crate::Budget,
-    pub(super) deterministic: bool,
-    pub(super) meter: Arc<OutputMeter>,
-    pub(super) capture: Capture,
-    pub(super) closed: super::wasi_context::Closed,
-    pub(super) header: Option<crate::replay::Header>,
-    pub(super) confine: Option<(crate::confine::Policy, bool)>,
-    pub(super) cancel: Option<CancelHandle>,
-    /// Held to the end of the run: removed with it.
-    pub(super) _tmp: super::run_inputs::PrivateTmp,
 }

@@ -1,5 +1,5 @@
 //! A wasi:http request's parts as the broker's request: the translation
-//! the wasm host's wasi:http door makes (`wasm/imports/http.rs`), kept
+//! the wasm host's wasi:http door makes (`wasm/imports/http/`), kept
 //! here without wasmtime's types so it can be fuzzed with the gate alone.
 //! The URL is the parts glued as the guest set them; the gate parses it
 //! (step 2 of the egress checks), so what is judged is what is dialled.

@@ -22,22 +22,16 @@
 //! decided whole), and a refusal is `error-code.HTTP-request-denied`, with
 //! the violation and the reason in the audit.
 
-use super::super::{HardLimit, HostState};
-use crate::capability::{Op, Output};
+use super::super::HostState;
 use crate::net::{FetchRequest, MAX_REQUEST_BODY_BYTES};
-use crate::op::Failure;
-use bytes::Bytes;
-use http_body_util::BodyExt;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::task::{Context, Poll};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
-use tokio::sync::{Notify, oneshot};
+use tokio::sync::Notify;
 use wasmtime::component::{Linker, Resource};
 use wasmtime_wasi::p2::DynPollable;
 use wasmtime_wasi::p2::bindings::io::poll::{Host as _, HostPollable as _};
-use wasmtime_wasi::runtime::{AbortOnDropJoinHandle, spawn};
+use wasmtime_wasi::runtime::spawn;
 use wasmtime_wasi_http::p2::bindings::http::types::{
     ErrorCode, HostFutureIncomingResponse as _, HostOutgoingRequest as _, Method, Scheme,
 };
@@ -49,6 +43,12 @@ use wasmtime_wasi_http::{
     ForbiddenHeaderFilter, RequestOptions, WasiBody, WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks,
     WasiHttpView,
 };
+
+mod body;
+mod decide;
+
+use body::{Collected, Held};
+use decide::ready;
 
 /// Request bodies a run may have at once (asked for and not yet decided
 /// or dropped). Each holds up to [`CHUNK_BYTES`] in flight besides what
@@ -82,13 +82,6 @@ pub(crate) struct HttpDoor {
     /// run's first body, as `arrived`: a run that sends nothing pays
     /// nothing for the door).
     held: Option<Arc<Held>>,
-}
-
-/// What the run's request bodies hold on the host.
-#[derive(Default)]
-struct Held {
-    bodies: AtomicUsize,
-    bytes: AtomicUsize,
 }
 
 /// A request handed to `handle` and not yet decided.
@@ -358,241 +351,4 @@ fn head(req: HostOutgoingRequest) -> HttpResult<(FetchRequest, Option<HyperOutgo
         _ => ErrorCode::HttpRequestHeaderSize(None),
     })?;
     Ok((head, req.body))
-}
-
-/// A request body as the door keeps it: a task of its own reads what the
-/// guest writes (so its writes never wait on `handle`), and this body
-/// yields it whole, as one frame, once the guest has finished it.
-struct Collected {
-    whole: oneshot::Receiver<Result<(Bytes, Release), ErrorCode>>,
-    /// The collected bytes' place in the run's count, given back when the
-    /// body is dropped (decided, or the request dropped).
-    _release: Option<Release>,
-    /// Its place among the run's [`MAX_BODIES`].
-    _body: Release,
-    _task: AbortOnDropJoinHandle<()>,
-}
-
-type Whole = Result<(Bytes, Release), ErrorCode>;
-
-impl Collected {
-    fn start(
-        stream: HyperOutgoingBody,
-        held: Arc<Held>,
-        arrived: Arc<Notify>,
-    ) -> HyperOutgoingBody {
-        let (tx, whole) = oneshot::channel::<Whole>();
-        held.bodies.fetch_add(1, Ordering::SeqCst);
-        let body = Release {
-            count: held.clone(),
-            bytes: None,
-        };
-        let task = spawn(async move {
-            let _ = tx.send(collect(stream, held).await);
-            arrived.notify_one();
-        });
-        Collected {
-            whole,
-            _release: None,
-            _body: body,
-            _task: task,
-        }
-        .boxed_unsync()
-    }
-}
-
-impl http_body::Body for Collected {
-    type Data = Bytes;
-    type Error = wasmtime_wasi_http::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
-        match Pin::new(&mut self.whole).poll(cx) {
-            Poll::Pending => Poll::Pending,
-            Poll::Ready(Ok(Ok((b, release)))) => {
-                // Once: the next poll finds the channel spent and ends.
-                self.whole = oneshot::channel().1;
-                self._release = Some(release);
-                if b.is_empty() {
-                    Poll::Ready(None)
-                } else {
-                    Poll::Ready(Some(Ok(http_body::Frame::data(b))))
-                }
-            }
-            Poll::Ready(Ok(Err(code))) => Poll::Ready(Some(Err(code.into()))),
-            Poll::Ready(Err(_)) => Poll::Ready(None),
-        }
-    }
-}
-
-/// A body's place in the run's counts: one body, and `bytes` of them
-/// held (none for the body count alone); given back when dropped.
-struct Release {
-    count: Arc<Held>,
-    bytes: Option<usize>,
-}
-
-impl Drop for Release {
-    fn drop(&mut self) {
-        match self.bytes {
-            Some(n) => self.count.bytes.fetch_sub(n, Ordering::SeqCst),
-            None => self.count.bodies.fetch_sub(1, Ordering::SeqCst),
-        };
-    }
-}
-
-/// Read a request body whole, stopping one byte past the broker's bound
-/// (the gate then refuses it as `invalid_request`, on record); the stream
-/// is closed there, so a guest still writing sees its writes fail. What
-/// it holds counts against the run's [`MAX_BODY_BYTES_HELD`] until the
-/// body is decided or dropped.
-async fn collect(mut stream: HyperOutgoingBody, held: Arc<Held>) -> Whole {
-    let mut got = Vec::new();
-    let mut release = Release {
-        count: held.clone(),
-        bytes: Some(0),
-    };
-    while let Some(frame) = stream.frame().await {
-        let frame = frame.map_err(|_| ErrorCode::HttpRequestBodySize(None))?;
-        let Ok(data) = frame.into_data() else {
-            continue;
-        };
-        let take = data.len().min(MAX_REQUEST_BODY_BYTES + 1 - got.len());
-        if held.bytes.fetch_add(take, Ordering::SeqCst) + take > MAX_BODY_BYTES_HELD {
-            held.bytes.fetch_sub(take, Ordering::SeqCst);
-            return Err(ErrorCode::InternalError(Some(format!(
-                "the run's request bodies would hold more than {MAX_BODY_BYTES_HELD} bytes at once"
-            ))));
-        }
-        release.bytes = release.bytes.map(|n| n + take);
-        got.extend_from_slice(&data[..take]);
-        if got.len() > MAX_REQUEST_BODY_BYTES {
-            break;
-        }
-    }
-    Ok((Bytes::from(got), release))
-}
-
-/// A pending body's bytes if the guest has finished it: one look, no
-/// waiting (and none of tokio's task budget, which could make a body that
-/// is here look as if it were not).
-fn whole_now(body: &mut HyperOutgoingBody) -> Option<Result<Vec<u8>, ErrorCode>> {
-    let look = tokio::task::unconstrained(body.frame());
-    let mut look = std::pin::pin!(look);
-    match look
-        .as_mut()
-        .poll(&mut Context::from_waker(std::task::Waker::noop()))
-    {
-        Poll::Pending => None,
-        Poll::Ready(None) => Some(Ok(Vec::new())),
-        Poll::Ready(Some(Ok(frame))) => {
-            Some(Ok(frame.into_data().map(Vec::from).unwrap_or_default()))
-        }
-        Poll::Ready(Some(Err(e))) => Some(Err(match e {
-            wasmtime_wasi_http::Error::InternalError(m) => ErrorCode::InternalError(m),
-            wasmtime_wasi_http::Error::HttpRequestBodySize(n) => ErrorCode::HttpRequestBodySize(n),
-            _ => ErrorCode::HttpRequestBodySize(None),
-        })),
-    }
-}
-
-impl HostState {
-    /// Before a wait: decide every request whose body is whole; if some
-    /// are still arriving, what tells the wait that one has (it then stops
-    /// waiting, and this runs again).
-    fn before_wait(&mut self) -> wasmtime::Result<Option<Arc<Notify>>> {
-        self.decide_arrived()?;
-        if self.http.pending.is_empty() {
-            return Ok(None);
-        }
-        Ok(Some(
-            self.http
-                .arrived
-                .get_or_insert_with(Default::default)
-                .clone(),
-        ))
-    }
-
-    /// Decide every pending request whose body has arrived, in the order
-    /// they were handed; forget those whose future the guest dropped
-    /// (nothing was sent for them). A hard limit traps.
-    fn decide_arrived(&mut self) -> wasmtime::Result<()> {
-        let mut i = 0;
-        while i < self.http.pending.len() {
-            let Some(body) = whole_now(&mut self.http.pending[i].body) else {
-                i += 1;
-                continue;
-            };
-            let p = self.http.pending.remove(i);
-            let slot = Resource::<HostFutureIncomingResponse>::new_borrow(p.future);
-            let alive = matches!(
-                self.table.get(&slot),
-                Ok(HostFutureIncomingResponse::Pending(h)) if h.id() == p.task
-            );
-            if !alive {
-                continue;
-            }
-            let answer = match body {
-                Ok(body) => self.send(FetchRequest { body, ..p.head })?,
-                Err(e) => Err(e),
-            };
-            *self.table.get_mut(&slot)? = ready(answer);
-        }
-        Ok(())
-    }
-
-    /// One request through the gate; the answer as wasi:http hands it back.
-    fn send(
-        &mut self,
-        req: FetchRequest,
-    ) -> wasmtime::Result<Result<http::Response<WasiBody>, ErrorCode>> {
-        let decided = self.gate.decide(Op::Net(req));
-        Ok(match decided.outcome {
-            Ok(Output::Response {
-                status,
-                headers,
-                body,
-            }) => Ok(response(status, headers, body.0)),
-            Ok(_) => Err(ErrorCode::InternalError(None)),
-            Err(Failure::Denied(d)) if d.hard => {
-                return Err(wasmtime::Error::new(HardLimit(d.violation)));
-            }
-            Err(Failure::Denied(_)) => Err(ErrorCode::HttpRequestDenied),
-            Err(Failure::Error(e)) => Err(ErrorCode::InternalError(Some(e.message))),
-        })
-    }
-}
-
-/// A decided request's future, ready.
-fn ready(answer: Result<http::Response<WasiBody>, ErrorCode>) -> HostFutureIncomingResponse {
-    let worker = spawn(async {});
-    HostFutureIncomingResponse::Ready(answer.map(|resp| (resp, worker)).map_err(Into::into))
-}
-
-/// A whole response as a wasi:http incoming response. Headers a guest's
-/// client cannot take (names or values `http` refuses) are left out.
-fn response(
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-) -> http::Response<WasiBody> {
-    let mut resp = http::Response::new(
-        http_body_util::Full::new(Bytes::from(body))
-            .map_err(|never| match never {})
-            .boxed_unsync(),
-    );
-    *resp.status_mut() =
-        http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::BAD_GATEWAY);
-    let map = resp.headers_mut();
-    for (k, v) in headers {
-        if let (Ok(k), Ok(v)) = (
-            http::HeaderName::from_bytes(k.as_bytes()),
-            http::HeaderValue::from_str(&v),
-        ) {
-            map.append(k, v);
-        }
-    }
-    resp
 }
