@@ -30,6 +30,8 @@ pub(super) struct Collected {
     _release: Option<Release>,
     /// Its place among the run's [`MAX_BODIES`].
     _body: Release,
+    /// Whether the one frame (or error) was handed out.
+    done: bool,
     _task: AbortOnDropJoinHandle<()>,
 }
 
@@ -55,6 +57,7 @@ impl Collected {
             whole,
             _release: None,
             _body: body,
+            done: false,
             _task: task,
         }
         .boxed_unsync()
@@ -69,21 +72,28 @@ impl http_body::Body for Collected {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
-        match Pin::new(&mut self.whole).poll(cx) {
-            Poll::Pending => Poll::Pending,
-            Poll::Ready(Ok(Ok((b, release)))) => {
-                // Once: the next poll finds the channel spent and ends.
-                self.whole = oneshot::channel().1;
-                self._release = Some(release);
-                if b.is_empty() {
-                    Poll::Ready(None)
-                } else {
-                    Poll::Ready(Some(Ok(http_body::Frame::data(b))))
-                }
-            }
-            Poll::Ready(Ok(Err(code))) => Poll::Ready(Some(Err(code.into()))),
-            Poll::Ready(Err(_)) => Poll::Ready(None),
+        if self.done {
+            return Poll::Ready(None);
         }
+        let got = match Pin::new(&mut self.whole).poll(cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(got) => got,
+        };
+        // Once: whatever came, the next poll ends the body.
+        self.done = true;
+        Poll::Ready(match got {
+            Ok(Ok((b, release))) => {
+                self._release = Some(release);
+                (!b.is_empty()).then(|| Ok(http_body::Frame::data(b)))
+            }
+            Ok(Err(code)) => Some(Err(code.into())),
+            // The collector ended without a word (it cannot, but for a
+            // panic): never an empty body sent in its place.
+            Err(_) => Some(Err(ErrorCode::InternalError(Some(
+                "the request body was lost".into(),
+            ))
+            .into())),
+        })
     }
 }
 

@@ -105,10 +105,12 @@ impl WasiHttpHooks for Hooks {
         CHUNK_BYTES
     }
 
+    fn is_forbidden_header(&mut self, name: &http::HeaderName) -> bool {
+        forbidden(name)
+    }
+
     fn forbidden_header_filter(&mut self) -> ForbiddenHeaderFilter {
-        Arc::new(|name| {
-            *name != http::header::CONTENT_LENGTH && crate::net::forbidden_header(name.as_str())
-        })
+        Arc::new(forbidden)
     }
 
     // Only reached through wasmtime-wasi-http's own `handle`, which this
@@ -134,6 +136,11 @@ impl WasiHttpHooks for Hooks {
     }
 }
 
+/// The broker's forbidden headers, but `content-length`.
+fn forbidden(name: &http::HeaderName) -> bool {
+    *name != http::header::CONTENT_LENGTH && crate::net::forbidden_header(name.as_str())
+}
+
 impl WasiHttpView for HostState {
     fn http(&mut self) -> WasiHttpCtxView<'_> {
         WasiHttpCtxView {
@@ -156,10 +163,16 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
     linker.instance(OUTGOING_HANDLER)?.func_wrap(
         "handle",
         |mut store,
-         (req, _options): (
+         (req, options): (
             Resource<HostOutgoingRequest>,
             Option<Resource<RequestOptions>>,
         )| {
+            // The options are the host's now (an own handle): dropped
+            // here, or a guest passing them in a loop would fill the
+            // table. Their timeouts are not used (see `handle`).
+            if let Some(options) = options {
+                store.data_mut().table.delete(options)?;
+            }
             match store.data_mut().handle(req) {
                 Ok(future) => Ok((Ok(future),)),
                 Err(e) => Ok((Err(e.downcast()?),)),
