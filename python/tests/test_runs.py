@@ -102,6 +102,23 @@ def test_a_component_runs_and_a_spinning_one_is_halted(tree):
         sb.run_wasm(tree / "data" / "a.txt")
 
 
+def test_a_standard_wasi_http_component_reaches_its_grant_and_nothing_else(tree, server, other_server):
+    # A component written against wasi:http alone, as most toolchains make
+    # them: its requests go through the same egress rules as sbx.fetch.
+    sb = Sandbox(Caps.from_toml(grant(tree, f'[net]\nallow = ["{server.origin}"]\n')))
+    r = sb.run_wasm(
+        guest("wasi_http"),
+        args=[f"first POST {server.origin}/x 5000", f"first GET {other_server.origin}/x"],
+    )
+    assert r.ok, r
+    lines = r.stdout.splitlines()
+    assert lines[0] == "0: HTTP 200, 3 bytes: ok", r.stdout
+    assert lines[2] == "1: error ErrorCode::HttpRequestDenied", r.stdout
+    assert [d.violation for d in r.denials] == ["egress_denied"]
+    assert server.requests == ["POST /x"] and "content-length: 5000" in [h.lower() for h in server.headers]
+    assert other_server.connections == 0
+
+
 def test_a_plan_runs_through_the_gate(tree, server):
     sb = Sandbox(Caps.from_toml(grant(tree, f'[net]\nallow = ["{server.origin}"]\n')))
     plan = [
