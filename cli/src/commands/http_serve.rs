@@ -39,6 +39,14 @@ pub(crate) struct ServeArgs {
     /// chained and sealed per request, as `mcp --audit`).
     #[arg(long, value_name = "FILE")]
     audit: Option<PathBuf>,
+    /// Sign each seal of the audit stream with the Ed25519 key in FILE
+    /// (`sbx-wasm audit keygen` makes one). It may not lie in a mount.
+    #[arg(long, value_name = "FILE", requires = "audit")]
+    audit_key: Option<PathBuf>,
+    /// The audit stream's form: `jsonl` (the project's records) or `ocsf`
+    /// (OCSF 1.8 events).
+    #[arg(long, value_name = "FORM", default_value = "jsonl", requires = "audit")]
+    audit_format: AuditFormat,
     /// Requests handled at once (each an instance with the grant's memory);
     /// more wait for a place, in the order they came. Default: one per core.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
@@ -68,24 +76,38 @@ impl ServeArgs {
             );
         }
         let caps = crate::common::load_caps(&self.caps)?;
-        let host = crate::common::engine_for(&caps)?;
-        let component = host
-            .load(&self.component)
-            .with_context(|| format!("cannot load {}", self.component.display()))?;
-        let service = host.prepare_service(&component)?;
-        let audit = match &self.audit {
-            Some(path) => Some(AuditStream::open(
-                path,
-                &caps.to_toml(),
-                None,
-                AuditFormat::Jsonl,
-            )?),
-            None => None,
-        };
         let places = self.max_concurrent.map_or_else(
             || std::thread::available_parallelism().map_or(1, |n| n.get()),
             |n| n as usize,
         );
+        // A slot of instance memory per place, reserved once: a request's
+        // instance reuses one instead of mapping its memory afresh (a
+        // wall-only grant runs on the unmetered engine, unpooled).
+        let host = if caps.budget().meter_fuel {
+            let sizes = sbx_wasm::wasm::PoolSizes::for_caps(&caps, places as u32);
+            WasmHost::with_pool(sizes)
+                .map_err(|e| anyhow::anyhow!("cannot start the wasm engine: {e:#}"))?
+        } else {
+            crate::common::engine_for(&caps)?
+        };
+        let component = host
+            .load(&self.component)
+            .with_context(|| format!("cannot load {}", self.component.display()))?;
+        let service = host.prepare_service(&component)?;
+        let key = self
+            .audit_key
+            .as_deref()
+            .map(|k| crate::output::audit_key(k, &caps))
+            .transpose()?;
+        let audit = match &self.audit {
+            Some(path) => Some(AuditStream::open(
+                path,
+                &caps.to_toml(),
+                key,
+                self.audit_format,
+            )?),
+            None => None,
+        };
         let server = Arc::new(Server {
             host,
             places: tokio::sync::Semaphore::new(places),

@@ -89,7 +89,19 @@ fn an_app_is_served_each_request_under_the_grant() {
     )
     .unwrap();
     let before = snapshot(&data);
-    let server = serve(dir.path(), &guest("http_service"), &[]);
+    // The audit stream's seals signed with a key of the operator's.
+    let keygen = sbx_in(dir.path(), &["audit", "keygen", "--out", "seal.key"]);
+    assert!(
+        keygen.status.success(),
+        "{}",
+        String::from_utf8_lossy(&keygen.stderr)
+    );
+    let public = String::from_utf8_lossy(&keygen.stdout).trim().to_string();
+    let server = serve(
+        dir.path(),
+        &guest("http_service"),
+        &["--audit-key", "seal.key"],
+    );
     let a = server.addr.as_str();
 
     let hello = request(a, "GET", "/hello", b"");
@@ -134,10 +146,14 @@ fn an_app_is_served_each_request_under_the_grant() {
     assert_eq!(snapshot(&data), before);
     // One stream for the server: each request's decisions and its end,
     // chained and sealed.
-    let verified = sbx_in(dir.path(), &["audit", "verify", "audit.jsonl"]);
+    let verified = sbx_in(
+        dir.path(),
+        &["audit", "verify", "audit.jsonl", "--key", &public],
+    );
     assert!(
         verified.status.success(),
-        "{}",
+        "{}{}",
+        String::from_utf8_lossy(&verified.stdout),
         String::from_utf8_lossy(&verified.stderr)
     );
     let audit = std::fs::read_to_string(dir.path().join("audit.jsonl")).unwrap();
