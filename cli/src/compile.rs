@@ -85,6 +85,15 @@ pub(crate) fn load_bounded(
             path.display()
         );
     }
+    // An import no host provides is refused here, from the import list
+    // alone (read section by section, the file never held whole), before
+    // any compiler process starts.
+    let file =
+        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    sbx_wasm::wasm::refuse_unsupported_imports(
+        std::io::BufReader::new(file),
+        &path.display().to_string(),
+    )?;
     let mut cmd = Command::new(std::env::current_exe()?);
     cmd.arg(COMPILE_ARG)
         .arg(bounds.max_compile_ms.to_string())

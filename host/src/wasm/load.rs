@@ -126,16 +126,7 @@ impl WasmHost {
         }
         // Before compiling (which can take a while for a large component):
         // an import no host of ours provides is refused now, by name.
-        if let Some(import) = unsupported_import(bytes) {
-            return Err(LoadError::Rejected {
-                path: name.to_string(),
-                message: explain(format!(
-                    "needs an import the sandbox does not provide: {} (refused before \
-                     compiling)",
-                    crate::bound::quote(&import)
-                )),
-            });
-        }
+        refuse_unsupported_imports(std::io::Cursor::new(bytes), name)?;
         let rejected = |e: wasmtime::Error| LoadError::Rejected {
             path: name.to_string(),
             message: explain(format!("{e:#}")),
@@ -230,45 +221,108 @@ const PROVIDED: &[&str] = &[
 /// The first import of a component (its top level, not those of the
 /// modules and components inside it) that no host of ours provides: an
 /// interface outside [`PROVIDED`], or a WASI interface of a version other
-/// than 0.2. `None` when all may be, or when the bytes do not parse (the
-/// compiler then says why).
-fn unsupported_import(bytes: &[u8]) -> Option<String> {
-    use wasmparser::{Parser, Payload};
-    let mut depth = 0usize;
-    for payload in Parser::new(0).parse_all(bytes) {
-        match payload.ok()? {
-            Payload::ModuleSection { .. } | Payload::ComponentSection { .. } => depth += 1,
-            Payload::End(_) if depth > 0 => depth -= 1,
-            Payload::End(_) => return None,
-            Payload::ComponentImportSection(reader) if depth == 0 => {
-                for import in reader {
-                    let extern_name = import.ok()?.name;
-                    let name = extern_name.name;
-                    let (family, version) = match name.split_once('@') {
-                        Some((family, version)) => (family, version),
-                        None => (name, extern_name.version_suffix.unwrap_or("")),
-                    };
-                    let version = version.trim_start_matches('@');
-                    let known = PROVIDED
-                        .iter()
-                        .any(|p| family.starts_with(p) && (p.ends_with('/') || family == *p));
-                    // No version to read: the linker decides.
-                    let wasi_02 = !family.starts_with("wasi:")
-                        || version.is_empty()
-                        || version.starts_with("0.2.");
-                    if !known || !wasi_02 {
-                        return Some(match version {
-                            "" => name.to_string(),
-                            _ if name.contains('@') => name.to_string(),
-                            v => format!("{family}@{v}"),
-                        });
-                    }
-                }
+/// than 0.2. `None` when all may be, or when the bytes are not a component
+/// this can read (the compiler then says why).
+///
+/// Reads section by section and seeks past all but import sections, so a
+/// caller can check a file without holding it (the CLI does, before it
+/// starts the process that compiles it).
+pub fn unsupported_import(
+    mut file: impl std::io::Read + std::io::Seek,
+) -> std::io::Result<Option<String>> {
+    use std::io::SeekFrom;
+    /// An import section this long is no component of ours to read.
+    const MAX_IMPORT_SECTION: u64 = 16 << 20;
+    let mut header = [0u8; 8];
+    if file.read_exact(&mut header).is_err() || &header[..4] != b"\0asm" {
+        return Ok(None);
+    }
+    let mut offset = 8usize;
+    loop {
+        let mut id = [0u8; 1];
+        match file.read(&mut id)? {
+            0 => return Ok(None),
+            _ => offset += 1,
+        }
+        // The section's size: an unsigned LEB128 of at most 5 bytes.
+        let mut size = 0u64;
+        for shift in (0..35).step_by(7) {
+            let mut b = [0u8; 1];
+            if file.read(&mut b)? == 0 {
+                return Ok(None);
             }
-            _ => {}
+            offset += 1;
+            size |= u64::from(b[0] & 0x7f) << shift;
+            if b[0] & 0x80 == 0 {
+                break;
+            }
+        }
+        // Section 10 is the component's import section; everything else
+        // (core modules, nested components included) is passed over.
+        if id[0] != 10 {
+            file.seek(SeekFrom::Current(i64::try_from(size).unwrap_or(i64::MAX)))?;
+            offset += usize::try_from(size).unwrap_or(usize::MAX);
+            continue;
+        }
+        if size > MAX_IMPORT_SECTION {
+            return Ok(None);
+        }
+        let mut payload = vec![0u8; size as usize];
+        file.read_exact(&mut payload)?;
+        let reader = wasmparser::BinaryReader::new(&payload, offset);
+        offset += payload.len();
+        let Ok(imports) = wasmparser::ComponentImportSectionReader::new(reader) else {
+            return Ok(None);
+        };
+        for import in imports {
+            let Ok(import) = import else { return Ok(None) };
+            if let Some(name) = unprovided(&import.name) {
+                return Ok(Some(name));
+            }
         }
     }
-    None
+}
+
+/// [`unsupported_import`] as the load error `name` gets (a WASI 0.3 import
+/// said as such): what a caller holding only the file checks before it
+/// compiles it.
+pub fn refuse_unsupported_imports(
+    file: impl std::io::Read + std::io::Seek,
+    name: &str,
+) -> Result<(), LoadError> {
+    match unsupported_import(file) {
+        Ok(Some(import)) => Err(LoadError::Rejected {
+            path: name.to_string(),
+            message: explain(format!(
+                "needs an import the sandbox does not provide: {} (refused before compiling)",
+                crate::bound::quote(&import)
+            )),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// An import's name if no host of ours provides it.
+fn unprovided(extern_name: &wasmparser::ComponentExternName<'_>) -> Option<String> {
+    let name = extern_name.name;
+    let (family, version) = match name.split_once('@') {
+        Some((family, version)) => (family, version),
+        None => (name, extern_name.version_suffix.unwrap_or("")),
+    };
+    let version = version.trim_start_matches('@');
+    let known = PROVIDED
+        .iter()
+        .any(|p| family.starts_with(p) && (p.ends_with('/') || family == *p));
+    // No version to read: the linker decides.
+    let wasi_02 = !family.starts_with("wasi:") || version.is_empty() || version.starts_with("0.2.");
+    if known && wasi_02 {
+        return None;
+    }
+    Some(match version {
+        "" => name.to_string(),
+        _ if name.contains('@') => name.to_string(),
+        v => format!("{family}@{v}"),
+    })
 }
 
 fn explain(message: String) -> String {

@@ -47,7 +47,7 @@ pub use core::CoreOutcome;
 pub use diagnostics::Diagnostics;
 pub use engine::{Allocator, PoolSizes};
 pub use imports::{MAX_HTTP_BODIES, MAX_HTTP_BODY_BYTES_HELD};
-pub use load::{LoadError, MAX_COMPONENT_BYTES};
+pub use load::{LoadError, MAX_COMPONENT_BYTES, refuse_unsupported_imports, unsupported_import};
 pub use options::{RunOptions, WasmRun};
 pub use output::Sink;
 pub use page_reset::PageReset;
