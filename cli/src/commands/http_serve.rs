@@ -235,10 +235,8 @@ fn plain(status: u16, text: &'static str) -> hyper::Response<Full<Bytes>> {
     r
 }
 
-/// A client's request line, safe to print (no terminal escapes).
+/// A client's request line, safe to print (no terminal escapes), at most
+/// 200 characters.
 fn printable(s: &str) -> String {
-    s.chars()
-        .map(|c| if c.is_control() { '?' } else { c })
-        .take(200)
-        .collect()
+    sbx_wasm::bound::shorten(&sbx_wasm::bound::printable(s), 200)
 }

@@ -158,10 +158,18 @@ impl WasmHost {
     /// provides (a command, a service or any other component: what it
     /// exports is checked when it is prepared as one).
     fn check_imports(&self, component: &Component, name: &str) -> Result<(), LoadError> {
+        self.linked(component, name).map(drop)
+    }
+
+    /// `component` linked against this host's imports, or why it cannot be.
+    pub(super) fn linked(
+        &self,
+        component: &Component,
+        name: &str,
+    ) -> Result<wasmtime::component::InstancePre<super::HostState>, LoadError> {
         self.shared
             .linker
             .instantiate_pre(component)
-            .map(drop)
             .map_err(|e| LoadError::Rejected {
                 path: name.to_string(),
                 message: explain(format!("needs imports the sandbox does not provide: {e:#}")),
@@ -169,19 +177,10 @@ impl WasmHost {
     }
 
     fn prepare_named(&self, component: &Component, name: &str) -> Result<PreparedAgent, LoadError> {
-        let rejected = |message: String| LoadError::Rejected {
+        let pre = self.linked(component, name)?;
+        let pre = CommandPre::new(pre).map_err(|e| LoadError::Rejected {
             path: name.to_string(),
-            message,
-        };
-        let pre = self.shared.linker.instantiate_pre(component).map_err(|e| {
-            rejected(explain(format!(
-                "needs imports the sandbox does not provide: {e:#}"
-            )))
-        })?;
-        let pre = CommandPre::new(pre).map_err(|e| {
-            rejected(format!(
-                "not a WASI command (no wasi:cli/run export): {e:#}"
-            ))
+            message: format!("not a WASI command (no wasi:cli/run export): {e:#}"),
         })?;
         Ok(PreparedAgent {
             pre,

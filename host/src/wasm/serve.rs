@@ -44,18 +44,12 @@ impl WasmHost {
     /// import (wasi:http's outgoing requests through the egress rules
     /// included).
     pub fn prepare_service(&self, component: &Component) -> Result<PreparedService, LoadError> {
-        let rejected = |message: String| LoadError::Rejected {
+        let pre = self.linked(component, "component")?;
+        let pre = ProxyPre::new(pre).map_err(|e| LoadError::Rejected {
             path: "component".to_string(),
-            message,
-        };
-        let pre =
-            self.shared.linker.instantiate_pre(component).map_err(|e| {
-                rejected(format!("needs imports the sandbox does not provide: {e:#}"))
-            })?;
-        let pre = ProxyPre::new(pre).map_err(|e| {
-            rejected(format!(
+            message: format!(
                 "not a wasi:http service (no wasi:http/incoming-handler export): {e:#}"
-            ))
+            ),
         })?;
         Ok(PreparedService {
             pre,
