@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 secs=${1:-60}
-for t in plan caps egress secrets door flow wasi_http; do
+for t in plan caps egress secrets door flow wasi_http sockets; do
   echo "== $t (${secs}s)"
   mkdir -p "corpus/$t"
   cargo +nightly fuzz run "$t" "corpus/$t" -- -max_total_time="$secs" -rss_limit_mb=2048 2>&1 | tail -n 2

@@ -10,6 +10,8 @@
 //! | `fs_write`, `fs_mkdir` | File System Activity (1001) | Create (1) |
 //! | `fs_remove` | File System Activity (1001) | Delete (4) |
 //! | `net_fetch` | HTTP Activity (4002) | Other (99): the record does not keep the method |
+//! | `net_connect` | Network Activity (4001) | Open (1), `dst_endpoint` the host, port and address dialled |
+//! | `net_lookup` | DNS Activity (4003) | Query (1), `query.hostname` the name |
 //! | `tool_call` | API Activity (6003) | Other (99), `api.operation` the tool |
 //! | `kv_get`/`kv_list`, `kv_put`, `kv_delete` | API Activity (6003) | Read (2), Update (3), Delete (4) |
 //! | `stdout`, `stderr`, `invalid` | API Activity (6003) | Other (99) |
@@ -64,6 +66,8 @@ type Named = (u32, &'static str);
 fn activity_of(e: &AuditEvent) -> (u32, &'static str, Named) {
     const FS: (u32, &str) = (1001, "File System Activity");
     const HTTP: (u32, &str) = (4002, "HTTP Activity");
+    const NETWORK: (u32, &str) = (4001, "Network Activity");
+    const DNS: (u32, &str) = (4003, "DNS Activity");
     const API: (u32, &str) = (6003, "API Activity");
     let ((class, class_name), activity) = match e.op.as_str() {
         "fs_read" | "fs_list" => (FS, (2, "Read")),
@@ -71,6 +75,8 @@ fn activity_of(e: &AuditEvent) -> (u32, &'static str, Named) {
         "fs_write" | "fs_mkdir" => (FS, (1, "Create")),
         "fs_remove" => (FS, (4, "Delete")),
         "net_fetch" => (HTTP, (99, "Other")),
+        "net_connect" => (NETWORK, (1, "Open")),
+        "net_lookup" => (DNS, (1, "Query")),
         "kv_get" | "kv_list" => (API, (2, "Read")),
         "kv_put" => (API, (3, "Update")),
         "kv_delete" => (API, (4, "Delete")),
@@ -133,7 +139,7 @@ fn base(
     let endpoint = json!({ "name": ctx.program });
     let (with_actor, with_device, with_src) = match class {
         1001 => (true, true, false),
-        4002 => (false, false, true),
+        4001..=4003 => (false, false, true),
         6003 => (true, false, true),
         2004 => (false, true, false),
         _ => (false, false, false),
@@ -234,6 +240,24 @@ pub fn event(e: &AuditEvent, ctx: &Context) -> Value {
                     json!({ "ip": addr.ip().to_string(), "port": addr.port() }),
                 );
             }
+        }
+        4001 => {
+            let (host, port) = e.target.rsplit_once(':').unwrap_or((&e.target, ""));
+            let mut dst = json!({ "hostname": host.trim_start_matches('[').trim_end_matches(']') });
+            if let Ok(p) = port.parse::<u16>() {
+                dst["port"] = json!(p);
+            }
+            if let Some(addr) = e
+                .address
+                .as_deref()
+                .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
+            {
+                dst["ip"] = json!(addr.ip().to_string());
+            }
+            put("dst_endpoint", dst);
+        }
+        4003 => {
+            put("query", json!({ "hostname": e.target }));
         }
         _ => {
             let service = if e.op.kind().is_some_and(|k| k.capability() == "kv") {

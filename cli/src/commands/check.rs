@@ -18,7 +18,8 @@ pub(crate) struct CheckArgs {
     caps: PathBuf,
     /// Say whether an op would be allowed, and by which rule:
     /// 'read PATH', 'write PATH', 'list PATH', 'stat PATH', 'remove PATH',
-    /// 'mkdir PATH', 'fetch URL' or 'tool NAME'.
+    /// 'mkdir PATH', 'fetch URL', 'tool NAME', 'connect HOST:PORT' or
+    /// 'lookup NAME' (a component's sockets).
     #[arg(long, value_name = "OP")]
     explain: Option<String>,
     /// With `--explain 'fetch URL'`: resolve the host (once, as a run
@@ -41,7 +42,7 @@ fn explain_op(text: &str) -> Result<Op> {
     let arg = arg.trim();
     if arg.is_empty() {
         bail!(
-            "--explain needs an argument: 'read PATH', 'write PATH', 'list PATH', 'stat PATH', 'remove PATH', 'mkdir PATH', 'fetch URL' or 'tool NAME'"
+            "--explain needs an argument: 'read PATH', 'write PATH', 'list PATH', 'stat PATH', 'remove PATH', 'mkdir PATH', 'fetch URL', 'tool NAME', 'connect HOST:PORT' or 'lookup NAME'"
         );
     }
     op_aimed_at(verb, arg).map_err(|e| anyhow::anyhow!("--explain: {e}"))

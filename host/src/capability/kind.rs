@@ -44,6 +44,10 @@ pub enum OpKind {
     FsMkdir,
     /// An HTTP request (`net_fetch`).
     NetFetch,
+    /// A component's name lookup through `wasi:sockets` (`net_lookup`).
+    NetLookup,
+    /// A component's TCP connection through `wasi:sockets` (`net_connect`).
+    NetConnect,
     /// A tool call (`tool_call`).
     ToolCall,
     /// Read a key of the run's key-value store (`kv_get`).
@@ -66,6 +70,8 @@ impl OpKind {
         OpKind::FsRemove,
         OpKind::FsMkdir,
         OpKind::NetFetch,
+        OpKind::NetLookup,
+        OpKind::NetConnect,
         OpKind::ToolCall,
         OpKind::KvGet,
         OpKind::KvPut,
@@ -83,6 +89,8 @@ impl OpKind {
             OpKind::FsRemove => "fs_remove",
             OpKind::FsMkdir => "fs_mkdir",
             OpKind::NetFetch => "net_fetch",
+            OpKind::NetLookup => "net_lookup",
+            OpKind::NetConnect => "net_connect",
             OpKind::ToolCall => "tool_call",
             OpKind::KvGet => "kv_get",
             OpKind::KvPut => "kv_put",
@@ -106,7 +114,7 @@ impl OpKind {
             | OpKind::FsStat
             | OpKind::FsRemove
             | OpKind::FsMkdir => "fs",
-            OpKind::NetFetch => "net",
+            OpKind::NetFetch | OpKind::NetLookup | OpKind::NetConnect => "net",
             OpKind::ToolCall => "tools",
             OpKind::KvGet | OpKind::KvPut | OpKind::KvDelete | OpKind::KvList => "kv",
         }
@@ -125,6 +133,8 @@ impl OpKind {
             | OpKind::FsList
             | OpKind::FsStat
             | OpKind::NetFetch
+            | OpKind::NetLookup
+            | OpKind::NetConnect
             | OpKind::ToolCall
             | OpKind::KvGet
             | OpKind::KvList => false,
@@ -142,10 +152,20 @@ impl OpKind {
             | OpKind::FsRemove
             | OpKind::FsMkdir
             | OpKind::NetFetch
+            | OpKind::NetLookup
+            | OpKind::NetConnect
             | OpKind::ToolCall
             | OpKind::KvPut
             | OpKind::KvDelete => false,
         }
+    }
+
+    /// Whether a plan may ask for it. A component's socket calls
+    /// (`net_lookup`, `net_connect`) are decided by the gate and audited
+    /// like every op, but only a socket can use what they allow, so a plan
+    /// cannot name them.
+    pub fn plannable(self) -> bool {
+        !matches!(self, OpKind::NetLookup | OpKind::NetConnect)
     }
 
     /// What it does, in a few words (for a tool listing or a summary).
@@ -158,6 +178,8 @@ impl OpKind {
             OpKind::FsRemove => "Remove a file or an empty folder",
             OpKind::FsMkdir => "Make a folder",
             OpKind::NetFetch => "Fetch an HTTP or HTTPS URL the grant's egress rules allow",
+            OpKind::NetLookup => "Look up a name a tcp rule covers (a component's sockets)",
+            OpKind::NetConnect => "Open a TCP connection a tcp rule allows (a component's sockets)",
             OpKind::ToolCall => "Call a granted tool",
             OpKind::KvGet => "Read a key of the key-value store",
             OpKind::KvPut => "Set a key of the key-value store",

@@ -74,6 +74,9 @@ pub enum Op {
     Fs(FsOp),
     /// An HTTP request, decided by the egress rules.
     Net(FetchRequest),
+    /// A component's name lookup or TCP connection (`wasi:sockets`),
+    /// decided by the egress rules' `tcp://` rules.
+    Socket(net::SocketOp),
     /// A tool call, decided by the tool allow-list.
     Tool(ToolCall),
     /// A key-value op, decided by the grant's `[kv]` store.
@@ -233,7 +236,11 @@ fn form_of(kind: OpKind) -> Option<&'static PlanForm> {
 
 /// Op names a plan may use, every capability's, comma-separated.
 pub fn plan_ops() -> String {
-    let names: Vec<&str> = OpKind::ALL.iter().map(|k| k.name()).collect();
+    let names: Vec<&str> = OpKind::ALL
+        .iter()
+        .filter(|k| k.plannable())
+        .map(|k| k.name())
+        .collect();
     names.join(", ")
 }
 
@@ -293,6 +300,7 @@ impl Op {
         match self {
             Op::Fs(r) => Some(r),
             Op::Net(r) => Some(r),
+            Op::Socket(r) => Some(r),
             Op::Tool(r) => Some(r),
             Op::Kv(r) => Some(r),
             Op::Invalid { .. } => None,
@@ -406,6 +414,10 @@ pub(crate) enum Grant {
     /// A fetch of the URL as the check parsed it (the first hop: each
     /// redirect is decided again as a hop of its own).
     Net(Url),
+    /// A TCP connection to this address, and no other.
+    Socket(SocketAddr),
+    /// A lookup of this name by the broker's resolver.
+    Lookup(String),
     /// A call of the registered tool the check found.
     Tool(Arc<dyn Tool>),
     /// A call of the run's key-value store, within these limits.
@@ -444,6 +456,8 @@ impl fmt::Debug for Permit {
         let grant = match &self.grant {
             Grant::Fs { rel, write, .. } => format!("fs {rel:?} write={write}"),
             Grant::Net(url) => format!("net {url}"),
+            Grant::Socket(addr) => format!("connect {addr}"),
+            Grant::Lookup(name) => format!("lookup {name:?}"),
             Grant::Tool(_) => "tool".to_string(),
             Grant::Kv(g) => format!("kv {g:?}"),
             Grant::Nothing => "nothing".to_string(),

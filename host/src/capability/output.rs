@@ -94,6 +94,11 @@ pub enum Output {
     },
     /// Allowed; the effect is performed elsewhere (WASI in the wasm host).
     Admitted,
+    /// The addresses a name lookup found.
+    Addresses {
+        /// The addresses, in the resolver's order.
+        addresses: Vec<std::net::IpAddr>,
+    },
 }
 
 impl Output {
@@ -120,7 +125,8 @@ impl Output {
             | Output::Stat { .. }
             | Output::Removed
             | Output::Created
-            | Output::Admitted => 0,
+            | Output::Admitted
+            | Output::Addresses { .. } => 0,
         }
     }
 
@@ -144,6 +150,7 @@ impl Output {
             Output::ToolOutput { output } => format!("output {}", preview(output.as_bytes())),
             Output::Keys { keys } => format!("{} keys", keys.len()),
             Output::Admitted => "admitted".into(),
+            Output::Addresses { addresses } => format!("{} addresses", addresses.len()),
         }
     }
 }

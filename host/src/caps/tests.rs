@@ -152,7 +152,11 @@ fn errors_name_the_file_the_key_and_the_form() {
         ),
         (
             "[net]\nallow = [\"ftp://x.com\"]\n",
-            &["`net.allow[0]`", "http or https", "scheme://host[:port]"],
+            &[
+                "`net.allow[0]`",
+                "http, https or tcp",
+                "scheme://host[:port]",
+            ],
         ),
         (
             "[net]\nallow = [\"https://x.com/path\"]\n",

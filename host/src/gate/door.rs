@@ -19,6 +19,14 @@ impl Sandbox {
         self.mounts.by_guest(via).map(|m| m.mount.access)
     }
 
+    /// Whether the run replays a recording: its answers come from the
+    /// tape, and a door whose effect happens outside the gate (a socket's
+    /// connection) must not perform it.
+    #[cfg(feature = "wasm")]
+    pub(crate) fn replaying(&self) -> bool {
+        matches!(self.tape, Some(crate::replay::Tape::Replay(_)))
+    }
+
     /// [`Sandbox::admit`] for an op performed through a descriptor of the
     /// mount at guest path `via`. `Ok` is the op's sequence number, for
     /// [`Sandbox::refuse_admitted`] should the effect then be refused, and

@@ -66,6 +66,11 @@ enum Need<'a> {
     Folder((bool, String, PathBuf), &'a str),
     /// A fetch of this URL.
     Origin(&'a str),
+    /// A TCP connection to this `host:port`, and the address dialled.
+    Connect(&'a str, Option<&'a str>),
+    /// A lookup of this name (covered by a connection's rule, when the run
+    /// made one to it).
+    Lookup(&'a str),
     /// A call of this tool.
     Tool(&'a str),
     /// A key-value store.
@@ -92,6 +97,8 @@ fn need(e: &AuditEvent) -> Option<Need<'_>> {
             Need::Folder((true, g, h), parent(&e.target))
         }
         OpKind::NetFetch => Need::Origin(&e.target),
+        OpKind::NetConnect => Need::Connect(&e.target, e.address.as_deref()),
+        OpKind::NetLookup => Need::Lookup(&e.target),
         OpKind::ToolCall => Need::Tool(&e.target),
         OpKind::KvGet | OpKind::KvPut | OpKind::KvDelete | OpKind::KvList => Need::Kv,
     })
@@ -169,7 +176,7 @@ pub fn learn(audit: &[AuditEvent], report: Option<&RunReport>) -> Result<Learned
             .collect(),
         origin: &origin,
     };
-    for o in origins {
+    for o in origins.into_iter().chain(tcp_rules(audit)) {
         b = b.allow_egress(o);
     }
     let tools: BTreeSet<&str> = allowed()
@@ -213,6 +220,38 @@ pub fn learn(audit: &[AuditEvent], report: Option<&RunReport>) -> Result<Learned
         }
     }
     Ok(Learned { toml, caps })
+}
+
+/// The tcp rules a drafted grant allows the run's connections by: each
+/// `host:port` connected to, the address itself too when a name gave a
+/// special-purpose one (which only an IP rule allows), and a name looked
+/// up but never connected to at any port.
+fn tcp_rules(audit: &[AuditEvent]) -> BTreeSet<String> {
+    let mut rules = BTreeSet::new();
+    let mut connected = BTreeSet::new();
+    let mut looked_up = BTreeSet::new();
+    for e in audit.iter().filter(|e| passed(e)) {
+        match need(e) {
+            Some(Need::Connect(target, address)) => {
+                rules.insert(format!("tcp://{target}"));
+                connected.insert(target.rsplit_once(':').map_or(target, |(h, _)| h));
+                let special = address
+                    .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
+                    .filter(|a| crate::net::special_range(a.ip()).is_some());
+                if let Some(a) = special {
+                    rules.insert(format!("tcp://{a}"));
+                }
+            }
+            Some(Need::Lookup(name)) => {
+                looked_up.insert(name);
+            }
+            _ => {}
+        }
+    }
+    for name in looked_up.difference(&connected) {
+        rules.insert(format!("tcp://{name}:*"));
+    }
+    rules
 }
 
 /// The egress rule a drafted grant allows `url` by: its exact origin.

@@ -32,7 +32,9 @@ impl Drafted<'_> {
     fn place(&self, e: &AuditEvent, kind: OpKind) -> Option<String> {
         match kind.capability() {
             "fs" => self.mount(&e.target),
-            "net" => (self.origin)(&e.target),
+            "net" if kind == OpKind::NetConnect => Some(format!("tcp://{}", e.target)),
+            "net" if kind == OpKind::NetFetch => (self.origin)(&e.target),
+            "net" => None,
             "tools" => Some(format!("tool:{}", e.target)),
             _ => Some("kv".into()),
         }
@@ -56,7 +58,11 @@ pub(super) fn learn_flow(
         let Some(kind) = e.op.kind() else {
             continue;
         };
-        let sends = kind.writes() || matches!(kind, OpKind::NetFetch | OpKind::ToolCall);
+        let sends = kind.writes()
+            || matches!(
+                kind,
+                OpKind::NetFetch | OpKind::NetConnect | OpKind::ToolCall
+            );
         if sends && let Some(sink) = drafted.place(e, kind) {
             for l in &held {
                 reach.entry(l).or_default().insert(sink.clone());

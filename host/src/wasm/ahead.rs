@@ -67,6 +67,7 @@ pub(super) fn idle_state() -> Option<HostState> {
         script_error: None,
         exit_code: None,
         http: Default::default(),
+        tcp: Default::default(),
     })
 }
 

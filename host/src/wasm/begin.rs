@@ -50,7 +50,7 @@ impl WasmHost {
             opts.caps.flow().clone(),
             std::mem::take(&mut opts.labels),
         ));
-        let (wasi, closed) = self.wasi_context(&opts, &meter, &secrets, &flow)?;
+        let (wasi, closed, tcp) = self.wasi_context(&opts, &meter, &secrets, &flow)?;
         let RunOptions {
             caps,
             mut services,
@@ -87,6 +87,7 @@ impl WasmHost {
             script_error: None,
             exit_code: None,
             http: Default::default(),
+            tcp,
         };
         Ok(Begun {
             state,

@@ -200,6 +200,7 @@ impl WasmHost {
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
         fs_gate::add_to_linker(&mut linker)?;
         imports::add_http_to_linker(&mut linker)?;
+        imports::add_sockets_to_linker(&mut linker)?;
         imports::Agent::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
         // The epoch advances on its own thread; each store's callback decides
         // what a tick means for it.

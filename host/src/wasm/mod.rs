@@ -111,6 +111,8 @@ pub(crate) struct HostState {
     exit_code: Option<i32>,
     /// wasi:http's requests and their state (`imports/http/`).
     http: imports::HttpDoor,
+    /// wasi:sockets' lookups and connections (`imports/sockets.rs`).
+    tcp: imports::SocketDoor,
 }
 
 impl HostState {

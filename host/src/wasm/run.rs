@@ -80,8 +80,12 @@ impl WasmHost {
         }
         RUNTIME.with(|cell| {
             if cell.get().is_none() {
+                // IO for the sockets a grant's tcp rules allow (wasmtime-wasi
+                // registers them with the ambient runtime): made once per
+                // thread, like the rest.
                 let rt = tokio::runtime::Builder::new_current_thread()
                     .enable_time()
+                    .enable_io()
                     .build()
                     .map_err(|e| setup(format!("cannot start the runtime: {e}")))?;
                 let _ = cell.set(rt);

@@ -291,6 +291,7 @@ fn warm_loop(
     let _ended = Ended(pool);
     let Ok(rt) = tokio::runtime::Builder::new_current_thread()
         .enable_time()
+        .enable_io()
         .build()
     else {
         return;

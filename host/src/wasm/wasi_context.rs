@@ -2,6 +2,7 @@
 //! through WASI, built from the run's options and nothing ambient.
 
 use super::clocks::{FixedWallClock, TickMonotonic, seed_bytes};
+use super::imports::SocketDoor;
 use super::options::RunOptions;
 use super::output::{MeteredOutput, Sink};
 use super::{LoadError, WasmHost, setup};
@@ -22,15 +23,16 @@ pub(super) type Closed = [(
 impl WasmHost {
     /// The guest's WASI: the empty root and the mounts preopened, the caps'
     /// env, args, stdin, metered stdout and stderr, and under
-    /// `deterministic` virtual clocks and seeded randomness. Nothing
-    /// inherited but what `opts` asks for.
+    /// `deterministic` virtual clocks and seeded randomness; TCP only when
+    /// the grant holds a tcp rule, every lookup and connection through the
+    /// socket door it returns. Nothing inherited but what `opts` asks for.
     pub(super) fn wasi_context(
         &self,
         opts: &RunOptions,
         meter: &Arc<OutputMeter>,
         secrets: &crate::net::RunSecrets,
         flow: &Arc<crate::flow::FlowState>,
-    ) -> Result<(WasiCtx, Closed), LoadError> {
+    ) -> Result<(WasiCtx, Closed, SocketDoor), LoadError> {
         let mut wasi = WasiCtxBuilder::new();
         // The grant's mounts first: a program that takes "the directory it
         // was given" takes the first preopen.
@@ -94,6 +96,15 @@ impl WasmHost {
             wasi.insecure_random(wasmtime_wasi::Deterministic::new(seed_bytes(seed ^ 0x5eed)));
             wasi.insecure_random_seed(u128::from(seed));
         }
-        Ok((wasi.build(), closed))
+        // wasmtime-wasi's defaults are no TCP, no UDP, no lookups (the
+        // door replaces those) and an address check that refuses all.
+        let tcp = if opts.caps.egress().grants_sockets() {
+            let (door, check) = SocketDoor::granted(meter.clone());
+            wasi.allow_tcp(true).socket_addr_check(check);
+            door
+        } else {
+            SocketDoor::default()
+        };
+        Ok((wasi.build(), closed, tcp))
     }
 }

@@ -36,6 +36,7 @@ mod scripts;
 mod secrets;
 mod seed_behaviours;
 mod serve;
+mod sockets;
 mod telemetry;
 mod typed_tools;
 mod wasi;

@@ -14,6 +14,7 @@ mod request;
 mod resolve;
 mod rules;
 pub mod secrets;
+mod socket;
 mod wasi_http;
 
 pub use address::special_range;
@@ -30,12 +31,13 @@ pub use request::{
 pub use resolve::{Resolve, StaticResolver, SystemResolver};
 pub use rules::{EgressRule, HostPattern, PortPattern, RULE_FORM, RuleError, Scheme};
 pub use secrets::{RunSecrets, Secret, SecretSource};
+pub use socket::{MAX_LOOKUP_ADDRESSES, SocketOp};
 pub use wasi_http::{WasiHttpPartsError, wasi_http_request};
 
 use crate::capability::{Held, Lent, Output, Permit, Request, Trace};
 use crate::failure::Failure;
 use crate::violation::{Denial, Violation};
-use rules::canonical_ip;
+pub(crate) use rules::canonical_ip;
 use serde::{Deserialize, Serialize};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;

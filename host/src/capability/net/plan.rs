@@ -66,13 +66,24 @@ impl Headers {
     }
 }
 
-/// The arguments of a fetch in a plan, as a JSON schema.
+/// The arguments of a fetch in a plan, as a JSON schema (none for the
+/// socket ops, which no plan may name).
 pub(crate) fn plan_schema(kind: OpKind) -> Value {
+    if !kind.plannable() {
+        return Value::Null;
+    }
     variant_schema(portable_schema::<PlanOp>(), kind)
 }
 
 /// The fetch a plan object asks for.
-pub(crate) fn from_plan(_kind: OpKind, v: Value) -> Result<Op, String> {
+pub(crate) fn from_plan(kind: OpKind, v: Value) -> Result<Op, String> {
+    if !kind.plannable() {
+        return Err(format!(
+            "{kind} is a component's socket call, decided when the component makes it; \
+             a plan cannot open a socket (ops: {})",
+            crate::capability::plan_ops()
+        ));
+    }
     let PlanOp::NetFetch {
         url,
         method,
@@ -95,7 +106,18 @@ pub(crate) fn from_plan(_kind: OpKind, v: Value) -> Result<Op, String> {
     }))
 }
 
-/// `GET url`.
-pub(crate) fn aimed_at(_kind: OpKind, url: String) -> Op {
-    Op::fetch(url)
+/// `GET url`; a lookup of a name; a connection to `host:port`, the rules
+/// alone deciding it (no address dialled).
+pub(crate) fn aimed_at(kind: OpKind, target: String) -> Op {
+    match kind {
+        OpKind::NetLookup => Op::Socket(super::SocketOp::lookup(target)),
+        OpKind::NetConnect => match super::SocketOp::connect_to(&target) {
+            Some(op) => Op::Socket(op),
+            None => Op::Invalid {
+                op: kind.name().to_string(),
+                reason: format!("{} is not host:port", crate::bound::quote(&target)),
+            },
+        },
+        _ => Op::fetch(target),
+    }
 }

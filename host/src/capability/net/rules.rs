@@ -1,6 +1,8 @@
 //! Egress allow rules: `scheme://host[:port]` where host is a name, a `*.`
 //! subdomain wildcard, an IP literal or a CIDR range; and the match of a
-//! parsed URL against them.
+//! parsed URL against them. A `tcp://host:port` rule allows a component's
+//! TCP connection (`wasi:sockets`), never an HTTP request, and an http(s)
+//! rule never allows a connection: the scheme is part of every match.
 //!
 //! URLs are parsed with the `url` crate (WHATWG), so `http://ok@evil.com`,
 //! backslashes, `#`/`?` tricks, IDN and exotic IPv4 spellings all reduce to
@@ -12,9 +14,10 @@ use std::net::IpAddr;
 use url::{Host, Url};
 
 /// The accepted form of a rule, quoted in errors.
-pub const RULE_FORM: &str = "scheme://host[:port] with scheme http or https; host a name \
+pub const RULE_FORM: &str = "scheme://host[:port] with scheme http, https or tcp; host a name \
 (api.example.com), a subdomain wildcard (*.example.com), an IP (127.0.0.1, [::1]) or a \
-CIDR range (10.0.0.0/8, [fd00::/8]); port a number or * (default: the scheme's port)";
+CIDR range (10.0.0.0/8, [fd00::/8]); port a number or * (default: the scheme's port; a tcp \
+rule must name its port)";
 
 /// URL schemes a rule may name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -23,6 +26,9 @@ pub enum Scheme {
     Http,
     /// `https`, default port 443.
     Https,
+    /// `tcp`: a TCP connection from a component's sockets (no default
+    /// port: a rule names one, or `*`).
+    Tcp,
 }
 
 impl Scheme {
@@ -30,6 +36,7 @@ impl Scheme {
         match s {
             "http" => Some(Scheme::Http),
             "https" => Some(Scheme::Https),
+            "tcp" => Some(Scheme::Tcp),
             _ => None,
         }
     }
@@ -39,14 +46,26 @@ impl Scheme {
         match self {
             Scheme::Http => "http",
             Scheme::Https => "https",
+            Scheme::Tcp => "tcp",
         }
     }
 
-    /// 80 or 443.
+    /// 80 or 443; 0 for `tcp`, which has none (its rules name a port).
     pub fn default_port(self) -> u16 {
         match self {
             Scheme::Http => 80,
             Scheme::Https => 443,
+            Scheme::Tcp => 0,
+        }
+    }
+
+    /// The scheme a host is read under: `tcp` hosts as `http` hosts (IDN,
+    /// lowercase, IPv4 spellings), since the URL parser leaves the hosts of
+    /// schemes it does not know as written.
+    fn host_scheme(self) -> &'static str {
+        match self {
+            Scheme::Tcp => "http",
+            s => s.as_str(),
         }
     }
 }
@@ -102,7 +121,7 @@ fn err<T>(msg: impl Into<String>) -> Result<T, RuleError> {
 /// Normalize a DNS name the way the URL parser does (IDNA, lowercase), and
 /// drop one trailing dot so `example.com.` and `example.com` are one host.
 fn normalize_name(scheme: Scheme, name: &str) -> Result<String, RuleError> {
-    let url = Url::parse(&format!("{}://{name}/", scheme.as_str()))
+    let url = Url::parse(&format!("{}://{name}/", scheme.host_scheme()))
         .map_err(|e| RuleError(format!("host {name:?} is not a valid host name: {e}")))?;
     match url.host() {
         Some(Host::Domain(d)) => Ok(d.strip_suffix('.').unwrap_or(d).to_string()),
@@ -140,7 +159,7 @@ impl EgressRule {
             return err("missing `scheme://`");
         };
         let Some(scheme) = Scheme::parse(&scheme.to_ascii_lowercase()) else {
-            return err(format!("scheme {scheme:?} is not http or https"));
+            return err(format!("scheme {scheme:?} is not http, https or tcp"));
         };
         let rest = rest.strip_suffix('/').unwrap_or(rest);
         if rest.is_empty() {
@@ -170,6 +189,9 @@ impl EgressRule {
             }
         };
         let port = match port {
+            None if scheme == Scheme::Tcp => {
+                return err("a tcp rule names its port (`tcp://db.example.com:5432`, or `:*`)");
+            }
             None => PortPattern::Port(scheme.default_port()),
             Some("*") => PortPattern::Any,
             Some(p) => match p.parse::<u16>() {
@@ -195,7 +217,7 @@ impl EgressRule {
             let name = normalize_name(scheme, host)?;
             // Reject names the URL parser would read as an IPv4 address
             // (`0x7f.1`): a rule must say what it means.
-            if let Ok(url) = Url::parse(&format!("{}://{host}/", scheme.as_str()))
+            if let Ok(url) = Url::parse(&format!("{}://{host}/", scheme.host_scheme()))
                 && matches!(url.host(), Some(Host::Ipv4(_)))
             {
                 return err(format!(
@@ -234,9 +256,24 @@ impl EgressRule {
 
     /// Whether this rule allows `url` (scheme, host and port must all match).
     pub fn matches(&self, url: &Url) -> bool {
-        if url.scheme() != self.scheme.as_str() {
-            return false;
-        }
+        url.scheme() == self.scheme.as_str() && self.covers(url)
+    }
+
+    /// Whether this `tcp` rule allows a connection to `host` (a name or an
+    /// IP literal, `[...]` for IPv6) at `port`. Always false for an http(s)
+    /// rule.
+    pub fn allows_connect(&self, host: &str, port: u16) -> bool {
+        self.scheme == Scheme::Tcp
+            && plain_host(host)
+            && Url::parse(&format!("http://{host}:{port}/")).is_ok_and(|probe| {
+                // The probe's port is the one asked for (the URL drops an
+                // explicit 80, which `port_or_known_default` gives back).
+                self.covers(&probe)
+            })
+    }
+
+    /// Host and port of `url` against the rule's, the scheme aside.
+    fn covers(&self, url: &Url) -> bool {
         let Some(port) = url.port_or_known_default() else {
             return false;
         };
@@ -257,6 +294,25 @@ impl EgressRule {
             _ => false,
         }
     }
+}
+
+/// Whether `host` is a host and nothing more: a name, an IPv4 literal or a
+/// bracketed IPv6 one, in ASCII. Anything that would make the probe URL read another
+/// host (`@`, `/`, `:`, `?`, `#`, `\`, `%`, white space) is refused, not
+/// interpreted.
+fn plain_host(host: &str) -> bool {
+    if let Some(inner) = host.strip_prefix('[') {
+        return inner
+            .strip_suffix(']')
+            .is_some_and(|v6| v6.parse::<std::net::Ipv6Addr>().is_ok());
+    }
+    // ASCII only: an IDN name is written in punycode, so the name looked
+    // up is the name the rules judged.
+    !host.is_empty()
+        && host.is_ascii()
+        && !host
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || "@/\\:?#%[]".contains(c))
 }
 
 fn ip_matches(ip: IpAddr, pat: &HostPattern) -> bool {

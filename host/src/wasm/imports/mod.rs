@@ -2,7 +2,8 @@
 //! and the one mapping of a gate result to a guest answer. Soft denials
 //! return as values; a hard limit traps. Each interface's host side has
 //! its own file here (`net.rs`, `tools.rs`, `kv.rs`, `fs.rs`): the capability's WIT adapter;
-//! `http.rs` is the network capability's door for standard components (wasi:http);
+//! `http.rs` and `sockets.rs` are the network capability's doors for standard
+//! components (wasi:http, wasi:sockets);
 //! `outcome.rs` takes a script runner's report of how the script failed.
 
 use super::{HardLimit, HostState};
@@ -14,10 +15,12 @@ mod http;
 mod kv;
 mod net;
 mod outcome;
+mod sockets;
 mod tools;
 
 pub(crate) use http::{HttpDoor, add_to_linker as add_http_to_linker};
 pub use http::{MAX_BODIES as MAX_HTTP_BODIES, MAX_BODY_BYTES_HELD as MAX_HTTP_BODY_BYTES_HELD};
+pub(crate) use sockets::{SocketDoor, add_to_linker as add_sockets_to_linker};
 
 wasmtime::component::bindgen!({
     path: "wit",

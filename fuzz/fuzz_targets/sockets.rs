@@ -1,0 +1,168 @@
+//! A component's socket requests (a name lookup, a connection to an
+//! address a name gave or to an address as written) through the gate's
+//! check against fixed rules, the tcp ones among http ones. Oracles: no
+//! panic; only a tcp rule allows; an allowed connection's port is its
+//! rule's; a name allowed by a name rule is that name (or below the
+//! wildcard's base); a special-purpose address a name gave is allowed only
+//! by an IP or CIDR rule; a host carrying URL syntax is never allowed.
+#![no_main]
+
+use arbitrary::Arbitrary;
+use libfuzzer_sys::fuzz_target;
+use sbx_wasm::net::{SocketOp, special_range};
+use sbx_wasm::{Capabilities, Op, Sandbox};
+use std::net::IpAddr;
+
+const RULES: &[&str] = &[
+    "tcp://db.test:5432",
+    "tcp://*.svc.test:*",
+    "tcp://10.0.0.0/8:6379",
+    "tcp://127.0.0.1:25",
+    "https://api.example.com",
+    "http://127.0.0.1:8080",
+];
+
+const PIECES: &[&str] = &[
+    "db.test",
+    "DB.TEST",
+    ".",
+    "svc.test",
+    "a.svc.test",
+    "a",
+    "evil",
+    "127.0.0.1",
+    "10.1.2.3",
+    "[::1]",
+    "[::ffff:127.0.0.1]",
+    "0x7f.1",
+    "@",
+    ":",
+    "5432",
+    "/",
+    "\\",
+    "?",
+    "#",
+    "%2e",
+    " ",
+    "-",
+    "_",
+    "api.example.com",
+    "xn--bcher-kva",
+    "ü",
+];
+
+#[derive(Arbitrary, Debug)]
+enum Text {
+    Pieces(Vec<u8>),
+    Raw(String),
+}
+
+impl Text {
+    fn build(&self) -> String {
+        match self {
+            Text::Pieces(idx) => idx
+                .iter()
+                .map(|i| PIECES[*i as usize % PIECES.len()])
+                .collect(),
+            Text::Raw(s) => s.clone(),
+        }
+    }
+}
+
+#[derive(Arbitrary, Debug)]
+enum Ask {
+    Lookup(Text),
+    /// A connection to `ip:port`, the address `name`'s lookup gave (or
+    /// written as is).
+    Connect {
+        name: Option<Text>,
+        ip: [u8; 16],
+        v4: bool,
+        port: u16,
+    },
+}
+
+fn gate() -> &'static Sandbox {
+    static GATE: std::sync::OnceLock<Sandbox> = std::sync::OnceLock::new();
+    GATE.get_or_init(|| {
+        let caps = RULES
+            .iter()
+            .fold(Capabilities::builder(), |b, r| b.allow_egress(*r))
+            .build()
+            .unwrap();
+        Sandbox::new(caps).unwrap()
+    })
+}
+
+fn norm(host: &str) -> String {
+    host.trim_end_matches('.').to_ascii_lowercase()
+}
+
+fuzz_target!(|ask: Ask| {
+    match ask {
+        Ask::Lookup(name) => {
+            let name = name.build();
+            let Ok(permit) = gate().check(&Op::Socket(SocketOp::lookup(name.clone()))) else {
+                return;
+            };
+            assert!(permit.rule().starts_with("tcp://"), "{name:?} by {permit}");
+            assert!(
+                !name.contains(['@', '/', '\\', '?', '#']),
+                "{name:?} by {permit}"
+            );
+        }
+        Ask::Connect { name, ip, v4, port } => {
+            let ip = if v4 {
+                IpAddr::from([ip[0], ip[1], ip[2], ip[3]])
+            } else {
+                IpAddr::from(ip)
+            };
+            let name = name.as_ref().map(Text::build);
+            let op = SocketOp::connect(name.as_deref(), ip, port);
+            let Ok(permit) = gate().check(&Op::Socket(op.clone())) else {
+                return;
+            };
+            let rule = permit.rule();
+            assert!(rule.starts_with("tcp://"), "{op:?} by {rule}");
+            let addr = op.address().expect("a connection names its address");
+            match rule {
+                "tcp://db.test:5432" => {
+                    assert_eq!(port, 5432, "{op:?}");
+                    assert_eq!(norm(name.as_deref().unwrap_or("")), "db.test", "{op:?}");
+                }
+                "tcp://*.svc.test:*" => {
+                    let n = norm(name.as_deref().unwrap_or(""));
+                    assert!(n.ends_with(".svc.test") && n.len() > 9, "{op:?}");
+                }
+                "tcp://10.0.0.0/8:6379" => {
+                    assert_eq!(port, 6379, "{op:?}");
+                    assert!(
+                        matches!(addr.ip(), IpAddr::V4(v) if v.octets()[0] == 10),
+                        "{op:?}"
+                    );
+                }
+                "tcp://127.0.0.1:25" => {
+                    assert_eq!(
+                        (addr.ip(), port),
+                        ("127.0.0.1".parse().unwrap(), 25),
+                        "{op:?}"
+                    );
+                }
+                other => panic!("allowed by an unexpected rule {other}: {op:?}"),
+            }
+            // A name's special-purpose address needs an IP or CIDR rule.
+            if name.is_some() && special_range(addr.ip()).is_some() {
+                assert!(
+                    rule == "tcp://10.0.0.0/8:6379" || rule == "tcp://127.0.0.1:25",
+                    "{op:?} by {rule}"
+                );
+            }
+            if let Some(n) = &name {
+                assert!(
+                    !n.contains(['@', '/', '\\', '?', '#', ' ']),
+                    "{op:?} by {rule}"
+                );
+            }
+        }
+    }
+});

@@ -1,0 +1,50 @@
+//! A TCP client written against `std::net` alone (on wasm32-wasip2 the
+//! standard library speaks `wasi:sockets`): what a database or mail client
+//! compiled for any host does. Each argument is one step, `MODE ARGS`:
+//! - `echo HOST:PORT TEXT`: connect (a name is looked up first), send
+//!   `TEXT` and a newline, read one line back;
+//! - `drain HOST:PORT`: connect, send `big`, read until the server closes;
+//! - `lookup NAME`: look `NAME` up; prints how many addresses came back;
+//! - `listen ADDR`: bind a listener at `ADDR`;
+//! - `udp ADDR`: bind a UDP socket at `ADDR`.
+//!
+//! Prints one line per step: `N: RESULT` or `N: error KIND`.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream, ToSocketAddrs, UdpSocket};
+
+fn step(words: &[&str]) -> Result<String, std::io::Error> {
+    match words {
+        ["echo", target, text] => {
+            let mut s = TcpStream::connect(*target)?;
+            s.write_all(format!("{text}\n").as_bytes())?;
+            let mut line = String::new();
+            BufReader::new(s).read_line(&mut line)?;
+            Ok(format!("got {}", line.trim_end()))
+        }
+        ["drain", target] => {
+            let mut s = TcpStream::connect(*target)?;
+            s.write_all(b"big\n")?;
+            let mut all = Vec::new();
+            s.read_to_end(&mut all)?;
+            Ok(format!("read {} bytes", all.len()))
+        }
+        ["lookup", name] => {
+            let n = (*name, 1u16).to_socket_addrs()?.count();
+            Ok(format!("{n} addresses"))
+        }
+        ["listen", addr] => TcpListener::bind(*addr).map(|_| "listening".to_string()),
+        ["udp", addr] => UdpSocket::bind(*addr).map(|_| "bound".to_string()),
+        _ => Ok(format!("unknown step {words:?}")),
+    }
+}
+
+fn main() {
+    for (i, arg) in std::env::args().skip(1).enumerate() {
+        let words: Vec<&str> = arg.splitn(3, ' ').collect();
+        match step(&words) {
+            Ok(r) => println!("{i}: {r}"),
+            Err(e) => println!("{i}: error {:?}", e.kind()),
+        }
+    }
+}
