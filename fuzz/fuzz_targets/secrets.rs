@@ -174,6 +174,7 @@ fuzz_target!(|input: Input| {
         headers,
         body: text(&input.body, &placeholder).into_bytes(),
         redirects: Default::default(),
+        timeouts: Default::default(),
     });
     let result = sandbox.run(op);
     let out = serde_json::to_string(&(&result, sandbox.report(), sandbox.audit())).unwrap();

@@ -27,6 +27,9 @@ pub enum ErrorKind {
     MountPoint,
     /// A network failure.
     Network,
+    /// A time limit the request itself set ran out (a budget's is a
+    /// violation, not this).
+    TimedOut,
     /// The tool failed or timed out.
     ToolFailed,
     /// Any other I/O failure.

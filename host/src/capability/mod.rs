@@ -342,6 +342,7 @@ impl Op {
             headers: Vec::new(),
             body: Vec::new(),
             redirects: Default::default(),
+            timeouts: Default::default(),
         })
     }
     /// Call tool `name` with `input`.

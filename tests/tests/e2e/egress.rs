@@ -365,6 +365,7 @@ fn forbidden_headers_and_oversized_requests_never_leave() {
                 .collect(),
             body,
             redirects: Default::default(),
+            timeouts: Default::default(),
         })
     };
     for h in [

@@ -323,6 +323,32 @@ fn a_guest_timeout_of_600_s_still_ends_at_the_wall_budget() {
 }
 
 #[test]
+fn a_guest_timeout_shorter_than_the_budget_is_the_guests_error_and_the_run_goes_on() {
+    let s = LoopbackServer::start();
+    let g = s.origin();
+    let started = std::time::Instant::now();
+    let steps = [
+        format!("timeout GET {g}/stall 400"),
+        format!("timeout GET {g}/status 400"),
+    ];
+    let (run, out) = run_steps(caps(&s), &steps);
+    assert_eq!(run.report.exit_code, Some(0), "{out} {:?}", run.trap);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines[0], "0: error ErrorCode::ConnectionReadTimeout",
+        "{out}"
+    );
+    // The neighbour under the same timeout: answered at once.
+    assert_eq!(lines[1], "1: HTTP 200, 2 bytes: ok", "{out}");
+    assert_eq!(run.report.violation, None);
+    let e = &run.audit[0];
+    let error = e.detail.as_deref().unwrap_or_default();
+    assert!(error.contains("first-byte timeout"), "{:?}", run.audit);
+    // Well inside the 20 s wall budget.
+    assert!(started.elapsed() < std::time::Duration::from_secs(15));
+}
+
+#[test]
 fn each_run_makes_its_own_connections_and_a_recording_replays_without_the_network() {
     let s = LoopbackServer::start();
     let g = s.origin();

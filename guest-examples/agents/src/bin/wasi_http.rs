@@ -24,8 +24,8 @@
 //!   many were answered;
 //! - `follow`: `METHOD URL`: a request, and if the answer is a redirect,
 //!   one request to its `location` (as a client that follows redirects);
-//! - `timeout`: `METHOD URL`: a request with connect, first-byte and
-//!   between-bytes timeouts of 600 s;
+//! - `timeout`: `METHOD URL [MS]`: a request with connect, first-byte and
+//!   between-bytes timeouts of MS milliseconds (default 600 s);
 //! - `bodies`: `METHOD URL N`: N requests each asking for its body, none
 //!   handed on (a guest piling up bodies on the host); prints how many
 //!   were given, then sends one more once they are dropped.
@@ -232,7 +232,8 @@ fn step(line: &str) -> Result<(u16, Vec<u8>), String> {
         "timeout" => {
             use wasip2::http::types::RequestOptions;
             let options = RequestOptions::new();
-            let long = 600 * 1_000_000_000u64;
+            let ms = if bytes > 0 { bytes as u64 } else { 600_000 };
+            let long = ms * 1_000_000;
             let _ = options.set_connect_timeout(Some(long));
             let _ = options.set_first_byte_timeout(Some(long));
             let _ = options.set_between_bytes_timeout(Some(long));

@@ -66,6 +66,7 @@ pub(crate) fn fetch(
         ))),
         Err(FetchFailure::BodyTooLarge) => Err(Failure::Denied((lent.over_budget)())),
         Err(FetchFailure::Failed(e)) => Err(Failure::Error(OpError::new(ErrorKind::Network, e))),
+        Err(FetchFailure::TimedOut(e)) => Err(Failure::Error(OpError::new(ErrorKind::TimedOut, e))),
     };
     (outcome, trace)
 }

@@ -24,6 +24,8 @@ pub(crate) enum FetchFailure {
     Timeout,
     BodyTooLarge,
     Failed(String),
+    /// A time limit the request set ran out.
+    TimedOut(String),
     Cancelled,
 }
 
@@ -166,6 +168,7 @@ pub(crate) fn gated_fetch(
                 }
                 Err(NetError::Timeout) => Err(FetchFailure::Timeout),
                 Err(NetError::Cancelled) => Err(FetchFailure::Cancelled),
+                Err(NetError::TimedOut(e)) => Err(FetchFailure::TimedOut(e)),
                 Err(NetError::BodyTooLarge) => Err(FetchFailure::BodyTooLarge),
                 Err(e) => Err(FetchFailure::Failed(e.to_string())),
             };

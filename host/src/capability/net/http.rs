@@ -6,6 +6,7 @@
 use super::{FetchLimits, FetchRequest, FetchResponse, MAX_RESPONSE_HEADER_BYTES, Net, NetError};
 use std::io::Read;
 use std::net::SocketAddr;
+use std::time::Duration;
 use ureq::config::Config;
 use ureq::http::Uri;
 use ureq::unversioned::resolver::{ResolvedSocketAddrs, Resolver};
@@ -51,9 +52,39 @@ impl Resolver for PinnedResolver {
     }
 }
 
-fn classify(e: ureq::Error) -> NetError {
+/// The request's own time limits that are shorter than the budget's (a
+/// longer one would never be what runs out first).
+struct Asked {
+    connect: Option<Duration>,
+    first_byte: Option<Duration>,
+}
+
+impl Asked {
+    fn new(req: &FetchRequest, budget: Duration) -> Self {
+        let shorter = |ms: Option<u64>| ms.map(Duration::from_millis).filter(|t| *t < budget);
+        Asked {
+            connect: shorter(req.timeouts.connect_ms),
+            first_byte: shorter(req.timeouts.first_byte_ms),
+        }
+    }
+}
+
+fn classify(e: ureq::Error, asked: &Asked) -> NetError {
     use std::io::ErrorKind as K;
+    use ureq::Timeout as T;
     match e {
+        ureq::Error::Timeout(T::Connect) if let Some(t) = asked.connect => {
+            NetError::TimedOut(format!(
+                "connect timed out after {} ms (the request's connect timeout)",
+                t.as_millis()
+            ))
+        }
+        ureq::Error::Timeout(T::RecvResponse) if let Some(t) = asked.first_byte => {
+            NetError::TimedOut(format!(
+                "no response within {} ms (the request's first-byte timeout)",
+                t.as_millis()
+            ))
+        }
         ureq::Error::Timeout(_) => NetError::Timeout,
         ureq::Error::BodyExceedsLimit(_) => NetError::BodyTooLarge,
         ureq::Error::Io(io) => match io.kind() {
@@ -77,11 +108,14 @@ impl Net for HttpNet {
     ) -> Result<FetchResponse, NetError> {
         let url =
             url::Url::parse(&req.url).map_err(|e| NetError::Failed(format!("bad URL: {e}")))?;
+        let asked = Asked::new(req, limits.timeout);
         let config = Config::builder()
             .proxy(None)
             .max_redirects(0)
             .http_status_as_error(false)
             .timeout_global(Some(limits.timeout))
+            .timeout_connect(asked.connect)
+            .timeout_recv_response(asked.first_byte)
             .max_response_header_size(MAX_RESPONSE_HEADER_BYTES)
             .user_agent("sbx-wasm")
             .build();
@@ -99,7 +133,7 @@ impl Net for HttpNet {
         let request = builder
             .body(req.body.clone())
             .map_err(|e| NetError::Failed(format!("bad request: {e}")))?;
-        let response = agent.run(request).map_err(classify)?;
+        let response = agent.run(request).map_err(|e| classify(e, &asked))?;
         let status = response.status().as_u16();
         let headers: Vec<(String, String)> = response
             .headers()

@@ -247,6 +247,30 @@ pub struct FetchRequest {
     /// guests do: each hop is then a new request, decided whole).
     #[serde(default, skip_serializing_if = "Redirects::is_follow")]
     pub redirects: Redirects,
+    /// Time limits the caller set (a wasi:http guest's request options),
+    /// each applied only when shorter than the wall budget left.
+    #[serde(default, skip_serializing_if = "RequestTimeouts::is_none")]
+    pub timeouts: RequestTimeouts,
+}
+
+/// Time limits a caller set on one request ([`FetchRequest::timeouts`]).
+/// One that runs out is an error of the request
+/// ([`ErrorKind::TimedOut`](crate::ErrorKind::TimedOut)), not a violation;
+/// the wall budget left bounds every request whatever they say.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestTimeouts {
+    /// To establish the connection, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_ms: Option<u64>,
+    /// From the request sent to the response's headers, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_byte_ms: Option<u64>,
+}
+
+impl RequestTimeouts {
+    fn is_none(&self) -> bool {
+        *self == RequestTimeouts::default()
+    }
 }
 
 /// What the broker does with a redirect answer ([`FetchRequest::redirects`]).
@@ -317,6 +341,9 @@ pub enum NetError {
     /// The run was cancelled while the request was in flight.
     #[error("cancelled")]
     Cancelled,
+    /// A time limit the request set ([`FetchRequest::timeouts`]) ran out.
+    #[error("{0}")]
+    TimedOut(String),
 }
 
 /// Performs fetches the gate has allowed. The gate never calls it for a

@@ -103,6 +103,7 @@ pub(crate) fn from_plan(kind: OpKind, v: Value) -> Result<Op, String> {
         headers: headers.pairs(),
         body: body.unwrap_or_default().into_bytes(),
         redirects: Default::default(),
+        timeouts: Default::default(),
     }))
 }
 

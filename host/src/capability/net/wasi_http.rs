@@ -68,6 +68,7 @@ pub fn wasi_http_request<'a>(
         headers: kept,
         body: Vec::new(),
         redirects: Redirects::Return,
+        timeouts: Default::default(),
     })
 }
 

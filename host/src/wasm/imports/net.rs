@@ -16,6 +16,7 @@ impl Host for HostState {
             headers: req.headers,
             body: req.body,
             redirects: Default::default(),
+            timeouts: Default::default(),
         }));
         answer(r, |out| match out {
             Output::Response {

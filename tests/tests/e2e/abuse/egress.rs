@@ -92,6 +92,7 @@ fn a_cross_origin_hop_forwards_only_safelisted_headers() {
             ],
             body: Vec::new(),
             redirects: Default::default(),
+            timeouts: Default::default(),
         }))
     };
     let r = fetch(
@@ -135,6 +136,7 @@ fn a_cross_origin_hop_forwards_only_safelisted_headers() {
             headers: vec![(k.into(), v.into())],
             body: Vec::new(),
             redirects: Default::default(),
+            timeouts: Default::default(),
         }));
         denied(&r, Violation::InvalidRequest);
     }
@@ -153,6 +155,7 @@ fn request_bounds_are_checked_before_the_rule_and_check_agrees_with_run() {
         headers: vec![("Host".into(), "x".into())],
         body: Vec::new(),
         redirects: Default::default(),
+        timeouts: Default::default(),
     });
     assert_eq!(
         sb.check(&op).unwrap_err().violation,

@@ -23,6 +23,7 @@ fn huge_strings_are_refused_before_they_are_kept_and_records_stay_bounded() {
             headers: vec![("X-Big".into(), big.clone())],
             body: Vec::new(),
             redirects: Default::default(),
+            timeouts: Default::default(),
         })),
         sb.run(Op::read(format!("/work/{big}"))),
         sb.run(Op::write(format!("/work/out/{big}"), "x")),

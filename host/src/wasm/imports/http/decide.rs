@@ -6,7 +6,7 @@ use super::body::whole_now;
 use super::{ErrorCode, HostFutureIncomingResponse, HostState, WasiBody};
 use crate::capability::{Op, Output};
 use crate::net::FetchRequest;
-use crate::op::Failure;
+use crate::op::{ErrorKind, Failure};
 use crate::wasm::HardLimit;
 use bytes::Bytes;
 use http_body_util::BodyExt;
@@ -77,6 +77,14 @@ impl HostState {
                 return Err(wasmtime::Error::new(HardLimit(d.violation)));
             }
             Err(Failure::Denied(_)) => Err(ErrorCode::HttpRequestDenied),
+            // A time limit the guest set: the code its client expects.
+            Err(Failure::Error(e)) if e.kind == ErrorKind::TimedOut => {
+                if e.message.starts_with("connect") {
+                    Err(ErrorCode::ConnectionTimeout)
+                } else {
+                    Err(ErrorCode::ConnectionReadTimeout)
+                }
+            }
             Err(Failure::Error(e)) => Err(ErrorCode::InternalError(Some(e.message))),
         })
     }

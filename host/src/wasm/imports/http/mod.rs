@@ -169,11 +169,22 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
         )| {
             // The options are the host's now (an own handle): dropped
             // here, or a guest passing them in a loop would fill the
-            // table. Their timeouts are not used (see `handle`).
-            if let Some(options) = options {
-                store.data_mut().table.delete(options)?;
-            }
-            match store.data_mut().handle(req) {
+            // table. Their connect and first-byte timeouts go with the
+            // request (each used when shorter than the wall budget left).
+            let timeouts = match options {
+                Some(options) => {
+                    let o = store.data_mut().table.delete(options)?;
+                    let ms = |d: Option<Duration>| {
+                        d.map(|d| d.as_millis().min(u128::from(u64::MAX)) as u64)
+                    };
+                    crate::net::RequestTimeouts {
+                        connect_ms: ms(o.connect_timeout),
+                        first_byte_ms: ms(o.first_byte_timeout),
+                    }
+                }
+                None => Default::default(),
+            };
+            match store.data_mut().handle(req, timeouts) {
                 Ok(future) => Ok((Ok(future),)),
                 Err(e) => Ok((Err(e.downcast()?),)),
             }
@@ -254,14 +265,16 @@ fn same<T: 'static>(r: &Resource<T>) -> Resource<T> {
 
 impl HostState {
     /// `outgoing-handler.handle`: the future at once; the request is
-    /// decided when its body is whole (the guest's options are not used:
-    /// the broker's timeout is the wall budget left).
+    /// decided when its body is whole, under the guest's `timeouts` and
+    /// the wall budget left.
     fn handle(
         &mut self,
         request: Resource<HostOutgoingRequest>,
+        timeouts: crate::net::RequestTimeouts,
     ) -> HttpResult<Resource<HostFutureIncomingResponse>> {
         let req = self.table.delete(request)?;
-        let (head, body) = head(req)?;
+        let (mut head, body) = head(req)?;
+        head.timeouts = timeouts;
         let Some(body) = body else {
             let answer = self.send(head).map_err(HttpError::trap)?;
             let ready = ready(answer);
