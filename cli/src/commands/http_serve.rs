@@ -51,6 +51,11 @@ pub(crate) struct ServeArgs {
     /// more wait for a place, in the order they came. Default: one per core.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     max_concurrent: Option<u32>,
+    /// Client connections open at once (each a socket and a task, idle or
+    /// not); one more is closed as soon as it is accepted.
+    #[arg(long, value_name = "N", default_value_t = 256,
+          value_parser = clap::value_parser!(u32).range(1..=65536))]
+    max_connections: u32,
     /// The component: it exports `wasi:http/incoming-handler` 0.2.
     component: PathBuf,
 }
@@ -60,6 +65,8 @@ struct Server {
     host: WasmHost,
     /// A place per request handled at once.
     places: tokio::sync::Semaphore,
+    /// A place per client connection open at once.
+    connections: Arc<tokio::sync::Semaphore>,
     service: PreparedService,
     caps: Capabilities,
     audit: Option<AuditStream>,
@@ -111,6 +118,7 @@ impl ServeArgs {
         let server = Arc::new(Server {
             host,
             places: tokio::sync::Semaphore::new(places),
+            connections: Arc::new(tokio::sync::Semaphore::new(self.max_connections as usize)),
             service,
             caps,
             audit,
@@ -141,8 +149,14 @@ async fn listen(server: Arc<Server>, addr: SocketAddr) -> Result<()> {
             _ = term.recv() => return Ok(()),
         };
         let Ok((stream, _)) = accepted else { continue };
+        // Past the bound a connection is closed at once (dropped): idle
+        // connections cost the host a socket and a task each.
+        let Ok(open) = server.connections.clone().try_acquire_owned() else {
+            continue;
+        };
         let server = server.clone();
         tokio::spawn(async move {
+            let _open = open;
             let service = service_fn(move |req| {
                 let server = server.clone();
                 async move { Ok::<_, std::convert::Infallible>(handle(&server, req).await) }

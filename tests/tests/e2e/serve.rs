@@ -262,3 +262,56 @@ fn a_slow_client_holds_no_place_and_a_request_past_the_limit_waits_its_turn() {
     assert!(waited >= Duration::from_millis(1100), "{waited:?}");
     drop(slow);
 }
+
+#[test]
+fn connections_past_the_bound_are_closed_at_once_and_the_server_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("caps.toml"), "").unwrap();
+    let server = serve(
+        dir.path(),
+        &guest("http_service"),
+        &["--max-connections", "8"],
+    );
+    let a = server.addr.clone();
+    // 20 idle connections: 8 are kept (each waits for its request's head),
+    // the other 12 are closed by the server as soon as they are accepted.
+    let idle: Vec<TcpStream> = (0..20).map(|_| TcpStream::connect(&a).unwrap()).collect();
+    let (mut kept, mut closed) = (0, 0);
+    for mut s in &idle {
+        s.set_read_timeout(Some(Duration::from_millis(500)))
+            .unwrap();
+        let mut b = [0u8; 1];
+        match s.read(&mut b) {
+            Ok(0) => closed += 1,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                kept += 1
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!((kept, closed), (8, 12));
+    // Their places come back when they go: a request is served.
+    drop(idle);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut s = TcpStream::connect(&a).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        write!(
+            s,
+            "GET /hello HTTP/1.1\r\nhost: {a}\r\nconnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut got = Vec::new();
+        let _ = s.read_to_end(&mut got);
+        if got.starts_with(b"HTTP/1.1 200") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "never served again");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
