@@ -5,6 +5,8 @@
 #
 #   bash host/runners/js/build.sh            ->  target/js/sbx-js.wasm
 #   bash host/runners/js/build.sh -o OUT.wasm
+#   bash host/runners/js/build.sh --tools    ->  prints the build tools' folder
+#                                                (installed first if need be)
 #
 # Every tool comes from the npm registry, pinned by package-lock.json
 # (componentize-js with its StarlingMonkey engine and wizer, esbuild,
@@ -23,16 +25,40 @@ root="$(cd "$here/../../.." && pwd)"
 out="${SBX_WASM_JS_BUILD_DIR:-$root/target/js}"
 target="$out/sbx-js.wasm"
 publish=1
+tools_only=0
 while [ $# -gt 0 ]; do
     case "$1" in
         -o) target="$2"; publish=0; shift 2 ;;
-        *) echo "usage: build.sh [-o OUT.wasm]" >&2; exit 2 ;;
+        --tools) tools_only=1; shift ;;
+        *) echo "usage: build.sh [-o OUT.wasm | --tools]" >&2; exit 2 ;;
     esac
 done
 command -v node >/dev/null && command -v npm >/dev/null || {
     echo "js runner: node and npm are needed to build the runner (Node.js 20 or later)" >&2
     exit 1
 }
+
+# The build tools, by the lock's hash: one install per lock, shared by
+# every clone. Sets $tools.
+install_tools() {
+    local cache_root="${XDG_CACHE_HOME:-$HOME/.cache}/sbx-wasm" lock_hash tmp
+    lock_hash="$(sha256sum "$here/package-lock.json" | cut -c1-16)"
+    tools="$cache_root/npm/js-runner-$lock_hash"
+    if [ ! -d "$tools/node_modules" ]; then
+        echo "js runner: installing the build tools (npm ci, pinned) into $tools" >&2
+        tmp="$tools.tmp.$$"
+        rm -rf "$tmp"
+        mkdir -p "$tmp"
+        cp "$here/package.json" "$here/package-lock.json" "$tmp/"
+        (cd "$tmp" && npm ci --ignore-scripts --no-audit --no-fund --silent)
+        mv "$tmp" "$tools" 2>/dev/null || rm -rf "$tmp"
+    fi
+}
+if [ "$tools_only" = 1 ]; then
+    install_tools
+    echo "$tools"
+    exit 0
+fi
 
 # The WASI packages are the ones the host's wasmtime-wasi implements, as
 # for the Python runner.
@@ -59,20 +85,7 @@ if [ -f "$cache/$stamp.wasm" ]; then
 fi
 
 started=$SECONDS
-# The build tools, by the lock's hash: one install per lock, shared by
-# every clone.
-lock_hash="$(sha256sum "$here/package-lock.json" | cut -c1-16)"
-tools="$cache_root/npm/js-runner-$lock_hash"
-if [ ! -d "$tools/node_modules" ]; then
-    echo "js runner: installing the build tools (npm ci, pinned) into $tools" >&2
-    tmp="$tools.tmp.$$"
-    rm -rf "$tmp"
-    mkdir -p "$tmp"
-    cp "$here/package.json" "$here/package-lock.json" "$tmp/"
-    (cd "$tmp" && npm ci --ignore-scripts --no-audit --no-fund --silent)
-    mv "$tmp" "$tools" 2>/dev/null || rm -rf "$tmp"
-fi
-
+install_tools
 work="$out/build"
 rm -rf "$work"
 stage_wit "$root" "$wasi_wit" "$here/wit/runner.wit" "$work/wit"

@@ -315,3 +315,85 @@ fn connections_past_the_bound_are_closed_at_once_and_the_server_goes_on() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// An app built from `tests/components/js_fetch/app.js` by componentize-js
+/// as the npm registry ships it (pinned by the JS runner's lock), with its
+/// default features: StarlingMonkey's own `fetch` over wasi:http. Built once
+/// per version of its inputs into the user's cache folder.
+fn js_fetch_component() -> std::path::PathBuf {
+    let root = sbx_wasm_tests::repo_root();
+    let tools = Command::new("bash")
+        .arg(root.join("host/runners/js/build.sh"))
+        .arg("--tools")
+        .output()
+        .unwrap();
+    assert!(
+        tools.status.success(),
+        "{}",
+        String::from_utf8_lossy(&tools.stderr)
+    );
+    let tools = String::from_utf8_lossy(&tools.stdout).trim().to_string();
+    let inputs = [
+        "tests/components/js_fetch/app.js",
+        "tests/components/js_fetch/build.sh",
+        "host/runners/js/package-lock.json",
+        "Cargo.toml",
+    ];
+    let key_dir = tempfile::tempdir().unwrap();
+    let key = key_dir.path().join("key");
+    let text: Vec<u8> = inputs
+        .iter()
+        .flat_map(|f| std::fs::read(root.join(f)).unwrap())
+        .collect();
+    std::fs::write(&key, text).unwrap();
+    let dir = sbx_wasm_tests::cached_folder("js-fetch-component", &key, |tmp| {
+        std::fs::create_dir_all(tmp).unwrap();
+        let built = Command::new("bash")
+            .arg(root.join("tests/components/js_fetch/build.sh"))
+            .arg(&tools)
+            .arg(tmp.join("app.wasm"))
+            .output()
+            .unwrap();
+        assert!(
+            built.status.success(),
+            "{}",
+            String::from_utf8_lossy(&built.stderr)
+        );
+    });
+    dir.join("app.wasm")
+}
+
+#[test]
+fn an_unmodified_componentize_js_app_fetches_through_the_broker() {
+    let (upstream, other) = (LoopbackServer::start(), LoopbackServer::start());
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("caps.toml"),
+        format!("[net]\nallow = [\"{}\"]\n", upstream.origin()),
+    )
+    .unwrap();
+    let server = serve(dir.path(), &js_fetch_component(), &[]);
+    let a = server.addr.as_str();
+    let up = format!("/?to={}/status", upstream.origin());
+    assert_eq!(text(&request(a, "GET", &up, b"")), "200 upstream 200: ok");
+    // The neighbour the grant does not name: the app's `fetch` rejects, and
+    // the other server never hears of it.
+    let away = format!("/?to={}/status", other.origin());
+    let refused = request(a, "GET", &away, b"");
+    assert_eq!(refused.0, 502, "{}", text(&refused));
+    assert!(
+        text(&refused).contains("refused: TypeError"),
+        "{}",
+        text(&refused)
+    );
+    assert_eq!((upstream.connections(), other.connections()), (1, 0));
+    drop(server);
+    let audit = std::fs::read_to_string(dir.path().join("audit.jsonl")).unwrap();
+    let fetches: Vec<serde_json::Value> = sbx_wasm_tests::audit_records(&audit)
+        .into_iter()
+        .filter(|r| r["op"] == "net_fetch")
+        .collect();
+    assert_eq!(fetches.len(), 2, "{audit}");
+    assert_eq!(fetches[0]["decision"], "allowed");
+    assert_eq!(fetches[1]["violation"], "egress_denied");
+}
