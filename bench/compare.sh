@@ -10,7 +10,7 @@
 # (--regression F) worse than the one FILE recorded for the same row.
 #
 # Builds, in release: sbx-wasm, the measuring harness (bench/src), the
-# guests, the Python runner, and once, `wasmtime` 48.0.8 from the
+# guests, the Python runner, and once, `wasmtime` 50.0.2 from the
 # wasmtime-cli crate into bench/.tools (about 15 minutes on two cores; the
 # baseline for P1 must be the same wasmtime version). Artifacts are cached in
 # bench/.tools/cache, not in your own cache folder.
@@ -27,8 +27,8 @@ bash "$root/host/runners/python/build.sh"
 bash "$root/host/runners/js/build.sh"
 
 if [ ! -x "$tools/bin/wasmtime" ]; then
-    echo "bench: building wasmtime-cli 48.0.8 into $tools (once; ~15 min on two cores)" >&2
-    CARGO_TARGET_DIR="$tools/target" cargo install --quiet --locked wasmtime-cli --version 48.0.8 \
+    echo "bench: building wasmtime-cli 50.0.2 into $tools (once; ~15 min on two cores)" >&2
+    CARGO_TARGET_DIR="$tools/target" cargo install --quiet --locked wasmtime-cli --version 50.0.2 \
         --root "$tools" --no-default-features \
         --features run,compile,cranelift,component-model,parallel-compilation,pooling-allocator
 fi

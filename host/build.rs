@@ -30,19 +30,6 @@ fn main() {
     table.push(']');
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("runner_sources.rs");
     std::fs::write(out, table).unwrap();
-    pass_page_reset_mark();
-}
-
-/// The vendored wasmtime's build script says how many written regions its
-/// page reset keeps (its `links` key makes that reach this script as
-/// `DEP_SBX_WASMTIME_PAGE_RESET_REGIONS`); crates.io's says nothing. The
-/// library reads it back (`wasm::PageReset`) to warn a build without the fix.
-fn pass_page_reset_mark() {
-    const MARK: &str = "DEP_SBX_WASMTIME_PAGE_RESET_REGIONS";
-    println!("cargo:rerun-if-env-changed={MARK}");
-    if let Ok(regions) = std::env::var(MARK) {
-        println!("cargo:rustc-env=SBX_WASMTIME_PAGE_RESET_REGIONS={regions}");
-    }
 }
 
 /// Every regular file under `dir`, as a `/`-separated path relative to

@@ -153,21 +153,7 @@ fn wasm_target() -> Finding {
 /// written pages.
 fn page_reset() -> Finding {
     match PageReset::detect() {
-        PageReset::Kept { regions } => ok(format!(
-            "pooled runs: pages a run wrote stay mapped for the next (up to {regions} regions)"
-        )),
-        PageReset::Unpatched => Finding {
-            status: "warn",
-            what: "pooled runs: built with crates.io's wasmtime, whose page scan misses \
-                   written pages in swap; every reset unmaps the slot instead (pooled Python \
-                   runs about 2x slower)"
-                .into(),
-            fix: Some(
-                "build with the workspace's [patch.crates-io] wasmtime (docs/library.md, \
-                 \"Speed in your own crate\")"
-                    .into(),
-            ),
-        },
+        PageReset::Kept => ok("pooled runs: pages a run wrote stay mapped for the next".into()),
         _ => Finding {
             status: "warn",
             what: "pooled runs: the kernel cannot report written pages (before Linux 6.7); \

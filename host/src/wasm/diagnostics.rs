@@ -16,8 +16,8 @@ pub struct Diagnostics {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pool_fallback: Option<String>,
     /// For a pooled host, how a slot's memory is reset between runs
-    /// ([`PageReset::Partial`] means a build without the page-reset fix:
-    /// slower pooled runs).
+    /// ([`PageReset::Unmapped`] on kernels that cannot report written
+    /// pages: slower pooled runs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub page_reset: Option<PageReset>,
     /// Whether compiled code counts fuel.

@@ -47,8 +47,7 @@ pub struct PoolSizes {
     /// that stay resident for the next run in the slot, reset by copying
     /// the original contents back rather than unmapped (the pages a run
     /// wrote are found with Linux's `PAGEMAP_SCAN` where the kernel has it,
-    /// 6.7 and later, and the build has the vendored reset:
-    /// [`PageReset`](super::PageReset); elsewhere the lowest bytes are
+    /// 6.7 and later: [`PageReset`](super::PageReset); elsewhere the lowest bytes are
     /// reset by copying). The next run then writes to those pages without a
     /// page fault each; the cost is that much resident memory per slot
     /// between runs. 0 unmaps everything, as wasmtime does by default.
@@ -60,8 +59,8 @@ impl PoolSizes {
     /// larger than the grant allows, and room for components as large as
     /// the Python runner (32 core instances, 8 memories, 32 tables of up to
     /// 100,000 elements each); with the kept page reset
-    /// ([`PageReset::Kept`](super::PageReset::Kept): Linux 6.7 and later,
-    /// the vendored wasmtime), 8 MiB of each slot kept resident (room for
+    /// ([`PageReset::Kept`](super::PageReset::Kept): Linux 6.7 and later),
+    /// 8 MiB of each slot kept resident (room for
     /// what a small Python snippet writes), none otherwise: without the
     /// scan a reset would copy those bytes whether the run wrote them or
     /// not.
@@ -84,9 +83,8 @@ impl PoolSizes {
 
     /// wasmtime's pooling allocator configured for these sizes, as
     /// [`WasmHost::with_pool`] uses it (a baseline that compares with the
-    /// host can take the same). The kernel's page scan is used only with
-    /// the vendored reset ([`PageReset::uses_scan`](super::PageReset::uses_scan)):
-    /// crates.io's wasmtime 48 scan misses written pages in swap.
+    /// host can take the same). The kernel's page scan is used where it
+    /// exists ([`PageReset::uses_scan`](super::PageReset::uses_scan)).
     pub fn pooling_config(&self) -> wasmtime::PoolingAllocationConfig {
         self.config_for(super::PageReset::detect())
     }
@@ -178,10 +176,7 @@ impl WasmHost {
     /// a larger table) fails to instantiate with wasmtime's message.
     pub fn with_pool(sizes: PoolSizes) -> wasmtime::Result<Self> {
         match pooled_engine(&sizes) {
-            Ok(engine) => {
-                super::page_reset::warn_once(super::PageReset::detect());
-                Self::build(engine, Allocator::Pooling(sizes), true)
-            }
+            Ok(engine) => Self::build(engine, Allocator::Pooling(sizes), true),
             Err(e) => Self::build(
                 Engine::new(&base_config(true))?,
                 Allocator::OnDemandFallback(format!("{e:#}")),

@@ -268,7 +268,7 @@ pub fn unsupported_import(
         }
         let mut payload = vec![0u8; size as usize];
         file.read_exact(&mut payload)?;
-        let reader = wasmparser::BinaryReader::new(&payload, offset);
+        let reader = wasmparser::BinaryReader::new(&payload, offset as u64);
         offset += payload.len();
         let Ok(imports) = wasmparser::ComponentImportSectionReader::new(reader) else {
             return Ok(None);

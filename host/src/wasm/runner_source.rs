@@ -24,7 +24,7 @@ const FILES: &[(&str, &[u8])] = include!(concat!(env!("OUT_DIR"), "/runner_sourc
 /// The wasmtime-wasi release this library is built with: its WASI WIT is
 /// what a runner is built against, so a runner never asks for a version
 /// the host lacks. (A test holds it to the workspace's Cargo.lock.)
-pub const WASMTIME_WASI_VERSION: &str = "48.0.8";
+pub const WASMTIME_WASI_VERSION: &str = "50.0.1";
 
 /// The embedded files, by their path from the host crate's folder.
 pub fn files() -> impl Iterator<Item = (&'static str, &'static [u8])> {

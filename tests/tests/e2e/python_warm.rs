@@ -192,8 +192,8 @@ fn an_instance_made_ahead_serves_the_next_run_alone_under_its_grant() {
 #[test]
 fn a_warm_run_finds_the_pages_its_slot_wrote_before_still_mapped() {
     // The reset of a finished run's memory copies the original bytes back
-    // into every page the run wrote and leaves them mapped (the vendored
-    // wasmtime's change, vendor/README.md), so the next snippet in that
+    // into every page the run wrote and leaves them mapped (wasmtime 50's
+    // page reset), so the next snippet in that
     // slot takes (next to) no page faults. With wasmtime's stock 32-region
     // scan a print(1) takes about 240 here, most of its time. Counted on
     // the calling thread, where the guest runs; each run waits for its

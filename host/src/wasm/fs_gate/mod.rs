@@ -41,7 +41,7 @@ use wasmtime_wasi::p2::bindings::filesystem::types::{
 
 pub(crate) use admit::DirInfo;
 
-/// The WASI filesystem version wasmtime-wasi 48 provides (guests importing
+/// The WASI filesystem version wasmtime-wasi 50 provides (guests importing
 /// an older 0.2.x are served by the same functions).
 const TYPES: &str = "wasi:filesystem/types@0.2.12";
 const PREOPENS: &str = "wasi:filesystem/preopens@0.2.12";

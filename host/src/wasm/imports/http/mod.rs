@@ -105,10 +105,6 @@ impl WasiHttpHooks for Hooks {
         CHUNK_BYTES
     }
 
-    fn is_forbidden_header(&mut self, name: &http::HeaderName) -> bool {
-        forbidden(name)
-    }
-
     fn forbidden_header_filter(&mut self) -> ForbiddenHeaderFilter {
         Arc::new(forbidden)
     }
