@@ -9,8 +9,12 @@
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
+
+#[path = "shared/pieces.rs"]
+mod shared;
 use sbx_wasm::net::{SocketOp, special_range};
-use sbx_wasm::{Capabilities, Op, Sandbox};
+use sbx_wasm::{Op, Sandbox};
+use shared::Text;
 use std::net::IpAddr;
 
 const RULES: &[&str] = &[
@@ -52,24 +56,6 @@ const PIECES: &[&str] = &[
 ];
 
 #[derive(Arbitrary, Debug)]
-enum Text {
-    Pieces(Vec<u8>),
-    Raw(String),
-}
-
-impl Text {
-    fn build(&self) -> String {
-        match self {
-            Text::Pieces(idx) => idx
-                .iter()
-                .map(|i| PIECES[*i as usize % PIECES.len()])
-                .collect(),
-            Text::Raw(s) => s.clone(),
-        }
-    }
-}
-
-#[derive(Arbitrary, Debug)]
 enum Ask {
     Lookup(Text),
     /// A connection to `ip:port`, the address `name`'s lookup gave (or
@@ -84,14 +70,7 @@ enum Ask {
 
 fn gate() -> &'static Sandbox {
     static GATE: std::sync::OnceLock<Sandbox> = std::sync::OnceLock::new();
-    GATE.get_or_init(|| {
-        let caps = RULES
-            .iter()
-            .fold(Capabilities::builder(), |b, r| b.allow_egress(*r))
-            .build()
-            .unwrap();
-        Sandbox::new(caps).unwrap()
-    })
+    shared::gate(&GATE, RULES)
 }
 
 fn norm(host: &str) -> String {
@@ -101,7 +80,7 @@ fn norm(host: &str) -> String {
 fuzz_target!(|ask: Ask| {
     match ask {
         Ask::Lookup(name) => {
-            let name = name.build();
+            let name = name.build(PIECES);
             let Ok(permit) = gate().check(&Op::Socket(SocketOp::lookup(name.clone()))) else {
                 return;
             };
@@ -117,7 +96,7 @@ fuzz_target!(|ask: Ask| {
             } else {
                 IpAddr::from(ip)
             };
-            let name = name.as_ref().map(Text::build);
+            let name = name.as_ref().map(|t| t.build(PIECES));
             let op = SocketOp::connect(name.as_deref(), ip, port);
             let Ok(permit) = gate().check(&Op::Socket(op.clone())) else {
                 return;

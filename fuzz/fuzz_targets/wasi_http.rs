@@ -10,7 +10,11 @@
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use sbx_wasm::{Capabilities, Op, Sandbox};
+
+#[path = "shared/pieces.rs"]
+mod shared;
+use sbx_wasm::{Op, Sandbox};
+use shared::Text;
 
 const RULES: &[&str] = &[
     "http://127.0.0.1:8080",
@@ -60,24 +64,6 @@ const NAMES: &[&str] = &[
 ];
 
 #[derive(Arbitrary, Debug)]
-enum Text {
-    Pieces(Vec<u8>),
-    Raw(String),
-}
-
-impl Text {
-    fn build(&self) -> String {
-        match self {
-            Text::Pieces(idx) => idx
-                .iter()
-                .map(|i| PIECES[*i as usize % PIECES.len()])
-                .collect(),
-            Text::Raw(s) => s.clone(),
-        }
-    }
-}
-
-#[derive(Arbitrary, Debug)]
 struct Parts {
     method: u8,
     scheme: Option<u8>,
@@ -88,21 +74,14 @@ struct Parts {
 
 fn gate() -> &'static Sandbox {
     static GATE: std::sync::OnceLock<Sandbox> = std::sync::OnceLock::new();
-    GATE.get_or_init(|| {
-        let caps = RULES
-            .iter()
-            .fold(Capabilities::builder(), |b, r| b.allow_egress(*r))
-            .build()
-            .unwrap();
-        Sandbox::new(caps).unwrap()
-    })
+    shared::gate(&GATE, RULES)
 }
 
 fuzz_target!(|p: Parts| {
     let method = METHODS[p.method as usize % METHODS.len()];
     let scheme = p.scheme.map(|s| SCHEMES[s as usize % SCHEMES.len()]);
-    let authority = p.authority.as_ref().map(Text::build);
-    let path = p.path.as_ref().map(Text::build);
+    let authority = p.authority.as_ref().map(|t| t.build(PIECES));
+    let path = p.path.as_ref().map(|t| t.build(PIECES));
     let headers: Vec<(&str, &[u8])> = p
         .headers
         .iter()
