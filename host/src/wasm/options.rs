@@ -247,8 +247,10 @@ impl RunOptions {
     /// mostly wait (a thousand asleep cost a thousand threads otherwise).
     /// Guest code then yields to the caller's tasks only at epoch ticks
     /// (10 ms), and a fetch or tool call blocks one of the caller's
-    /// workers: keep CPU-bound guests off it. Dropping the future still
-    /// ends the run. No effect on the blocking API.
+    /// workers: keep CPU-bound guests off it. A guest's TCP sockets (a
+    /// grant's `tcp://` rules) are registered with that runtime, which then
+    /// needs IO enabled. Dropping the future still ends the run. No effect
+    /// on the blocking API.
     pub fn in_place(mut self, in_place: bool) -> Self {
         self.in_place = in_place;
         self
