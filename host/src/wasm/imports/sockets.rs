@@ -196,8 +196,9 @@ impl HostState {
                     return Ok(Err(ErrorCode::AccessDenied));
                 };
                 let mut p = granted.proofs.lock().unwrap_or_else(|e| e.into_inner());
-                // The check sees the address as the guest wrote it (an
-                // IPv4-mapped one stays mapped).
+                // As the guest wrote it, which is what the check sees (an
+                // IPv4-mapped spelling never gets here: refused as an
+                // argument before the decision).
                 p.push(addr);
                 if p.len() > MAX_PROOFS {
                     // Connections decided and never started (a guest
