@@ -291,7 +291,6 @@ fn warm_loop(
     let _ended = Ended(pool);
     let Ok(rt) = tokio::runtime::Builder::new_current_thread()
         .enable_time()
-        .enable_io()
         .build()
     else {
         return;
