@@ -159,6 +159,11 @@ fn base(
     }
 }
 
+/// The address a fetch or a connection dialled, as its record holds it.
+fn dialled(e: &AuditEvent) -> Option<std::net::SocketAddr> {
+    e.address.as_deref()?.parse().ok()
+}
+
 /// The event of one audit record.
 pub fn event(e: &AuditEvent, ctx: &Context) -> Value {
     let (class, class_name, activity) = activity_of(e);
@@ -230,11 +235,7 @@ pub fn event(e: &AuditEvent, ctx: &Context) -> Value {
             if let Some(code) = e.status {
                 put("http_response", json!({ "code": code }));
             }
-            if let Some(addr) = e
-                .address
-                .as_deref()
-                .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
-            {
+            if let Some(addr) = dialled(e) {
                 put(
                     "dst_endpoint",
                     json!({ "ip": addr.ip().to_string(), "port": addr.port() }),
@@ -247,11 +248,7 @@ pub fn event(e: &AuditEvent, ctx: &Context) -> Value {
             if let Ok(p) = port.parse::<u16>() {
                 dst["port"] = json!(p);
             }
-            if let Some(addr) = e
-                .address
-                .as_deref()
-                .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
-            {
+            if let Some(addr) = dialled(e) {
                 dst["ip"] = json!(addr.ip().to_string());
             }
             put("dst_endpoint", dst);
