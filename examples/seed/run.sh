@@ -9,7 +9,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 port=18080
 
-rustup target add wasm32-wasip2 >/dev/null 2>&1 || true
+# The toolchain rust-toolchain.toml pins, with its components and the
+# wasm32-wasip2 target (rustup does not install it on first use).
+(cd "$root" && rustup toolchain install >/dev/null)
 
 if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
   echo "run.sh: port $port is already in use; stop whatever listens there and retry" >&2
