@@ -33,5 +33,22 @@ fn main() {
         }
         _ => {}
     }
+    raise_descriptor_limit();
     std::process::exit(commands::Cli::parse().execute());
+}
+
+/// Raise this process's soft limit on open descriptors to its hard limit
+/// (as Go's runtime does at start). Every run this process hosts may hold
+/// up to `MAX_OPEN_FILES` files and `MAX_OPEN_SOCKETS` sockets at once; a
+/// soft limit of 1,024, common on desktops, would let two hoarding runs
+/// starve the host itself of descriptors long before any bound is met.
+/// The hard limit stays what the operator set.
+fn raise_descriptor_limit() {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let mut limit = getrlimit(Resource::Nofile);
+    if limit.maximum.is_some() && limit.current < limit.maximum {
+        limit.current = limit.maximum;
+        // Refused (a sandbox forbidding it): the soft limit stays as it was.
+        let _ = setrlimit(Resource::Nofile, limit);
+    }
 }

@@ -63,6 +63,7 @@ pub(super) fn idle_state() -> Option<HostState> {
         gate: crate::gate::Sandbox::builder(caps).build().ok()?,
         limiter: MemoryLimiter::new(u64::MAX),
         fs_paths: std::collections::HashMap::new(),
+        open_files: super::held::Held::files(),
         deterministic: false,
         script_error: None,
         exit_code: None,

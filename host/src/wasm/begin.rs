@@ -83,6 +83,7 @@ impl WasmHost {
             gate: gate.build()?,
             limiter: MemoryLimiter::new(budget.max_memory_bytes),
             fs_paths: std::collections::HashMap::new(),
+            open_files: super::held::Held::files(),
             deterministic,
             script_error: None,
             exit_code: None,

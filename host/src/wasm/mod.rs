@@ -22,6 +22,7 @@ mod diagnostics;
 mod core;
 mod engine;
 mod fs_gate;
+mod held;
 pub(crate) mod imports;
 mod limits;
 mod load;
@@ -46,6 +47,7 @@ pub use cache::{ArtifactCache, CacheEntry, CacheOutcome, process_alive};
 pub use core::CoreOutcome;
 pub use diagnostics::Diagnostics;
 pub use engine::{Allocator, PoolSizes};
+pub use held::{MAX_OPEN_FILES, MAX_OPEN_SOCKETS};
 pub use imports::{MAX_HTTP_BODIES, MAX_HTTP_BODY_BYTES_HELD};
 pub use load::{LoadError, MAX_COMPONENT_BYTES, refuse_unsupported_imports, unsupported_import};
 pub use options::{RunOptions, WasmRun};
@@ -103,6 +105,8 @@ pub(crate) struct HostState {
     limiter: MemoryLimiter,
     /// What fs_gate knows of each directory descriptor (by resource rep).
     fs_paths: std::collections::HashMap<u32, fs_gate::DirInfo>,
+    /// The files the guest has open (`held.rs`).
+    open_files: held::Held,
     /// File times and identities come from the virtual clock.
     deterministic: bool,
     /// The exception a script runner said the script ended on.
@@ -111,7 +115,7 @@ pub(crate) struct HostState {
     exit_code: Option<i32>,
     /// wasi:http's requests and their state (`imports/http/`).
     http: imports::HttpDoor,
-    /// wasi:sockets' lookups and connections (`imports/sockets.rs`).
+    /// wasi:sockets' lookups and connections (`imports/sockets/`).
     tcp: imports::SocketDoor,
 }
 

@@ -283,3 +283,36 @@ fn no_tcp_rule_no_socket() {
     );
     assert!(!OpKind::NetConnect.plannable());
 }
+
+#[test]
+fn a_run_holds_at_most_max_open_sockets_at_once() {
+    let server = LineServer::start();
+    let p = server.port;
+    let max = sbx_wasm::wasm::MAX_OPEN_SOCKETS;
+    let caps = builder()
+        .allow_egress(format!("tcp://127.0.0.1:{p}"))
+        .build()
+        .unwrap();
+    let steps = [format!("hold 127.0.0.1:{p} {}", max * 4)];
+    let (run, out) = run_steps(caps, StaticResolver::new(), &steps);
+    assert_eq!(run.report.exit_code, Some(0), "{out} {:?}", run.trap);
+    // Past the bound a new socket fails softly (WASI's new-socket-limit),
+    // and closing one makes room again (the neighbour).
+    assert!(out.contains(&format!("0: held {max}, then Some(")), "{out}");
+    assert!(out.contains("after closing one: Ok(())"), "{out}");
+    // The refused socket was never made: it dialled nothing, and no
+    // connection is on record for it.
+    // (The server accepts on its own thread: give it a moment to count.)
+    for _ in 0..200 {
+        if server.connections() > max {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(server.connections(), max + 1);
+    let connects = ops(&run)
+        .iter()
+        .filter(|(op, _, v)| op == "net_connect" && v.is_none())
+        .count();
+    assert_eq!(connects, max + 1);
+}

@@ -9,7 +9,10 @@
 //! - `grow BYTES`: extends one file to BYTES with `set_len` (sparse growth);
 //! - `times`: creates a file and prints the times it sees;
 //! - `rename-root`: tries to rename and remove the write mount itself, then
-//!   renames a file inside it there and back.
+//!   renames a file inside it there and back;
+//! - `hoard PATH N`: opens `PATH` `N` times, keeping every file open; prints
+//!   how many opened and the first error, then whether one more opens once
+//!   one is closed.
 
 use sbx_guest::Request;
 use std::io::{Read, Write};
@@ -92,6 +95,24 @@ fn times() {
     }
 }
 
+fn hoard(path: &str, n: usize) {
+    let mut held = Vec::new();
+    let mut first_error = None;
+    for _ in 0..n {
+        match std::fs::File::open(path) {
+            Ok(f) => held.push(f),
+            Err(e) => {
+                first_error = Some(e.kind());
+                break;
+            }
+        }
+    }
+    println!("held {}, then {first_error:?}", held.len());
+    held.pop();
+    let again = std::fs::File::open(path).map(|_| ()).map_err(|e| e.kind());
+    println!("after closing one: {again:?}");
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let num = |i: usize| args.get(i).and_then(|a| a.parse().ok()).unwrap_or(1usize);
@@ -128,6 +149,7 @@ fn main() {
                     .and_then(|()| std::fs::rename("/work/out/kept.txt", "/work/out/keep.txt")),
             );
         }
+        Some("hoard") => hoard(args.get(2).map_or("/", String::as_str), num(3)),
         other => eprintln!("abuse: unknown mode {other:?}"),
     }
 }

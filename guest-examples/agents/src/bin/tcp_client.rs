@@ -6,7 +6,10 @@
 //! - `drain HOST:PORT`: connect, send `big`, read until the server closes;
 //! - `lookup NAME`: look `NAME` up; prints how many addresses came back;
 //! - `listen ADDR`: bind a listener at `ADDR`;
-//! - `udp ADDR`: bind a UDP socket at `ADDR`.
+//! - `udp ADDR`: bind a UDP socket at `ADDR`;
+//! - `hold HOST:PORT N`: connect `N` times, keeping every connection open;
+//!   prints how many connected and the first error, then whether one more
+//!   connects once one is closed.
 //!
 //! Prints one line per step: `N: RESULT` or `N: error KIND`.
 
@@ -35,6 +38,28 @@ fn step(words: &[&str]) -> Result<String, std::io::Error> {
         }
         ["listen", addr] => TcpListener::bind(*addr).map(|_| "listening".to_string()),
         ["udp", addr] => UdpSocket::bind(*addr).map(|_| "bound".to_string()),
+        ["hold", target, n] => {
+            let n: usize = n.parse().unwrap_or(1);
+            let mut held = Vec::new();
+            let mut first_error = None;
+            while held.len() < n {
+                match TcpStream::connect(*target) {
+                    Ok(s) => held.push(s),
+                    Err(e) => {
+                        first_error = Some(e.kind());
+                        break;
+                    }
+                }
+            }
+            let count = held.len();
+            held.pop();
+            let again = TcpStream::connect(*target)
+                .map(|_| ())
+                .map_err(|e| e.kind());
+            Ok(format!(
+                "held {count}, then {first_error:?}; after closing one: {again:?}"
+            ))
+        }
         _ => Ok(format!("unknown step {words:?}")),
     }
 }

@@ -30,7 +30,7 @@ use crate::violation::{Denial, Violation};
 use link::check_link_target;
 use printed::printed;
 use quota::metered;
-use wasmtime::component::{Linker, Resource};
+use wasmtime::component::{Linker, Resource, ResourceType};
 use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemView};
 use wasmtime_wasi::p2::FsError;
 use wasmtime_wasi::p2::bindings::filesystem::preopens::Host as _;
@@ -112,6 +112,19 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
     })?;
 
     let mut t = linker.instance(TYPES)?;
+    // A descriptor's drop, as wasmtime-wasi's, and what the run knew of it
+    // forgotten: its place among the files it holds, its path.
+    t.resource(
+        "descriptor",
+        ResourceType::host::<Descriptor>(),
+        |mut store, rep| {
+            let state = store.data_mut();
+            state.table.delete(Resource::<Descriptor>::new_own(rep))?;
+            state.open_files.release(rep);
+            state.fs_paths.remove(&rep);
+            Ok(())
+        },
+    )?;
     t.func_wrap_async(
         "[method]descriptor.open-at",
         |mut store,
@@ -128,6 +141,11 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
                     .intersects(OpenFlags::CREATE | OpenFlags::TRUNCATE | OpenFlags::EXCLUSIVE)
                     || df.intersects(DescriptorFlags::WRITE | DescriptorFlags::MUTATE_DIRECTORY);
                 let dir = fd.rep();
+                if state.open_files.full() {
+                    // The run holds as many as it may (`held.rs`): refused
+                    // as the OS refuses past its own limit, before any op.
+                    return Ok((Err(ErrorCode::Io),));
+                }
                 let a = admit_or_return!(state, dir, path, if writes { write } else { read });
                 let creates = of.contains(OpenFlags::CREATE)
                     && state
@@ -142,6 +160,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
                 }
                 let r = state.filesystem().open_at(fd, pf, path, of, df).await;
                 if let Ok(new) = &r {
+                    state.open_files.hold(new.rep());
                     let info = DirInfo {
                         path: a.full.clone(),
                         via: a.via.clone(),

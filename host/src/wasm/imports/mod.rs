@@ -2,7 +2,7 @@
 //! and the one mapping of a gate result to a guest answer. Soft denials
 //! return as values; a hard limit traps. Each interface's host side has
 //! its own file here (`net.rs`, `tools.rs`, `kv.rs`, `fs.rs`): the capability's WIT adapter;
-//! `http.rs` and `sockets.rs` are the network capability's doors for standard
+//! `http/` and `sockets/` are the network capability's doors for standard
 //! components (wasi:http, wasi:sockets);
 //! `outcome.rs` takes a script runner's report of how the script failed.
 

@@ -241,3 +241,33 @@ fn deterministic_runs_show_virtual_file_times() {
     let c = cli(t.path(), "", &[], "abuse", &["times"]);
     assert!(!c.stdout.contains("1767225600000000000"), "{}", c.stdout);
 }
+
+#[test]
+fn a_run_holds_at_most_max_open_files_at_once() {
+    let t = mount_tree(&[("data/notes.txt", "n")]);
+    let max = sbx_wasm::wasm::MAX_OPEN_FILES;
+    let n = (max * 3).to_string();
+    let r = cli(
+        t.path(),
+        "",
+        &[],
+        "abuse",
+        &["hoard", "/work/notes.txt", &n],
+    );
+    assert_eq!(r.code, Some(0), "{} {}", r.stdout, r.report);
+    // Past the bound an open fails softly, as the OS's own limit does, and
+    // closing one makes room again (the neighbour).
+    assert!(
+        r.stdout.contains(&format!("held {max}, then Some(")),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("after closing one: Ok(())"),
+        "{}",
+        r.stdout
+    );
+    // The refused open never became an op: one record per file opened.
+    let opens = r.events("/work/notes.txt").len();
+    assert_eq!(opens, max + 1, "{:?}", r.audit.first());
+}

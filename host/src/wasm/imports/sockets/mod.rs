@@ -17,17 +17,23 @@
 //! - **Bytes**: what a connection receives is charged to
 //!   `max_output_bytes` as the guest reads it (its input stream is
 //!   wrapped in `finish-connect`); past the budget the run halts.
+//! - **Held**: a run holds at most [`MAX_OPEN_SOCKETS`](crate::wasm::MAX_OPEN_SOCKETS)
+//!   TCP sockets at once (`create-tcp-socket` is shadowed to count them,
+//!   the socket's drop to free them): each is a descriptor of the host
+//!   process. Past it, `new-socket-limit`.
 //! - Not provided: binding a chosen address, listening, UDP. wasmtime-wasi
 //!   asks the same address check, which allows only the ephemeral
 //!   any-address bind a connect makes, so they fail with `access-denied`.
 
+mod charged;
+
+use super::super::held::Held;
 use super::super::{HardLimit, HostState};
 use crate::budget::OutputMeter;
 use crate::gate::Decided;
 use crate::net::SocketOp;
 use crate::op::{Failure, Op, Output};
-use crate::violation::Violation;
-use bytes::Bytes;
+use charged::Charged;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
@@ -36,14 +42,14 @@ use wasmtime_wasi::p2::bindings::sockets::network::{
     ErrorCode, IpAddress, IpAddressFamily, IpSocketAddress, Network,
 };
 use wasmtime_wasi::p2::bindings::sockets::tcp::HostTcpSocket as _;
-use wasmtime_wasi::p2::{
-    DynInputStream, DynPollable, InputStream, Pollable, StreamError, StreamResult, TcpSocket,
-};
+use wasmtime_wasi::p2::bindings::sockets::tcp_create_socket::Host as _;
+use wasmtime_wasi::p2::{DynInputStream, DynPollable, Pollable, TcpSocket};
 use wasmtime_wasi::sockets::{SocketAddrUse, WasiSocketsView};
 
 /// The interfaces' versions as this wasmtime-wasi links them.
 const IP_NAME_LOOKUP: &str = "wasi:sockets/ip-name-lookup@0.2.12";
 const TCP: &str = "wasi:sockets/tcp@0.2.12";
+const TCP_CREATE_SOCKET: &str = "wasi:sockets/tcp-create-socket@0.2.12";
 
 /// Looked-up addresses the door remembers for a run (each lookup is an op,
 /// so `max_ops` bounds them too; past this, the oldest are forgotten and
@@ -62,8 +68,9 @@ type Verdict = std::pin::Pin<Box<dyn Future<Output = bool> + Send + Sync>>;
 const MAX_PROOFS: usize = 256;
 
 /// The socket state of one run.
-#[derive(Default)]
 pub(crate) struct SocketDoor {
+    /// The TCP sockets the guest holds (`held.rs`).
+    open: Held,
     /// The name each address a lookup answered came from.
     looked_up: HashMap<IpAddr, String>,
     /// In the order they were answered, to forget the oldest.
@@ -71,6 +78,17 @@ pub(crate) struct SocketDoor {
     /// `None` when the grant holds no tcp rule (no socket can exist; a run
     /// pays nothing for the door).
     granted: Option<Granted>,
+}
+
+impl Default for SocketDoor {
+    fn default() -> Self {
+        SocketDoor {
+            open: Held::sockets(),
+            looked_up: HashMap::new(),
+            order: Default::default(),
+            granted: None,
+        }
+    }
 }
 
 /// What a run whose grant allows sockets holds.
@@ -121,6 +139,16 @@ impl SocketDoor {
                 }
             }
         }
+    }
+}
+
+/// Leave a proof for `addr`. Past [`MAX_PROOFS`] (connections decided and
+/// never dialled: a guest dropping sockets unpolled), the oldest goes.
+fn leave(proofs: &Proofs, addr: SocketAddr) {
+    let mut p = proofs.lock().unwrap_or_else(|e| e.into_inner());
+    p.push(addr);
+    if p.len() > MAX_PROOFS {
+        p.remove(0);
     }
 }
 
@@ -195,64 +223,14 @@ impl HostState {
                 let Some(granted) = &self.tcp.granted else {
                     return Ok(Err(ErrorCode::AccessDenied));
                 };
-                let mut p = granted.proofs.lock().unwrap_or_else(|e| e.into_inner());
                 // As the guest wrote it, which is what the check sees (an
                 // IPv4-mapped spelling never gets here: refused as an
                 // argument before the decision).
-                p.push(addr);
-                if p.len() > MAX_PROOFS {
-                    // Connections decided and never started (a guest
-                    // dropping sockets unpolled): the oldest goes.
-                    p.remove(0);
-                }
+                leave(&granted.proofs, addr);
                 Ok(())
             }
             Err(code) => Err(code),
         })
-    }
-}
-
-/// What a connection receives, charged to `max_output_bytes` as it is read.
-struct Charged {
-    inner: DynInputStream,
-    meter: Arc<OutputMeter>,
-}
-
-impl Charged {
-    fn charge(&self, n: usize) -> StreamResult<()> {
-        if self.meter.try_charge(n as u64) {
-            return Ok(());
-        }
-        self.meter.mark_breached();
-        Err(StreamError::Trap(wasmtime::Error::new(HardLimit(
-            Violation::MaxOutputBytes,
-        ))))
-    }
-}
-
-#[wasmtime_wasi::async_trait]
-impl Pollable for Charged {
-    async fn ready(&mut self) {
-        self.inner.ready().await;
-    }
-}
-
-#[wasmtime_wasi::async_trait]
-impl InputStream for Charged {
-    fn read(&mut self, size: usize) -> StreamResult<Bytes> {
-        let bytes = self.inner.read(size)?;
-        self.charge(bytes.len())?;
-        Ok(bytes)
-    }
-
-    fn skip(&mut self, n: usize) -> StreamResult<usize> {
-        let skipped = self.inner.skip(n)?;
-        self.charge(skipped)?;
-        Ok(skipped)
-    }
-
-    async fn cancel(&mut self) {
-        self.inner.cancel().await;
     }
 }
 
@@ -300,7 +278,34 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
             Ok((p,))
         },
     )?;
+    let mut create = linker.instance(TCP_CREATE_SOCKET)?;
+    create.func_wrap(
+        "create-tcp-socket",
+        |mut store, (family,): (IpAddressFamily,)| {
+            let state = store.data_mut();
+            if state.tcp.open.full() {
+                return Ok((Err(ErrorCode::NewSocketLimit),));
+            }
+            let made = answer(state.sockets().create_tcp_socket(family))?;
+            if let Ok(socket) = &made {
+                state.tcp.open.hold(socket.rep());
+            }
+            Ok((made,))
+        },
+    )?;
     let mut tcp = linker.instance(TCP)?;
+    // A socket's drop, as wasmtime-wasi's, and its place among the sockets
+    // the run holds made free.
+    tcp.resource(
+        "tcp-socket",
+        ResourceType::host::<TcpSocket>(),
+        |mut store, rep| {
+            let state = store.data_mut();
+            state.table.delete(Resource::<TcpSocket>::new_own(rep))?;
+            state.tcp.open.release(rep);
+            Ok(())
+        },
+    )?;
     tcp.func_wrap(
         "[method]tcp-socket.start-connect",
         |mut store,
@@ -422,6 +427,23 @@ mod tests {
         assert!(!ask("0.0.0.0:0", SocketAddrUse::UdpBind));
         assert!(!ask("127.0.0.1:53", SocketAddrUse::UdpSend));
         assert!(!ask("127.0.0.1:53", SocketAddrUse::UdpReceive));
+    }
+
+    #[test]
+    fn proofs_left_undialled_are_bounded_oldest_first() {
+        let proofs = Proofs::default();
+        let addr = |i: usize| SocketAddr::from(([10, 0, (i >> 8) as u8, i as u8], 5432));
+        for i in 0..MAX_PROOFS + 3 {
+            leave(&proofs, addr(i));
+        }
+        assert_eq!(proofs.lock().unwrap().len(), MAX_PROOFS);
+        // The three oldest are gone; the newest are still there, once each.
+        for i in 0..3 {
+            assert!(!take(&proofs, addr(i)), "{i}");
+        }
+        assert!(take(&proofs, addr(MAX_PROOFS + 2)));
+        assert!(!take(&proofs, addr(MAX_PROOFS + 2)));
+        assert!(take(&proofs, addr(3)));
     }
 
     #[test]
