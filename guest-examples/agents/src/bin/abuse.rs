@@ -12,7 +12,9 @@
 //!   renames a file inside it there and back;
 //! - `hoard PATH N`: opens `PATH` `N` times, keeping every file open; prints
 //!   how many opened and the first error, then whether one more opens once
-//!   one is closed.
+//!   one is closed;
+//! - `handles N`: makes `N` host resources (clock pollables) and keeps them
+//!   all; prints how many it made.
 
 use sbx_guest::Request;
 use std::io::{Read, Write};
@@ -148,6 +150,14 @@ fn main() {
                 std::fs::rename("/work/out/keep.txt", "/work/out/kept.txt")
                     .and_then(|()| std::fs::rename("/work/out/kept.txt", "/work/out/keep.txt")),
             );
+        }
+        Some("handles") => {
+            let n = num(2);
+            let mut kept = Vec::new();
+            for _ in 0..n {
+                kept.push(wasip2::clocks::monotonic_clock::subscribe_duration(1 << 40));
+            }
+            println!("made {}", kept.len());
         }
         Some("hoard") => hoard(args.get(2).map_or("/", String::as_str), num(3)),
         other => eprintln!("abuse: unknown mode {other:?}"),

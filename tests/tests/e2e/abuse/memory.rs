@@ -142,3 +142,33 @@ fn a_guest_passing_8_mib_strings_in_every_call_keeps_the_host_bounded() {
         "host grew {grew_mib} MiB over its baseline"
     );
 }
+
+#[test]
+fn a_guest_hoarding_host_handles_is_halted_before_the_host_grows() {
+    let t = mount_tree(&[("data/notes.txt", "n")]);
+    std::fs::write(t.path().join("caps.toml"), mount_caps("")).unwrap();
+    let run = |n: &str| {
+        let mut cmd = Command::new(sbx_bin());
+        cmd.current_dir(t.path())
+            .env("SBX_WASM_CACHE_DIR", t.path().join("cache"))
+            .args(["run", "--caps", "caps.toml"])
+            .arg(guest("abuse"))
+            .args(["--", "handles", n])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        peak_rss_kib(&mut cmd)
+    };
+    // The neighbour: a thousand resources held, the run completes.
+    let (code, base) = run("1000");
+    assert_eq!(code, 0);
+    // Each pollable is host memory outside the guest's linear memory (so
+    // outside max_memory): wasmtime's bound on the live handles of a store
+    // (100,000) halts the run long before ten million, and the host's peak
+    // stays within tens of MiB of the neighbour's.
+    let (code, peak) = run("10000000");
+    assert_ne!(code, 0, "ten million handles were made");
+    let grew_mib = (peak - base) / 1024;
+    eprintln!("peak RSS {} MiB against {} MiB", peak / 1024, base / 1024);
+    assert!(grew_mib < 96, "the host grew by {grew_mib} MiB");
+}
