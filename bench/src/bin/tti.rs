@@ -59,37 +59,37 @@ fn sequential(n: usize, f: Sandbox) -> Res<Vec<Duration>> {
         .collect()
 }
 
-/// `n` sandboxes, one started every `gap`, each on a thread of its own.
+/// `n` sandboxes, one started every `gap`, whether or not the one before
+/// is done.
 fn staggered(n: usize, gap: Duration, f: Sandbox) -> Res<Vec<Duration>> {
     let t0 = Instant::now();
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (0..n)
-            .map(|i| {
-                s.spawn(move || {
-                    let start = t0 + gap * i as u32;
-                    std::thread::sleep(start.saturating_duration_since(Instant::now()));
-                    let t = Instant::now();
-                    f()?;
-                    Ok(t.elapsed())
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().map_err(|_| "a sandbox's thread panicked")?)
-            .collect()
-    })
+    let wait = |i: usize| {
+        let start = t0 + gap * i as u32;
+        std::thread::sleep(start.saturating_duration_since(Instant::now()));
+    };
+    on_threads(n, &wait, f)
 }
 
 /// `n` sandboxes asked for at the same moment.
 fn burst(n: usize, f: Sandbox) -> Res<Vec<Duration>> {
     let ready = Barrier::new(n);
+    on_threads(
+        n,
+        &|_| {
+            ready.wait();
+        },
+        f,
+    )
+}
+
+/// `n` sandboxes, each on a thread of its own, sandbox `i` asked for once
+/// `wait(i)` returns; the time each took from then.
+fn on_threads(n: usize, wait: &(dyn Fn(usize) + Sync), f: Sandbox) -> Res<Vec<Duration>> {
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..n)
-            .map(|_| {
-                let ready = &ready;
+            .map(|i| {
                 s.spawn(move || {
-                    ready.wait();
+                    wait(i);
                     let t = Instant::now();
                     f()?;
                     Ok(t.elapsed())

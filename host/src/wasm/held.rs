@@ -9,7 +9,9 @@
 //! many a run holds at once; past it, opening one more fails as the OS
 //! fails it at its own limit, softly, and closing one makes room.
 
+use super::HostState;
 use std::collections::HashSet;
+use wasmtime::component::{LinkerInstance, Resource, ResourceType};
 
 /// Files and folders a run may hold open at once (besides its mounts'
 /// own preopened folders). Past it, `open-at` fails with `io`, the code
@@ -57,6 +59,22 @@ impl Held {
     pub(crate) fn release(&mut self, rep: u32) {
         self.reps.remove(&rep);
     }
+}
+
+/// Define host resource `name` of `inst` again, its drop what
+/// wasmtime-wasi's is (the entry leaves the table, which closes what it
+/// holds) followed by `forget`, which frees what the run kept of it.
+pub(crate) fn on_drop<R: Send + 'static>(
+    inst: &mut LinkerInstance<'_, HostState>,
+    name: &str,
+    forget: fn(&mut HostState, u32),
+) -> wasmtime::Result<()> {
+    inst.resource(name, ResourceType::host::<R>(), move |mut store, rep| {
+        let state = store.data_mut();
+        state.table.delete(Resource::<R>::new_own(rep))?;
+        forget(state, rep);
+        Ok(())
+    })
 }
 
 #[cfg(test)]

@@ -30,7 +30,7 @@ use crate::violation::{Denial, Violation};
 use link::check_link_target;
 use printed::printed;
 use quota::metered;
-use wasmtime::component::{Linker, Resource, ResourceType};
+use wasmtime::component::{Linker, Resource};
 use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemView};
 use wasmtime_wasi::p2::FsError;
 use wasmtime_wasi::p2::bindings::filesystem::preopens::Host as _;
@@ -114,17 +114,10 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
     let mut t = linker.instance(TYPES)?;
     // A descriptor's drop, as wasmtime-wasi's, and what the run knew of it
     // forgotten: its place among the files it holds, its path.
-    t.resource(
-        "descriptor",
-        ResourceType::host::<Descriptor>(),
-        |mut store, rep| {
-            let state = store.data_mut();
-            state.table.delete(Resource::<Descriptor>::new_own(rep))?;
-            state.open_files.release(rep);
-            state.fs_paths.remove(&rep);
-            Ok(())
-        },
-    )?;
+    super::held::on_drop::<Descriptor>(&mut t, "descriptor", |state, rep| {
+        state.open_files.release(rep);
+        state.fs_paths.remove(&rep);
+    })?;
     t.func_wrap_async(
         "[method]descriptor.open-at",
         |mut store,

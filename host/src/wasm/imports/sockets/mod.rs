@@ -27,7 +27,7 @@
 
 mod charged;
 
-use super::super::held::Held;
+use super::super::held::{Held, on_drop};
 use super::super::{HardLimit, HostState};
 use crate::budget::OutputMeter;
 use crate::gate::Decided;
@@ -37,7 +37,7 @@ use charged::Charged;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
-use wasmtime::component::{Linker, Resource, ResourceType};
+use wasmtime::component::{Linker, Resource};
 use wasmtime_wasi::p2::bindings::sockets::network::{
     ErrorCode, IpAddress, IpAddressFamily, IpSocketAddress, Network,
 };
@@ -240,17 +240,7 @@ impl HostState {
 pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
     let mut lookup = linker.instance(IP_NAME_LOOKUP)?;
-    lookup.resource(
-        "resolve-address-stream",
-        ResourceType::host::<Answer>(),
-        |mut store, rep| {
-            store
-                .data_mut()
-                .table
-                .delete(Resource::<Answer>::new_own(rep))?;
-            Ok(())
-        },
-    )?;
+    on_drop::<Answer>(&mut lookup, "resolve-address-stream", |_, _| {})?;
     lookup.func_wrap(
         "resolve-addresses",
         |mut store, (network, name): (Resource<Network>, String)| {
@@ -296,16 +286,9 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
     let mut tcp = linker.instance(TCP)?;
     // A socket's drop, as wasmtime-wasi's, and its place among the sockets
     // the run holds made free.
-    tcp.resource(
-        "tcp-socket",
-        ResourceType::host::<TcpSocket>(),
-        |mut store, rep| {
-            let state = store.data_mut();
-            state.table.delete(Resource::<TcpSocket>::new_own(rep))?;
-            state.tcp.open.release(rep);
-            Ok(())
-        },
-    )?;
+    on_drop::<TcpSocket>(&mut tcp, "tcp-socket", |state, rep| {
+        state.tcp.open.release(rep)
+    })?;
     tcp.func_wrap(
         "[method]tcp-socket.start-connect",
         |mut store,
