@@ -382,3 +382,52 @@ fn each_run_makes_its_own_connections_and_a_recording_replays_without_the_networ
     assert_eq!(again.audit, first.audit);
     assert_eq!(s.connections(), 4);
 }
+
+/// The same walls for an unmodified ecosystem client: `wstd`'s, built from
+/// the crates.io registry (`guest-examples/agents/src/bin/wstd_fetch.rs`).
+#[test]
+fn an_unmodified_wstd_client_meets_the_same_walls() {
+    let (s, other) = (LoopbackServer::start(), LoopbackServer::start());
+    let g = s.origin();
+    let host = WasmHost::new().unwrap();
+    let agent = host.load(&guest("wstd_fetch")).unwrap();
+    let fetch = |rules: &[&str], urls: &[String]| {
+        let mut caps = Capabilities::builder().max_wall(std::time::Duration::from_secs(20));
+        for r in rules {
+            caps = caps.allow_egress(*r);
+        }
+        let opts = RunOptions::new(caps.build().unwrap()).args(urls.iter().cloned());
+        let run = host.run(&agent, opts).unwrap();
+        let out = String::from_utf8_lossy(&run.stdout).into_owned();
+        assert_eq!(run.report.exit_code, Some(0), "{out} {:?}", run.trap);
+        (violations(&run), out)
+    };
+    let denied = "error ErrorCode::HttpRequestDenied";
+    // The granted origin answers (the neighbour); the other server is
+    // refused before any dial; a redirect's second hop, to the metadata
+    // address, is a request of its own, refused.
+    let urls = [
+        format!("{g}/status"),
+        format!("{}/status", other.origin()),
+        format!("{g}/redirect-to/169.254.169.254:80/latest/meta-data"),
+    ];
+    let (seen, out) = fetch(&[&g], &urls);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].starts_with("0: 200 "), "{out}");
+    assert_eq!(
+        lines[1..],
+        [format!("1: {denied}"), format!("2: {denied}")],
+        "{out}"
+    );
+    let egress = Some(Violation::EgressDenied);
+    assert_eq!(seen, [None, egress, None, egress]);
+    assert_eq!(other.connections(), 0);
+    // The status fetch and the redirect's first hop, nothing else.
+    assert_eq!(s.connections(), 2);
+    // A name granted alone that resolves to loopback: refused, no dial.
+    let named = format!("http://localhost:{}", s.port);
+    let (seen, out) = fetch(&[&named], &[format!("{named}/status")]);
+    assert_eq!(out.trim_end(), format!("0: {denied}"), "{out}");
+    assert_eq!(seen, [egress]);
+    assert_eq!(s.connections(), 2);
+}
