@@ -46,7 +46,7 @@ done
 trap 'status=$?; [ "$status" -ne 0 ] || [ "$publish" = 0 ] || publish_runner "$target"; exit "$status"' EXIT
 wasi_wit="$(wasi_wit_dir "$root")"
 
-stamp="$( (cat "$here/build.sh" "$here/../runner-wit.sh" "$here/requirements.txt" ${extra:+"$extra"} "$here/wit/runner.wit" "$root"/host/wit/*.wit "$here"/app/*.py; echo "$wasi_wit"; ls "$wasi_wit"; echo "$componentize_py_version") | sha256sum | cut -d' ' -f1)"
+stamp="$( (cat "$here/build.sh" "$here/../runner-wit.sh" "$here/requirements.txt" "$here/requirements-pure-part.txt" ${extra:+"$extra"} "$here/wit/runner.wit" "$root"/host/wit/*.wit "$here"/app/*.py; echo "$wasi_wit"; ls "$wasi_wit"; echo "$componentize_py_version") | sha256sum | cut -d' ' -f1)"
 if [ -f "$target" ] && [ "$(cat "$target.stamp" 2>/dev/null)" = "$stamp" ]; then
     echo "python runner: up to date ($target)" >&2
     exit 0
@@ -74,7 +74,7 @@ fi
 
 
 # One work folder per set of requirements: builds of two sets never mix.
-work="$out/build-$( (cat "$here/requirements.txt" ${extra:+"$extra"}) | sha256sum | cut -c1-16)"
+work="$out/build-$( (cat "$here/requirements.txt" "$here/requirements-pure-part.txt" ${extra:+"$extra"}) | sha256sum | cut -c1-16)"
 mkdir -p "$work"
 wit="$work/wit"
 stage_wit "$root" "$wasi_wit" "$here/wit/runner.wit" "$wit"
@@ -96,6 +96,31 @@ for wheel in sorted(pathlib.Path(sys.argv[1]).glob("*.dist-info/WHEEL")):
 if native:
     sys.exit("python runner: refused: a wheel with native code cannot run in the sandbox: "
              + "; ".join(native))
+PY
+
+# The pure-Python part of the packages whose wheels all carry an optional
+# native accelerator (requirements-pure-part.txt says which and why): one
+# wheel each, pinned by hash, unpacked without its native files. Its
+# WHEEL metadata is rewritten to what the files now are: pure, any platform.
+pure="$work/pure-part"
+rm -rf "$pure"
+"$venv/bin/pip" download --quiet --disable-pip-version-check --only-binary=:all: --no-deps \
+    --python-version "$runner_python" --implementation cp --platform manylinux_2_17_x86_64 \
+    --require-hashes -r "$here/requirements-pure-part.txt" -d "$pure"
+"$venv/bin/python" - "$pure" "$pylib" <<'PY'
+import pathlib, sys, zipfile
+native = (".so", ".pyd", ".dylib", ".dll")
+for wheel in sorted(pathlib.Path(sys.argv[1]).glob("*.whl")):
+    with zipfile.ZipFile(wheel) as z:
+        for name in z.namelist():
+            if name.endswith("/") or name.endswith(native):
+                continue
+            data = z.read(name)
+            if name.endswith(".dist-info/WHEEL"):
+                data = b"Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+            dest = pathlib.Path(sys.argv[2], name)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(data)
 PY
 
 # The runner imports every module of the packages in the folder so marked.

@@ -55,12 +55,23 @@ fn kind(source: &str) -> Kind {
 /// `python3` in a virtual environment holding the runner's bundled
 /// packages, made once per set of requirements in the user's cache folder.
 fn native_python() -> PathBuf {
-    let requirements = repo_root().join("host/runners/python/requirements.txt");
-    sbx_wasm_tests::cached_venv(
-        "native-python",
-        &requirements,
-        &["--only-binary=:all:", "--require-hashes"],
-    )
+    // The runner's two lists, pins kept and hashes dropped: the runner's
+    // hashes name wheels for its own Python and platform, not this one's.
+    let dir = repo_root().join("host/runners/python");
+    let mut pins = String::new();
+    for list in ["requirements.txt", "requirements-pure-part.txt"] {
+        let text = std::fs::read_to_string(dir.join(list)).unwrap();
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            if let Some(pin) = line.split_whitespace().next() {
+                pins.push_str(pin);
+                pins.push('\n');
+            }
+        }
+    }
+    let scratch = tempfile::tempdir().unwrap();
+    let requirements = scratch.path().join("requirements.txt");
+    std::fs::write(&requirements, pins).unwrap();
+    sbx_wasm_tests::cached_venv("native-python", &requirements, &["--only-binary=:all:"])
 }
 
 /// A fresh copy of the data at `dir/work`, an empty folder for outputs at
