@@ -14,8 +14,10 @@ use std::collections::HashSet;
 use wasmtime::component::{LinkerInstance, Resource, ResourceType};
 
 /// Files and folders a run may hold open at once (besides its mounts'
-/// own preopened folders). Past it, `open-at` fails with `io`, the code
-/// wasmtime-wasi gives for the OS's own "too many open files".
+/// own preopened folders). Past it, an `open-at` the gate allowed fails
+/// with `io`, the code wasmtime-wasi gives for the OS's own "too many open
+/// files" (the gate decides first, so a denial is on record whatever the
+/// run holds).
 pub const MAX_OPEN_FILES: usize = 512;
 
 /// TCP sockets a run may hold at once. Past it, `create-tcp-socket` fails

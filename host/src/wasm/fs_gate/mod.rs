@@ -134,12 +134,15 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
                     .intersects(OpenFlags::CREATE | OpenFlags::TRUNCATE | OpenFlags::EXCLUSIVE)
                     || df.intersects(DescriptorFlags::WRITE | DescriptorFlags::MUTATE_DIRECTORY);
                 let dir = fd.rep();
+                let a = admit_or_return!(state, dir, path, if writes { write } else { read });
                 if state.open_files.full() {
-                    // The run holds as many as it may (`held.rs`): refused
-                    // as the OS refuses past its own limit, before any op.
+                    // The run holds as many as it may (`held.rs`): after
+                    // the gate (a denial is on record as one, whatever the
+                    // run holds), failed as the OS fails past its own
+                    // limit, the allowed op's record as for any open the
+                    // file layer then fails.
                     return Ok((Err(ErrorCode::Io),));
                 }
-                let a = admit_or_return!(state, dir, path, if writes { write } else { read });
                 let creates = of.contains(OpenFlags::CREATE)
                     && state
                         .filesystem()
