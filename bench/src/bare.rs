@@ -121,18 +121,27 @@ pub struct Bare {
     epochs: bool,
 }
 
+/// wasmtime's config for WASI 0.2 components as an embedder without the
+/// component model's async features has it: the workspace compiles
+/// wasmtime with them (for WASI 0.3), and with concurrency support on,
+/// every store and call would pay for machinery no 0.2 guest uses.
+fn base() -> Config {
+    let mut config = Config::new();
+    config.wasm_component_model(true);
+    config.concurrency_support(false);
+    config
+}
+
 impl Bare {
     pub fn new() -> wasmtime::Result<Self> {
-        let mut config = Config::new();
-        config.wasm_component_model(true);
+        let config = base();
         Self::with_config(&config, false, false)
     }
 
     /// The same, with instance slots reserved as sbx-wasm reserves them
     /// for `sizes` (`WasmHost::with_pool`): the baseline of pooled rates.
     pub fn pooled(sizes: &sbx_wasm::wasm::PoolSizes) -> wasmtime::Result<Self> {
-        let mut config = Config::new();
-        config.wasm_component_model(true);
+        let mut config = base();
         config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(
             sizes.pooling_config(),
         ));
@@ -142,8 +151,7 @@ impl Bare {
     /// The same, with wasmtime's own fuel metering (as `wasmtime run -W
     /// fuel=N`), each run given all the fuel there is.
     pub fn with_fuel() -> wasmtime::Result<Self> {
-        let mut config = Config::new();
-        config.wasm_component_model(true);
+        let mut config = base();
         config.consume_fuel(true);
         Self::with_config(&config, true, false)
     }
@@ -153,8 +161,7 @@ impl Bare {
     /// fuel as well when `fuel`: what wasmtime itself charges for the
     /// metering a grant asks for.
     pub fn with_epochs(fuel: bool) -> wasmtime::Result<Self> {
-        let mut config = Config::new();
-        config.wasm_component_model(true);
+        let mut config = base();
         config.consume_fuel(fuel);
         config.epoch_interruption(true);
         Self::with_config(&config, fuel, true)

@@ -54,6 +54,12 @@ impl Sandbox {
         self.clock.now().saturating_sub(self.start)
     }
 
+    /// Whether output past `max_output_bytes` was refused (a hard limit,
+    /// whichever writer met it).
+    pub(crate) fn output_breached(&self) -> bool {
+        self.output.breached()
+    }
+
     /// The grant and the handles opened for it, as capabilities see them.
     pub(crate) fn held(&self) -> Held<'_> {
         Held {

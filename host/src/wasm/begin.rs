@@ -27,7 +27,13 @@ impl WasmHost {
         what: &str,
         opts: RunOptions,
     ) -> Result<Begun, LoadError> {
-        if !Engine::same(prepared_by, &self.shared.engine) {
+        let wasi03 = |w: &Result<super::engine::Wasi03, String>| {
+            w.as_ref()
+                .is_ok_and(|w| Engine::same(prepared_by, &w.engine))
+        };
+        if !Engine::same(prepared_by, &self.shared.engine)
+            && !self.shared.wasi03.get().is_some_and(wasi03)
+        {
             return Err(setup(format!(
                 "this {what} was prepared by another WasmHost; prepare it on this one"
             )));

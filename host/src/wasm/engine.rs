@@ -8,10 +8,10 @@ use super::{
 };
 use crate::caps::Capabilities;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use wasmtime::component::{HasSelf, Linker};
-use wasmtime::{Config, Engine};
+use wasmtime::{Config, Engine, EngineWeak};
 
 /// How instances get their memory, tables and stacks.
 #[non_exhaustive]
@@ -126,8 +126,47 @@ fn base_config(fuel: bool) -> Config {
     config.consume_fuel(fuel);
     config.epoch_interruption(true);
     config.wasm_component_model(true);
+    // Off for WASI 0.2: with it on (wasmtime's default once the async
+    // component model is compiled in) every store and call goes through
+    // the concurrent event loop, which cost a 0.2 instantiate+run about
+    // half as much again (P3, measured). 0.3 guests get an engine of their
+    // own (`wasi03_config`).
+    config.concurrency_support(false);
     config.max_wasm_stack(MAX_WASM_STACK);
     config
+}
+
+/// The engine for WASI 0.3 components: the async ABI, streams, futures,
+/// and the concurrency they need; fuel as the host's. Instances are
+/// allocated on demand (the pool is the 0.2 engine's).
+fn wasi03_config(fuel: bool) -> Config {
+    let mut config = base_config(fuel);
+    config.concurrency_support(true);
+    config.wasm_component_model_async(true);
+    config
+}
+
+/// The linker: WASI 0.2, the gated filesystem, wasi:http's client and
+/// sockets through the broker, `sbx:agent`; with `wasi03`, 0.3's
+/// interfaces too (`wasi03.rs`; they need an engine with concurrency).
+fn linker(engine: &Engine, wasi03: bool) -> wasmtime::Result<Linker<HostState>> {
+    let mut linker = Linker::new(engine);
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+    fs_gate::add_to_linker(&mut linker)?;
+    imports::add_http_to_linker(&mut linker)?;
+    imports::add_sockets_to_linker(&mut linker)?;
+    imports::Agent::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
+    if wasi03 {
+        super::wasi03::add_to_linker(&mut linker)?;
+    }
+    Ok(linker)
+}
+
+/// The engine and linker WASI 0.3 components compile and run on, made
+/// the first time one is loaded.
+pub(super) struct Wasi03 {
+    pub(super) engine: Engine,
+    pub(super) linker: Linker<HostState>,
 }
 
 fn pooled_engine(sizes: &PoolSizes) -> wasmtime::Result<Engine> {
@@ -191,16 +230,12 @@ impl WasmHost {
     }
 
     fn build(engine: Engine, allocator: Allocator, fuel: bool) -> wasmtime::Result<Self> {
-        let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
-        fs_gate::add_to_linker(&mut linker)?;
-        imports::add_http_to_linker(&mut linker)?;
-        imports::add_sockets_to_linker(&mut linker)?;
-        imports::Agent::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
-        // The epoch advances on its own thread; each store's callback decides
-        // what a tick means for it.
+        let linker = linker(&engine, false)?;
+        // The epoch advances on its own thread, for both engines; each
+        // store's callback decides what a tick means for it.
         let ticker = Arc::new(AtomicBool::new(true));
-        let (e, alive) = (engine.weak(), ticker.clone());
+        let wasi03_ticks: Arc<OnceLock<EngineWeak>> = Arc::default();
+        let (e, e03, alive) = (engine.weak(), wasi03_ticks.clone(), ticker.clone());
         let (jobs_tx, jobs) = std::sync::mpsc::channel::<TickerJob>();
         std::thread::spawn(move || {
             let mut next = Instant::now() + EPOCH_TICK;
@@ -220,6 +255,9 @@ impl WasmHost {
                     Some(engine) => engine.increment_epoch(),
                     None => break,
                 }
+                if let Some(engine) = e03.get().and_then(EngineWeak::upgrade) {
+                    engine.increment_epoch();
+                }
             }
         });
         Ok(WasmHost {
@@ -227,6 +265,8 @@ impl WasmHost {
                 engine,
                 linker,
                 ticker,
+                wasi03: OnceLock::new(),
+                wasi03_ticks,
                 ticker_jobs: Mutex::new(jobs_tx),
                 empty_root: Mutex::new(None),
                 allocator,
@@ -303,9 +343,35 @@ impl WasmHost {
         self.cache.as_deref()
     }
 
-    /// The engine.
+    /// The engine (WASI 0.2 components'; 0.3 components compile on one of
+    /// their own, made when the first is loaded).
     pub fn engine(&self) -> &Engine {
         &self.shared.engine
+    }
+
+    /// The WASI 0.3 engine and linker, made now if this is the first 0.3
+    /// component.
+    pub(super) fn wasi03(&self) -> Result<&Wasi03, super::LoadError> {
+        let made = self.shared.wasi03.get_or_init(|| {
+            let engine =
+                Engine::new(&wasi03_config(self.shared.fuel)).map_err(|e| format!("{e:#}"))?;
+            let linker = linker(&engine, true).map_err(|e| format!("{e:#}"))?;
+            let _ = self.shared.wasi03_ticks.set(engine.weak());
+            Ok(Wasi03 { engine, linker })
+        });
+        made.as_ref()
+            .map_err(|e| super::setup(format!("cannot make the WASI 0.3 engine: {e}")))
+    }
+
+    /// The engine and linker `component` was compiled for.
+    pub(super) fn engine_of(
+        &self,
+        component: &wasmtime::component::Component,
+    ) -> (&Engine, &Linker<HostState>) {
+        match self.shared.wasi03.get() {
+            Some(Ok(w)) if Engine::same(component.engine(), &w.engine) => (&w.engine, &w.linker),
+            _ => (&self.shared.engine, &self.shared.linker),
+        }
     }
 }
 

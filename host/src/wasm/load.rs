@@ -5,7 +5,6 @@
 use super::{CacheOutcome, PreparedAgent, WasmHost};
 use std::path::Path;
 use wasmtime::component::Component;
-use wasmtime_wasi::p2::bindings::CommandPre;
 
 /// Why a component could not be run at all (before any guest code ran).
 #[non_exhaustive]
@@ -126,27 +125,44 @@ impl WasmHost {
         }
         // Before compiling (which can take a while for a large component):
         // an import no host of ours provides is refused now, by name.
-        refuse_unsupported_imports(std::io::Cursor::new(bytes), name)?;
+        let scan = scan_imports(std::io::Cursor::new(bytes)).unwrap_or_default();
+        refuse(scan.unprovided, name)?;
         let rejected = |e: wasmtime::Error| LoadError::Rejected {
             path: name.to_string(),
             message: explain(format!("{e:#}")),
         };
-        let (component, outcome) = match &self.cache {
-            Some(cache) => {
-                let (c, o) = match source {
-                    Some(file) => cache.get_or_compile_file(&self.shared.engine, bytes, file),
-                    None => cache.get_or_compile(&self.shared.engine, bytes),
-                }
-                .map_err(rejected)?;
-                (c, Some(o))
-            }
-            None => (
-                Component::new(&self.shared.engine, bytes).map_err(rejected)?,
-                None,
-            ),
+        let compiled = match scan.wasi03 {
+            true => self.compile(&self.wasi03()?.engine, bytes, source),
+            // A 0.3 component that imports no 0.3 interface (it may export
+            // only 0.3's `run`) is known by the 0.2 engine's validator.
+            false => match self.compile(&self.shared.engine, bytes, source) {
+                Err(e) if needs_async(&e) => self.compile(&self.wasi03()?.engine, bytes, source),
+                other => other,
+            },
         };
+        let (component, outcome) = compiled.map_err(rejected)?;
         self.check_imports(&component, name)?;
         Ok((component, outcome))
+    }
+
+    /// `bytes` compiled on `engine`, through the cache when there is one.
+    fn compile(
+        &self,
+        engine: &wasmtime::Engine,
+        bytes: &[u8],
+        source: Option<&Path>,
+    ) -> wasmtime::Result<(Component, Option<CacheOutcome>)> {
+        Ok(match (&self.cache, source) {
+            (Some(cache), Some(file)) => {
+                let (c, o) = cache.get_or_compile_file(engine, bytes, file)?;
+                (c, Some(o))
+            }
+            (Some(cache), None) => {
+                let (c, o) = cache.get_or_compile(engine, bytes)?;
+                (c, Some(o))
+            }
+            (None, _) => (Component::new(engine, bytes)?, None),
+        })
     }
 
     /// Link `component` once for many runs (see [`PreparedAgent`]).
@@ -167,8 +183,8 @@ impl WasmHost {
         component: &Component,
         name: &str,
     ) -> Result<wasmtime::component::InstancePre<super::HostState>, LoadError> {
-        self.shared
-            .linker
+        self.engine_of(component)
+            .1
             .instantiate_pre(component)
             .map_err(|e| LoadError::Rejected {
                 path: name.to_string(),
@@ -178,13 +194,11 @@ impl WasmHost {
 
     fn prepare_named(&self, component: &Component, name: &str) -> Result<PreparedAgent, LoadError> {
         let pre = self.linked(component, name)?;
-        let pre = CommandPre::new(pre).map_err(|e| LoadError::Rejected {
-            path: name.to_string(),
-            message: format!("not a WASI command (no wasi:cli/run export): {e:#}"),
-        })?;
+        let engine = self.engine_of(component).0;
+        let pre = super::wasi03::Entry::new(pre, component, engine, name)?;
         Ok(PreparedAgent {
             pre,
-            engine: self.shared.engine.clone(),
+            engine: engine.clone(),
             fuel: self.shared.fuel,
             warm: None,
             retiring: self.shared.retiring.clone(),
@@ -199,8 +213,6 @@ fn too_large(path: &str, len: u64) -> LoadError {
     }
 }
 
-/// wasmtime's message for a component, or what it means when it is a WASI
-/// 0.3 component (the validator only says a feature is missing).
 /// Interfaces some host of ours provides (WASI 0.2's, wasi:http's client
 /// side, `sbx:agent`'s), by the part of their name before the version.
 /// Only a family outside these is refused before compiling; whether the
@@ -217,6 +229,15 @@ const PROVIDED: &[&str] = &[
     "sbx:agent/",
 ];
 
+/// The WASI 0.3 families linked for 0.3 guests (`wasi03.rs`); 0.3's
+/// sockets and wasi:http are not.
+const PROVIDED_03: &[&str] = &[
+    "wasi:cli/",
+    "wasi:clocks/",
+    "wasi:random/",
+    "wasi:filesystem/",
+];
+
 /// The first import of a component (its top level, not those of the
 /// modules and components inside it) that no host of ours provides: an
 /// interface outside [`PROVIDED`], or a WASI interface of a version other
@@ -227,20 +248,36 @@ const PROVIDED: &[&str] = &[
 /// caller can check a file without holding it (the CLI does, before it
 /// starts the process that compiles it).
 pub fn unsupported_import(
-    mut file: impl std::io::Read + std::io::Seek,
+    file: impl std::io::Read + std::io::Seek,
 ) -> std::io::Result<Option<String>> {
+    scan_imports(file).map(|s| s.unprovided)
+}
+
+/// What a component's top-level import list says before it is compiled.
+#[derive(Default)]
+struct Scan {
+    /// The first import no host of ours provides.
+    unprovided: Option<String>,
+    /// Whether it imports a WASI 0.3 interface (it then compiles on the
+    /// 0.3 engine).
+    wasi03: bool,
+}
+
+/// [`unsupported_import`]'s reading, and whether any import is WASI 0.3's.
+fn scan_imports(mut file: impl std::io::Read + std::io::Seek) -> std::io::Result<Scan> {
+    let mut scan = Scan::default();
     use std::io::SeekFrom;
     /// An import section this long is no component of ours to read.
     const MAX_IMPORT_SECTION: u64 = 16 << 20;
     let mut header = [0u8; 8];
     if file.read_exact(&mut header).is_err() || &header[..4] != b"\0asm" {
-        return Ok(None);
+        return Ok(scan);
     }
     let mut offset = 8usize;
     loop {
         let mut id = [0u8; 1];
         match file.read(&mut id)? {
-            0 => return Ok(None),
+            0 => return Ok(scan),
             _ => offset += 1,
         }
         // The section's size: an unsigned LEB128 of at most 5 bytes.
@@ -248,7 +285,7 @@ pub fn unsupported_import(
         for shift in (0..35).step_by(7) {
             let mut b = [0u8; 1];
             if file.read(&mut b)? == 0 {
-                return Ok(None);
+                return Ok(scan);
             }
             offset += 1;
             size |= u64::from(b[0] & 0x7f) << shift;
@@ -264,19 +301,21 @@ pub fn unsupported_import(
             continue;
         }
         if size > MAX_IMPORT_SECTION {
-            return Ok(None);
+            return Ok(scan);
         }
         let mut payload = vec![0u8; size as usize];
         file.read_exact(&mut payload)?;
         let reader = wasmparser::BinaryReader::new(&payload, offset as u64);
         offset += payload.len();
         let Ok(imports) = wasmparser::ComponentImportSectionReader::new(reader) else {
-            return Ok(None);
+            return Ok(scan);
         };
         for import in imports {
-            let Ok(import) = import else { return Ok(None) };
+            let Ok(import) = import else { return Ok(scan) };
+            scan.wasi03 |= is_wasi03(&import.name);
             if let Some(name) = unprovided(&import.name) {
-                return Ok(Some(name));
+                scan.unprovided = Some(name);
+                return Ok(scan);
             }
         }
     }
@@ -289,8 +328,12 @@ pub fn refuse_unsupported_imports(
     file: impl std::io::Read + std::io::Seek,
     name: &str,
 ) -> Result<(), LoadError> {
-    match unsupported_import(file) {
-        Ok(Some(import)) => Err(LoadError::Rejected {
+    refuse(unsupported_import(file).ok().flatten(), name)
+}
+
+fn refuse(unprovided: Option<String>, name: &str) -> Result<(), LoadError> {
+    match unprovided {
+        Some(import) => Err(LoadError::Rejected {
             path: name.to_string(),
             message: explain(format!(
                 "needs an import the sandbox does not provide: {} (refused before compiling)",
@@ -301,6 +344,26 @@ pub fn refuse_unsupported_imports(
     }
 }
 
+/// Whether an import is a WASI 0.3 interface.
+fn is_wasi03(extern_name: &wasmparser::ComponentExternName<'_>) -> bool {
+    let name = extern_name.name;
+    let version = match name.split_once('@') {
+        Some((_, v)) => v,
+        None => extern_name
+            .version_suffix
+            .unwrap_or("")
+            .trim_start_matches('@'),
+    };
+    name.starts_with("wasi:") && version.starts_with("0.3.")
+}
+
+/// Whether wasmtime refused a component for the async component model
+/// (a WASI 0.3 component) on an engine without it.
+fn needs_async(e: &wasmtime::Error) -> bool {
+    let message = format!("{e:#}");
+    message.contains("component model async") || message.contains("component-model-async")
+}
+
 /// An import's name if no host of ours provides it.
 fn unprovided(extern_name: &wasmparser::ComponentExternName<'_>) -> Option<String> {
     let name = extern_name.name;
@@ -309,12 +372,19 @@ fn unprovided(extern_name: &wasmparser::ComponentExternName<'_>) -> Option<Strin
         None => (name, extern_name.version_suffix.unwrap_or("")),
     };
     let version = version.trim_start_matches('@');
-    let known = PROVIDED
-        .iter()
-        .any(|p| family.starts_with(p) && (p.ends_with('/') || family == *p));
+    let provided = |list: &[&str]| {
+        list.iter()
+            .any(|p| family.starts_with(p) && (p.ends_with('/') || family == *p))
+    };
     // No version to read: the linker decides.
-    let wasi_02 = !family.starts_with("wasi:") || version.is_empty() || version.starts_with("0.2.");
-    if known && wasi_02 {
+    let ok = match version {
+        _ if !family.starts_with("wasi:") => provided(PROVIDED),
+        "" => provided(PROVIDED),
+        v if v.starts_with("0.2.") => provided(PROVIDED),
+        v if v.starts_with("0.3.") => provided(PROVIDED_03),
+        _ => false,
+    };
+    if ok {
         return None;
     }
     Some(match version {
@@ -324,14 +394,15 @@ fn unprovided(extern_name: &wasmparser::ComponentExternName<'_>) -> Option<Strin
     })
 }
 
+/// wasmtime's message, or what it means for a WASI 0.3 import the host
+/// does not link (0.3's sockets and wasi:http).
 fn explain(message: String) -> String {
-    let p3 = message.contains("component model async")
-        || message.contains("component-model-async")
-        || message.contains("@0.3.");
-    match p3 {
-        true => "a WASI 0.3 component (it uses the component model's async features); WASI 0.3 \
-                 components are not supported yet: build it for WASI 0.2 (e.g. wasm32-wasip2)"
-            .to_string(),
+    match message.contains("@0.3.") {
+        true => format!(
+            "{message}; of WASI 0.3 this host links cli, clocks, random and filesystem \
+             (which lends no folder yet), not sockets or http: build the component for WASI \
+             0.2 (e.g. wasm32-wasip2) to use those"
+        ),
         false => message,
     }
 }

@@ -39,6 +39,7 @@ pub mod runner_source;
 mod serve;
 mod tmp_dirs;
 mod warm;
+mod wasi03;
 mod wasi_context;
 
 pub use admission::Admission;
@@ -73,7 +74,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use wasmtime::Engine;
 use wasmtime::component::{Linker, ResourceTable};
-use wasmtime_wasi::p2::bindings::CommandPre;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 /// A hard limit hit inside the host (an import, the output meter, the memory
@@ -198,6 +198,10 @@ pub struct WasmHost {
 struct Shared {
     engine: Engine,
     linker: Linker<HostState>,
+    /// WASI 0.3 components' engine and linker, made for the first one.
+    wasi03: std::sync::OnceLock<Result<engine::Wasi03, String>>,
+    /// The 0.3 engine, for the epoch thread to advance once it exists.
+    wasi03_ticks: Arc<std::sync::OnceLock<wasmtime::EngineWeak>>,
     ticker: Arc<AtomicBool>,
     /// Work for the epoch thread to do on itself (kernel confinement).
     ticker_jobs: Mutex<std::sync::mpsc::Sender<TickerJob>>,
@@ -218,7 +222,8 @@ struct Shared {
 /// Cloning is cheap: clones share the linked component.
 #[derive(Clone)]
 pub struct PreparedAgent {
-    pre: CommandPre<HostState>,
+    /// Its `run` export, WASI 0.2's or 0.3's.
+    pre: wasi03::Entry,
     engine: Engine,
     /// Whether the engine meters fuel (warm instances start with a full tank).
     fuel: bool,

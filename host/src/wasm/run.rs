@@ -5,6 +5,7 @@ use super::ahead::Warm;
 use super::begin::Begun;
 use super::options::{RunOptions, WasmRun};
 use super::outcome::{End, classify, finish};
+use super::wasi03::{self, Entry};
 use super::{FUEL_SLICE, HardLimit, HostState, LoadError, PreparedAgent, WasmHost, setup};
 use crate::CancelHandle;
 use crate::violation::Violation;
@@ -165,6 +166,7 @@ impl WasmHost {
         agent: &PreparedAgent,
         opts: RunOptions,
     ) -> Result<WasmRun, LoadError> {
+        agent.pre.refuse_folders(&opts.caps)?;
         let Begun {
             state,
             budget,
@@ -199,24 +201,30 @@ impl WasmHost {
                 self.arm(&mut store, deterministic, cost.fuel_spent)?;
                 (store, Some(command), Some(idle))
             }
-            None => (self.store(state, deterministic)?, None, None),
+            None => (
+                self.store_on(&agent.engine, state, deterministic)?,
+                None,
+                None,
+            ),
         };
         let kernel_wall = match &confine {
             Some((policy, required)) => Some(self.confined(policy, *required)?),
             None => None,
         };
         let call = async {
-            let command = match ready {
-                Some(command) => command,
-                None => match agent.pre.instantiate_async(&mut store).await {
-                    // The pool may be full of stores that warming threads
-                    // have yet to drop: once they are, try again.
-                    Err(e) if e.is::<wasmtime::PoolConcurrencyLimitError>() => {
-                        agent.retiring.settle();
-                        agent.pre.instantiate_async(&mut store).await?
-                    }
-                    other => other?,
-                },
+            let pre = match (&agent.pre, ready) {
+                (_, Some(command)) => return command.wasi_cli_run().call_run(&mut store).await,
+                (Entry::P3 { pre, .. }, None) => return wasi03::call(pre, &mut store).await,
+                (Entry::P2(pre), None) => pre,
+            };
+            let command = match pre.instantiate_async(&mut store).await {
+                // The pool may be full of stores that warming threads
+                // have yet to drop: once they are, try again.
+                Err(e) if e.is::<wasmtime::PoolConcurrencyLimitError>() => {
+                    agent.retiring.settle();
+                    pre.instantiate_async(&mut store).await?
+                }
+                other => other?,
             };
             command.wasi_cli_run().call_run(&mut store).await
         };
@@ -246,6 +254,12 @@ impl WasmHost {
                     classify(&e, &store)
                 }
             },
+        };
+        // Output past the budget is a hard limit however the guest took
+        // the refusal (a 0.3 stream's error can be ignored to the end).
+        let end = match end {
+            End::Exit(_) if meter.breached() => End::Limit(Violation::MaxOutputBytes),
+            other => other,
         };
         let fuel_left = store.get_fuel().unwrap_or(0);
         let state = match (idle, &agent.warm) {
@@ -280,7 +294,17 @@ impl WasmHost {
         state: HostState,
         deterministic: bool,
     ) -> Result<Store<HostState>, LoadError> {
-        let mut store = Store::new(&self.shared.engine, state);
+        self.store_on(&self.shared.engine, state, deterministic)
+    }
+
+    /// [`WasmHost::store`] on `engine` (this host's, or its WASI 0.3 one).
+    fn store_on(
+        &self,
+        engine: &wasmtime::Engine,
+        state: HostState,
+        deterministic: bool,
+    ) -> Result<Store<HostState>, LoadError> {
+        let mut store = Store::new(engine, state);
         store.limiter(|s| &mut s.limiter);
         self.arm(&mut store, deterministic, 0)?;
         Ok(store)
@@ -335,6 +359,10 @@ impl WasmHost {
             let gate = &ctx.data().gate;
             if gate.cancelled() {
                 Err(wasmtime::Error::new(HardLimit(Violation::Cancelled)))
+            } else if gate.output_breached() {
+                // A write past the budget that came back to the guest as
+                // an error it may ignore (WASI 0.3's streams): it halts.
+                Err(wasmtime::Error::new(HardLimit(Violation::MaxOutputBytes)))
             } else if !deterministic && gate.elapsed_now() > budget.max_wall {
                 Err(wasmtime::Error::new(HardLimit(Violation::MaxWall)))
             } else {

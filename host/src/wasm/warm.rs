@@ -355,12 +355,13 @@ impl PreparedAgent {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn keep_warm(&self, n: usize) -> Result<PreparedAgent, super::LoadError> {
+        let pre = self.p2_only()?;
         let warm = match n {
             0 => None,
             n => Some(
                 WarmPool::start(
                     self.engine.clone(),
-                    self.pre.clone(),
+                    pre.clone(),
                     self.fuel,
                     n,
                     self.retiring.clone(),
@@ -405,11 +406,24 @@ impl PreparedAgent {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn instantiate_ahead(&self) -> Result<PreparedAgent, super::LoadError> {
-        let pool = WarmPool::made_here(&self.engine, &self.pre, self.fuel, self.retiring.clone())
+        let pre = self.p2_only()?;
+        let pool = WarmPool::made_here(&self.engine, pre, self.fuel, self.retiring.clone())
             .map_err(super::setup)?;
         Ok(PreparedAgent {
             warm: Some(pool),
             ..self.clone()
+        })
+    }
+
+    /// The 0.2 command: instances made ahead are for 0.2 commands only
+    /// (a 0.3 command's instance lives in its store's event loop).
+    fn p2_only(&self) -> Result<&CommandPre<HostState>, super::LoadError> {
+        self.pre.p2().ok_or_else(|| {
+            super::setup(
+                "instances made ahead of a run (keep_warm, instantiate_ahead) are for WASI \
+                 0.2 commands; this is a WASI 0.3 command: run it without them"
+                    .into(),
+            )
         })
     }
 

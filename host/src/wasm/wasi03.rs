@@ -1,0 +1,132 @@
+//! WASI 0.3 commands (the `@0.3.0` interfaces and the component model's
+//! async ABI): what a 0.3 guest is lent, and how its `run` is called.
+//!
+//! A 0.3 guest gets the interfaces that read the run's WASI context, so the
+//! run's arguments, environment, metered stdout and stderr, stdin, clocks
+//! (the injected and deterministic ones included) and randomness (seeded
+//! under `--deterministic`) are the same as a 0.2 guest's. It is lent no
+//! folder: the gate shadows 0.2's filesystem call by call (op charging,
+//! audit, deny carve-outs, the write quota), and 0.3's is not shadowed yet,
+//! so 0.3's `get-directories` answers with none and a grant with folders
+//! refuses a 0.3 guest that imports it ([`Entry::refuse_folders`]) rather
+//! than run it blind. 0.3's sockets and wasi:http are not linked: a guest
+//! importing them is refused before compiling, by name.
+
+use super::{HostState, LoadError, setup};
+use wasmtime::component::{Component, HasData, Linker, Resource};
+use wasmtime::{Engine, Store};
+use wasmtime_wasi::filesystem::Descriptor;
+use wasmtime_wasi::p3::bindings::filesystem::{preopens, types};
+
+/// The WASI 0.3 interfaces a guest may import, beside 0.2's in the same
+/// linker (a component may import both: Rust's `wasm32-wasip2` standard
+/// library speaks 0.2 while its own code speaks 0.3).
+pub(super) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
+    wasmtime_wasi::p3::cli::add_to_linker(linker)?;
+    wasmtime_wasi::p3::clocks::add_to_linker(linker)?;
+    wasmtime_wasi::p3::random::add_to_linker(linker)?;
+    // The descriptor type and its methods, reachable only through a
+    // descriptor, and none is ever lent (below).
+    types::add_to_linker::<_, wasmtime_wasi::filesystem::WasiFilesystem>(
+        linker,
+        <HostState as wasmtime_wasi::filesystem::WasiFilesystemView>::filesystem,
+    )?;
+    preopens::add_to_linker::<_, NoFolders>(linker, |_| NoFolders)?;
+    Ok(())
+}
+
+/// 0.3's `wasi:filesystem/preopens`: no folder.
+struct NoFolders;
+
+impl HasData for NoFolders {
+    type Data<'a> = NoFolders;
+}
+
+impl preopens::Host for NoFolders {
+    fn get_directories(&mut self) -> wasmtime::Result<Vec<(Resource<Descriptor>, String)>> {
+        Ok(Vec::new())
+    }
+}
+
+/// What a prepared command's `run` export is: 0.2's or 0.3's.
+#[derive(Clone)]
+pub(super) enum Entry {
+    /// `wasi:cli/run@0.2.x`.
+    P2(wasmtime_wasi::p2::bindings::CommandPre<HostState>),
+    /// `wasi:cli/run@0.3.0`; `folders`: whether it imports 0.3's preopens.
+    P3 {
+        pre: wasmtime_wasi::p3::bindings::CommandPre<HostState>,
+        folders: bool,
+    },
+}
+
+impl Entry {
+    /// `pre` as a 0.3 command, else as a 0.2 one, else why it is neither.
+    /// 0.3 first: a component exporting both runs means its 0.3 one (Rust
+    /// binaries for `wasm32-wasip2` export 0.2's `run` from the standard
+    /// library's start-up whether or not their `main` is what runs).
+    pub(super) fn new(
+        pre: wasmtime::component::InstancePre<HostState>,
+        component: &Component,
+        engine: &Engine,
+        name: &str,
+    ) -> Result<Entry, LoadError> {
+        if let Ok(p3) = wasmtime_wasi::p3::bindings::CommandPre::new(pre.clone()) {
+            return Ok(Entry::P3 {
+                pre: p3,
+                folders: imports_preopens(component, engine),
+            });
+        }
+        wasmtime_wasi::p2::bindings::CommandPre::new(pre)
+            .map(Entry::P2)
+            .map_err(|e| LoadError::Rejected {
+                path: name.to_string(),
+                message: format!(
+                    "not a WASI command (no wasi:cli/run export, of 0.2 or 0.3): {e:#}"
+                ),
+            })
+    }
+
+    /// The 0.2 command, for what only 0.2 commands have (warm instances).
+    pub(super) fn p2(&self) -> Option<&wasmtime_wasi::p2::bindings::CommandPre<HostState>> {
+        match self {
+            Entry::P2(pre) => Some(pre),
+            Entry::P3 { .. } => None,
+        }
+    }
+
+    /// A setup error when this is a 0.3 command that would look for
+    /// folders and the grant has some: the guest would find none.
+    pub(super) fn refuse_folders(&self, caps: &crate::Capabilities) -> Result<(), LoadError> {
+        match self {
+            Entry::P3 { folders: true, .. } if !caps.mounts().is_empty() => Err(setup(
+                "this WASI 0.3 component imports wasi:filesystem@0.3.0, and the grant lends \
+                 folders: sbx-wasm does not gate 0.3's filesystem yet, so it lends 0.3 \
+                 components no folder; run it under a grant without folders, or build it \
+                 for WASI 0.2 (wasm32-wasip2), whose filesystem the gate covers"
+                    .into(),
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Whether `component` imports 0.3's `wasi:filesystem/preopens`.
+fn imports_preopens(component: &Component, engine: &Engine) -> bool {
+    component
+        .component_type()
+        .imports(engine)
+        .any(|(name, _)| name.starts_with("wasi:filesystem/preopens@0.3"))
+}
+
+/// Instantiate a 0.3 command in `store` and call its `run` inside the
+/// store's event loop; `Ok(Err(()))` is the guest's failure status.
+pub(super) async fn call(
+    pre: &wasmtime_wasi::p3::bindings::CommandPre<HostState>,
+    store: &mut Store<HostState>,
+) -> wasmtime::Result<Result<(), ()>> {
+    let command = pre.instantiate_async(&mut *store).await?;
+    store
+        .run_concurrent(async |a| command.wasi_cli_run().call_run(a).await)
+        .await?
+}
