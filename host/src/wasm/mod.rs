@@ -1,4 +1,5 @@
-//! The wasm front door: run a WASI 0.2 command component under a grant.
+//! The wasm front door: run a WASI 0.2 (or 0.3, `wasi03.rs`) command
+//! component under a grant.
 //!
 //! The guest gets WASI with nothing ambient (the caps' mounts preopened
 //! read-only or read-write at their guest paths, the caps' env, the given
@@ -49,6 +50,7 @@ pub use core::CoreOutcome;
 pub use diagnostics::Diagnostics;
 pub use engine::{Allocator, PoolSizes};
 pub use held::{MAX_OPEN_FILES, MAX_OPEN_SOCKETS};
+pub use wasi03::MAX_WASI03_HANDLES;
 pub use imports::{MAX_HTTP_BODIES, MAX_HTTP_BODY_BYTES_HELD};
 pub use load::{LoadError, MAX_COMPONENT_BYTES, refuse_unsupported_imports, unsupported_import};
 pub use options::{RunOptions, WasmRun};

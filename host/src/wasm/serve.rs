@@ -44,6 +44,14 @@ impl WasmHost {
     /// import (wasi:http's outgoing requests through the egress rules
     /// included).
     pub fn prepare_service(&self, component: &Component) -> Result<PreparedService, LoadError> {
+        if !Engine::same(component.engine(), &self.shared.engine) {
+            return Err(LoadError::Rejected {
+                path: "component".to_string(),
+                message: "a WASI 0.3 component: services are served for WASI 0.2's \
+                          wasi:http/incoming-handler only (yet); build it for WASI 0.2"
+                    .to_string(),
+            });
+        }
         let pre = self.linked(component, "component")?;
         let pre = ProxyPre::new(pre).map_err(|e| LoadError::Rejected {
             path: "component".to_string(),

@@ -119,12 +119,21 @@ fn imports_preopens(component: &Component, engine: &Engine) -> bool {
         .any(|(name, _)| name.starts_with("wasi:filesystem/preopens@0.3"))
 }
 
+/// The handles a 0.3 guest may hold at once (streams, futures, pending
+/// host calls, resources), against wasmtime's 100,000 for any store. Each
+/// is host memory outside the guest's `max_memory`: an hour-long wait left
+/// pending costs the host about a KiB (its timer), so 100,000 of them
+/// grew one run by about 110 MiB (measured); 16,384 keep that near 20 MiB,
+/// and a command holds a few dozen.
+pub const MAX_WASI03_HANDLES: usize = 16_384;
+
 /// Instantiate a 0.3 command in `store` and call its `run` inside the
 /// store's event loop; `Ok(Err(()))` is the guest's failure status.
 pub(super) async fn call(
     pre: &wasmtime_wasi::p3::bindings::CommandPre<HostState>,
     store: &mut Store<HostState>,
 ) -> wasmtime::Result<Result<(), ()>> {
+    store.set_max_component_handles(MAX_WASI03_HANDLES);
     let command = pre.instantiate_async(&mut *store).await?;
     store
         .run_concurrent(async |a| command.wasi_cli_run().call_run(a).await)

@@ -40,6 +40,7 @@ mod sockets;
 mod telemetry;
 mod typed_tools;
 mod wasi;
+mod wasi03;
 mod wasi_http;
 mod wasm;
 mod worked_example;

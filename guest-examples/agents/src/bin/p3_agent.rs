@@ -10,6 +10,8 @@
 //! - `grow`: allocates memory until the host refuses (the memory budget).
 //! - `flood N`: writes N lines of 100 bytes, ignoring refusals, then
 //!   says how many were taken.
+//! - `streams N`: holds N streams open (host handles).
+//! - `waits N`: starts N hour-long waits at once and holds them.
 //! - `fail`: exits with an error status.
 //!
 //! `p3_socket.rs` is its neighbour that imports 0.3's sockets.
@@ -77,6 +79,29 @@ impl wasip3::exports::cli::run::Guest for P3Agent {
                     taken += u32::from(out(format!("line {i:>5} {}\n", "x".repeat(80))).await);
                 }
                 out(format!("flooded: {taken} of {lines} lines taken\n")).await;
+            }
+            "streams" => {
+                // Host handles, not guest memory: N streams held open.
+                let n: u32 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(1000);
+                let mut held = Vec::new();
+                for _ in 0..n {
+                    held.push(wasip3::wit_stream::new::<u8>());
+                }
+                out(format!("holding {} streams\n", held.len())).await;
+            }
+            "waits" => {
+                // Host calls left pending: N hour-long waits started at once.
+                use std::future::Future;
+                let n: u32 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(1000);
+                let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+                let mut held = Vec::new();
+                for _ in 0..n {
+                    let mut wait =
+                        Box::pin(wasip3::clocks::monotonic_clock::wait_for(3_600_000_000_000));
+                    let _ = wait.as_mut().poll(&mut cx);
+                    held.push(wait);
+                }
+                out(format!("{} waits pending\n", held.len())).await;
             }
             "fail" => {
                 out("failing\n".into()).await;

@@ -115,10 +115,11 @@ fn an_instance_made_ahead_with_a_start_function_that_spins_is_a_clear_error() {
 }
 
 #[test]
-fn a_wasi_0_3_component_is_refused_saying_what_it_is() {
+fn a_component_using_async_types_that_is_no_command_is_refused_saying_so() {
     let host = WasmHost::new().unwrap();
     // A component using the component model's async types (a stream), as
-    // every WASI 0.3 component does.
+    // every WASI 0.3 component does, and exporting no `run`: it compiles
+    // (on the 0.3 engine), and is no command of either WASI.
     let p3 = wat::parse_str(
         r#"(component
   (type $s (stream u8))
@@ -126,14 +127,17 @@ fn a_wasi_0_3_component_is_refused_saying_what_it_is() {
   (core instance (instantiate $m)))"#,
     )
     .unwrap();
-    let err = host.load_bytes(&p3, "p3.wasm").unwrap_err().to_string();
+    let loaded = host.load_bytes(&p3, "p3.wasm").unwrap();
+    let err = host.prepare(&loaded).err().expect("refused").to_string();
     assert!(
-        err.contains("WASI 0.3 components are not supported yet"),
+        err.contains("not a WASI command (no wasi:cli/run export, of 0.2 or 0.3)"),
         "{err}"
     );
-    // The neighbour: a WASI 0.2 command loads.
-    host.load_bytes(&component(1, 1, 0, 0, ""), "p2.wasm")
+    // The neighbour: a WASI 0.2 command loads and prepares.
+    let p2 = host
+        .load_bytes(&component(1, 1, 0, 0, ""), "p2.wasm")
         .unwrap();
+    host.prepare(&p2).unwrap();
     // Through the CLI: exit 125, and the report asked for says why.
     let t = tempfile::tempdir().unwrap();
     std::fs::write(t.path().join("caps.toml"), "").unwrap();
@@ -157,7 +161,7 @@ fn a_wasi_0_3_component_is_refused_saying_what_it_is() {
         report["notes"][0]
             .as_str()
             .unwrap()
-            .contains("WASI 0.3 components are not supported yet"),
+            .contains("not a WASI command"),
         "{report}"
     );
 }
@@ -178,10 +182,9 @@ fn an_import_no_host_provides_is_refused_by_name_before_compiling() {
             "wasi:http/incoming-handler@0.2.0",
         ),
         ("acme:secrets/vault@1.0.0", "acme:secrets/vault@1.0.0"),
-        (
-            "wasi:cli/environment@0.3.0",
-            "WASI 0.3 components are not supported yet",
-        ),
+        // WASI 0.3's sockets and wasi:http are not linked (yet).
+        ("wasi:sockets/types@0.3.0", "not sockets or http"),
+        ("wasi:http/types@0.3.0", "wasi:http/types@0.3.0"),
     ] {
         let err = host
             .load_bytes(&importing(name), "c.wasm")
@@ -194,6 +197,7 @@ fn an_import_no_host_provides_is_refused_by_name_before_compiling() {
     for name in [
         "wasi:cli/environment@0.2.0",
         "wasi:http/types@0.2.3",
+        "wasi:cli/environment@0.3.0",
         "sbx:agent/net",
     ] {
         host.load_bytes(&importing(name), "c.wasm")

@@ -172,3 +172,40 @@ fn a_guest_hoarding_host_handles_is_halted_before_the_host_grows() {
     eprintln!("peak RSS {} MiB against {} MiB", peak / 1024, base / 1024);
     assert!(grew_mib < 96, "the host grew by {grew_mib} MiB");
 }
+
+#[test]
+fn a_wasi_0_3_guest_leaving_host_calls_pending_is_halted_before_the_host_grows() {
+    let t = tempfile::tempdir().unwrap();
+    std::fs::write(t.path().join("caps.toml"), "").unwrap();
+    let run = |mode: &str, n: &str| {
+        let mut cmd = Command::new(sbx_bin());
+        cmd.current_dir(t.path())
+            .env("SBX_WASM_CACHE_DIR", t.path().join("cache"))
+            .args(["run", "--caps", "caps.toml"])
+            .arg(guest("p3_agent"))
+            .args(["--", mode, n])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        peak_rss_kib(&mut cmd)
+    };
+    // The neighbour: a thousand hour-long waits started at once and held,
+    // the run completes.
+    let (code, base) = run("waits", "1000");
+    assert_eq!(code, 0);
+    // Each pending host call is host memory (a timer) outside max_memory;
+    // a 0.3 store holds at most 16,384 handles (wasmtime's own bound is
+    // 100,000, which let this grow the host by about 110 MiB), so ten
+    // million are halted early and the host stays near the neighbour.
+    for mode in ["waits", "streams"] {
+        let (code, peak) = run(mode, "10000000");
+        assert_ne!(code, 0, "{mode}: ten million were made");
+        let grew_mib = (peak - base) / 1024;
+        eprintln!(
+            "{mode}: peak RSS {} MiB against {} MiB",
+            peak / 1024,
+            base / 1024
+        );
+        assert!(grew_mib < 48, "{mode}: the host grew by {grew_mib} MiB");
+    }
+}

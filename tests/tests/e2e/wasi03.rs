@@ -1,0 +1,214 @@
+//! WASI 0.3 commands (`guest-examples/agents/src/bin/p3_agent.rs`, built
+//! with the `wasip3` bindings): they run under the same budgets as 0.2
+//! guests, see the run's arguments, environment, clocks and randomness
+//! (deterministic mode included), are lent no folder (a grant with folders
+//! refuses one that would look), and one importing 0.3's sockets is refused
+//! before compiling. 0.2 components keep their own engine beside them.
+
+use sbx_wasm::wasm::{RunOptions, WasmHost, WasmRun};
+use sbx_wasm::{Capabilities, CapabilitiesBuilder, Violation};
+use sbx_wasm_tests::{guest, mount_tree, sbx_in};
+use std::time::{Duration, Instant};
+
+fn run(host: &WasmHost, caps: CapabilitiesBuilder, args: &[&str]) -> WasmRun {
+    let agent = host
+        .prepare(&host.load(&guest("p3_agent")).unwrap())
+        .unwrap();
+    let opts = RunOptions::new(caps.build().unwrap()).args(args.iter().copied());
+    host.run_prepared(&agent, opts).unwrap()
+}
+
+fn out(run: &WasmRun) -> String {
+    String::from_utf8_lossy(&run.stdout).into_owned()
+}
+
+#[test]
+fn a_wasi_0_3_command_runs_with_the_runs_arguments_environment_and_clocks() {
+    let host = WasmHost::new().unwrap();
+    let caps = || Capabilities::builder().env("GREETING", "bonjour");
+    let run1 = run(&host, caps(), &["hello", "x"]);
+    assert!(run1.trap.is_none(), "{:?}", run1.trap);
+    assert_eq!(run1.report.violation, None);
+    let text = out(&run1);
+    assert!(
+        text.starts_with("hello from wasi 0.3: args=3 greeting=bonjour random="),
+        "{text}"
+    );
+    // Randomness differs between two live runs ...
+    let run2 = run(&host, caps(), &["hello", "x"]);
+    assert_ne!(out(&run2), text);
+    // ... and a deterministic run is the same every time: seeded random,
+    // the fixed wall clock (2026-01-01), the virtual monotonic clock.
+    let det = |seed| {
+        let agent = host
+            .prepare(&host.load(&guest("p3_agent")).unwrap())
+            .unwrap();
+        let opts = RunOptions::new(caps().build().unwrap())
+            .args(["hello"])
+            .deterministic(seed);
+        out(&host.run_prepared(&agent, opts).unwrap())
+    };
+    let a = det(7);
+    assert_eq!(a, det(7));
+    assert!(a.ends_with("mono=0 wall=1767225600\n"), "{a}");
+    assert_ne!(a, det(8));
+    // A guest's failure status is its exit code 1, as for 0.2.
+    let failed = run(&host, caps(), &["fail"]);
+    assert_eq!(failed.report.exit_code, Some(1), "{:?}", failed.report);
+    assert_eq!(out(&failed), "failing\n");
+}
+
+#[test]
+fn a_wasi_0_3_command_meets_the_same_budgets() {
+    let host = WasmHost::new().unwrap();
+    let wall = |ms| Capabilities::builder().max_wall(Duration::from_millis(ms));
+    // CPU: the epoch deadline on the 0.3 engine (its own epoch advances).
+    let spun = run(&host, wall(300), &["spin"]);
+    assert_eq!(spun.report.violation, Some(Violation::MaxWall));
+    // A wait in the host: the real-time backstop ends it at the wall, not
+    // at the 600 s it asked for.
+    let started = Instant::now();
+    let slept = run(&host, wall(300), &["sleep", "600000"]);
+    assert_eq!(slept.report.violation, Some(Violation::MaxWall));
+    assert!(started.elapsed() < Duration::from_secs(30));
+    // The allowed neighbour: a short wait finishes.
+    let short = run(&host, wall(20_000), &["sleep", "10"]);
+    assert_eq!(short.report.violation, None, "{:?}", short.trap);
+    assert_eq!(out(&short), "slept 10 ms\n");
+    // Memory.
+    let grown = run(
+        &host,
+        Capabilities::builder().max_memory_bytes(32 << 20),
+        &["grow"],
+    );
+    assert_eq!(grown.report.violation, Some(Violation::MaxMemory));
+    // Output: a 0.3 stream hands the refusal back to the guest, which
+    // ignores it; the run still halts, and no byte past the budget left.
+    let flooded = run(
+        &host,
+        Capabilities::builder().max_output_bytes(1000),
+        &["flood", "1000000"],
+    );
+    assert_eq!(flooded.report.violation, Some(Violation::MaxOutputBytes));
+    assert_eq!(flooded.stdout.len(), 1000);
+    // The neighbour within the budget completes and says all were taken.
+    let fits = run(
+        &host,
+        Capabilities::builder().max_output_bytes(1 << 20),
+        &["flood", "10"],
+    );
+    assert_eq!(fits.report.violation, None);
+    assert!(
+        out(&fits).ends_with("flooded: 10 of 10 lines taken\n"),
+        "{}",
+        out(&fits)
+    );
+}
+
+#[test]
+fn a_wasi_0_3_command_is_lent_no_folder_and_a_grant_with_folders_refuses_it() {
+    let host = WasmHost::new().unwrap();
+    // Without folders: it looks and finds none.
+    let bare = run(&host, Capabilities::builder(), &["dirs"]);
+    assert_eq!(out(&bare), "0 folders\n");
+    // With one: refused before the run (nothing ran, nothing on record),
+    // saying why and what to do instead.
+    let t = mount_tree(&[("data/in.txt", "secret")]);
+    let caps = Capabilities::builder()
+        .base_dir(t.path())
+        .read_mount("data", "/data")
+        .build()
+        .unwrap();
+    let agent = host
+        .prepare(&host.load(&guest("p3_agent")).unwrap())
+        .unwrap();
+    let err = host
+        .run_prepared(&agent, RunOptions::new(caps.clone()).args(["dirs"]))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("does not gate 0.3's filesystem yet"), "{err}");
+    assert!(err.contains("wasm32-wasip2"), "{err}");
+    // The neighbour: a 0.2 guest under the same grant reads the folder.
+    let p2 = host
+        .prepare(&host.load(&guest("wasi_semantics")).unwrap())
+        .unwrap();
+    let read = host.run_prepared(&p2, RunOptions::new(caps)).unwrap();
+    assert!(read.trap.is_none(), "{:?}", read.trap);
+    assert!(out(&read).contains("preopen 0: /data\n"), "{}", out(&read));
+}
+
+#[test]
+fn wasi_0_3_components_keep_an_engine_of_their_own() {
+    let host = WasmHost::new().unwrap();
+    let p3 = host.load(&guest("p3_agent")).unwrap();
+    let p2 = host.load(&guest("noop")).unwrap();
+    // 0.2 components compile on the host's engine (no concurrency
+    // support, which cost their runs); 0.3 ones on the other.
+    assert!(wasmtime::Engine::same(p2.engine(), host.engine()));
+    assert!(!wasmtime::Engine::same(p3.engine(), host.engine()));
+    // Both run on the one host, one after the other and again.
+    for _ in 0..2 {
+        let a = host
+            .run(
+                &p2,
+                RunOptions::new(Capabilities::builder().build().unwrap()),
+            )
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&a.stdout), "ok\n");
+        let b = host
+            .run(
+                &p3,
+                RunOptions::new(Capabilities::builder().build().unwrap()).args(["hello"]),
+            )
+            .unwrap();
+        assert!(out(&b).starts_with("hello from wasi 0.3"), "{}", out(&b));
+    }
+    // Serving is for 0.2's incoming-handler; a 0.3 component says so.
+    let err = host
+        .prepare_service(&p3)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(err.contains("a WASI 0.3 component"), "{err}");
+    // Instances made ahead are for 0.2 commands; a 0.3 one says so.
+    let agent = host.prepare(&p3).unwrap();
+    let err = agent.keep_warm(1).err().expect("refused").to_string();
+    assert!(err.contains("WASI 0.3 command"), "{err}");
+    assert!(host.prepare(&p2).unwrap().keep_warm(1).is_ok());
+}
+
+#[test]
+fn a_wasi_0_3_component_importing_sockets_is_refused_before_compiling_by_name() {
+    let t = tempfile::tempdir().unwrap();
+    std::fs::write(t.path().join("caps.toml"), "").unwrap();
+    let socket = guest("p3_socket");
+    let out = sbx_in(
+        t.path(),
+        &["run", "--caps", "caps.toml", socket.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(125));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("\"wasi:sockets/types@0.3.0\""), "{err}");
+    assert!(err.contains("refused before compiling"), "{err}");
+    // The neighbour through the same door: the 0.3 command without
+    // sockets runs, exit 0.
+    let agent = guest("p3_agent");
+    let ok = sbx_in(
+        t.path(),
+        &[
+            "run",
+            "--caps",
+            "caps.toml",
+            agent.to_str().unwrap(),
+            "--",
+            "hello",
+        ],
+    );
+    assert_eq!(
+        ok.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    assert!(String::from_utf8_lossy(&ok.stdout).starts_with("hello from wasi 0.3"));
+}
