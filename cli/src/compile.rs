@@ -71,9 +71,7 @@ pub(crate) fn load_bounded(
     path: &Path,
     bounds: &CompileBounds,
 ) -> Result<(PreparedAgent, Option<CacheOutcome>)> {
-    if let Some(cache) = host.cache()
-        && let Some(c) = cache.get_by_file(host.engine(), path)
-    {
+    if let Some(c) = host.load_cached(path) {
         return Ok((host.prepare(&c)?, Some(CacheOutcome::Hit)));
     }
     let len = std::fs::metadata(path)

@@ -71,9 +71,7 @@ impl WasmHost {
     /// (`None` without a cache).
     pub fn load_traced(&self, path: &Path) -> Result<(Component, Option<CacheOutcome>), LoadError> {
         let shown = path.display().to_string();
-        if let Some(cache) = &self.cache
-            && let Some(component) = cache.get_by_file(&self.shared.engine, path)
-        {
+        if let Some(component) = self.load_cached(path) {
             self.check_imports(&component, &shown)?;
             return Ok((component, Some(CacheOutcome::Hit)));
         }
@@ -87,6 +85,20 @@ impl WasmHost {
         }
         let bytes = std::fs::read(path).map_err(read)?;
         self.load_bytes_from(&bytes, &shown, Some(path))
+    }
+
+    /// The component compiled before from the file at `path`, from the
+    /// artifact cache: `None` without a cache, or when the cache has not
+    /// seen the file as it is now. Nothing is compiled or read whole.
+    pub fn load_cached(&self, path: &Path) -> Option<Component> {
+        let cache = self.cache.as_deref()?;
+        if let Some(c) = cache.get_by_file(&self.shared.engine, path) {
+            return Some(c);
+        }
+        // Seen before, and not compiled for the 0.2 engine: a WASI 0.3
+        // component's entry is keyed by the 0.3 engine (made now if need be).
+        cache.entry_for_file(&self.shared.engine, path)?;
+        cache.get_by_file(&self.wasi03().ok()?.engine, path)
     }
 
     /// Like [`WasmHost::load_bytes`], and says whether the cache served it

@@ -50,7 +50,6 @@ pub use core::CoreOutcome;
 pub use diagnostics::Diagnostics;
 pub use engine::{Allocator, PoolSizes};
 pub use held::{MAX_OPEN_FILES, MAX_OPEN_SOCKETS};
-pub use wasi03::MAX_WASI03_HANDLES;
 pub use imports::{MAX_HTTP_BODIES, MAX_HTTP_BODY_BYTES_HELD};
 pub use load::{LoadError, MAX_COMPONENT_BYTES, refuse_unsupported_imports, unsupported_import};
 pub use options::{RunOptions, WasmRun};
@@ -59,6 +58,7 @@ pub use page_reset::PageReset;
 pub use python::PythonRunner;
 pub use runner::{JavaScript, Language, Python, ScriptRunner};
 pub use serve::{PreparedService, Served};
+pub use wasi03::MAX_WASI03_HANDLES;
 
 /// The JavaScript runner, compiled and linked once: run many scripts with
 /// it ([`ScriptRunner`] for [`JavaScript`]; TypeScript is stripped inside
