@@ -4,18 +4,17 @@
 //! A 0.3 guest gets the interfaces that read the run's WASI context, so the
 //! run's arguments, environment, metered stdout and stderr, stdin, clocks
 //! (the injected and deterministic ones included) and randomness (seeded
-//! under `--deterministic`) are the same as a 0.2 guest's. It is lent no
-//! folder: the gate shadows 0.2's filesystem call by call (op charging,
-//! audit, deny carve-outs, the write quota), and 0.3's is not shadowed yet,
-//! so 0.3's `get-directories` answers with none and a grant with folders
-//! refuses a 0.3 guest that imports it ([`Entry::refuse_folders`]) rather
-//! than run it blind. 0.3's sockets and wasi:http are not linked: a guest
-//! importing them is refused before compiling, by name.
+//! under `--deterministic`) are the same as a 0.2 guest's. Its folders go
+//! through the gate as 0.2's do (`fs_gate/wasi03.rs`), read-only: 0.3's
+//! writes arrive as streams the write quota does not meter yet, so a grant
+//! lending a folder writable refuses a 0.3 guest that imports the
+//! filesystem ([`Entry::refuse_folders`]) rather than run it half-gated.
+//! 0.3's sockets and wasi:http are not linked: a guest importing them is
+//! refused before compiling, by name.
 
 use super::{HostState, LoadError, setup};
-use wasmtime::component::{Component, HasData, Linker, Resource};
+use wasmtime::component::{Component, Linker};
 use wasmtime::{Engine, Store};
-use wasmtime_wasi::filesystem::Descriptor;
 use wasmtime_wasi::p3::bindings::filesystem::{preopens, types};
 
 /// The WASI 0.3 interfaces a guest may import, beside 0.2's in the same
@@ -25,27 +24,17 @@ pub(super) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
     wasmtime_wasi::p3::cli::add_to_linker(linker)?;
     wasmtime_wasi::p3::clocks::add_to_linker(linker)?;
     wasmtime_wasi::p3::random::add_to_linker(linker)?;
-    // The descriptor type and its methods, reachable only through a
-    // descriptor, and none is ever lent (below).
+    // The descriptor type and its methods, then the path calls and the
+    // preopens shadowed by the gate's (read-only folders).
     types::add_to_linker::<_, wasmtime_wasi::filesystem::WasiFilesystem>(
         linker,
         <HostState as wasmtime_wasi::filesystem::WasiFilesystemView>::filesystem,
     )?;
-    preopens::add_to_linker::<_, NoFolders>(linker, |_| NoFolders)?;
-    Ok(())
-}
-
-/// 0.3's `wasi:filesystem/preopens`: no folder.
-struct NoFolders;
-
-impl HasData for NoFolders {
-    type Data<'a> = NoFolders;
-}
-
-impl preopens::Host for NoFolders {
-    fn get_directories(&mut self) -> wasmtime::Result<Vec<(Resource<Descriptor>, String)>> {
-        Ok(Vec::new())
-    }
+    preopens::add_to_linker::<_, wasmtime_wasi::filesystem::WasiFilesystem>(
+        linker,
+        <HostState as wasmtime_wasi::filesystem::WasiFilesystemView>::filesystem,
+    )?;
+    super::fs_gate::wasi03::add_to_linker(linker)
 }
 
 /// What a prepared command's `run` export is: 0.2's or 0.3's.
@@ -96,18 +85,35 @@ impl Entry {
     }
 
     /// A setup error when this is a 0.3 command that would look for
-    /// folders and the grant has some: the guest would find none.
+    /// folders and the grant lends one it may write to (0.3's writes are
+    /// not metered yet), or fingerprints what is read (0.3's read streams
+    /// are not fingerprinted yet).
     pub(super) fn refuse_folders(&self, caps: &crate::Capabilities) -> Result<(), LoadError> {
-        match self {
-            Entry::P3 { folders: true, .. } if !caps.mounts().is_empty() => Err(setup(
+        let Entry::P3 { folders: true, .. } = self else {
+            return Ok(());
+        };
+        let writable = caps
+            .mounts()
+            .iter()
+            .find(|m| m.access == crate::fs::Access::ReadWrite);
+        if let Some(m) = writable {
+            return Err(setup(format!(
                 "this WASI 0.3 component imports wasi:filesystem@0.3.0, and the grant lends \
-                 folders: sbx-wasm does not gate 0.3's filesystem yet, so it lends 0.3 \
-                 components no folder; run it under a grant without folders, or build it \
-                 for WASI 0.2 (wasm32-wasip2), whose filesystem the gate covers"
-                    .into(),
-            )),
-            _ => Ok(()),
+                 {} writable: WASI 0.3 guests are lent folders read-only for now (0.3's \
+                 writes are not metered yet); lend it read-only, or build the component for \
+                 WASI 0.2 (wasm32-wasip2), whose writes the gate covers",
+                m.guest
+            )));
         }
+        if !caps.mounts().is_empty() && caps.flow().evidence() {
+            return Err(setup(
+                "this WASI 0.3 component imports wasi:filesystem@0.3.0, and the grant asks \
+                 for flow evidence (`[flow] evidence = true`): 0.3's reads are not \
+                 fingerprinted yet; run it without evidence, or build it for WASI 0.2"
+                    .into(),
+            ));
+        }
+        Ok(())
     }
 }
 

@@ -1,13 +1,14 @@
 //! WASI 0.3 commands (`guest-examples/agents/src/bin/p3_agent.rs`, built
 //! with the `wasip3` bindings): they run under the same budgets as 0.2
 //! guests, see the run's arguments, environment, clocks and randomness
-//! (deterministic mode included), are lent no folder (a grant with folders
-//! refuses one that would look), and one importing 0.3's sockets is refused
-//! before compiling. 0.2 components keep their own engine beside them.
+//! (deterministic mode included), read granted folders through the gate
+//! (a grant lending one writable refuses them), and one importing 0.3's
+//! sockets is refused before compiling. 0.2 components keep their own
+//! engine beside them.
 
 use sbx_wasm::wasm::{RunOptions, WasmHost, WasmRun};
 use sbx_wasm::{Capabilities, CapabilitiesBuilder, Violation};
-use sbx_wasm_tests::{guest, mount_tree, sbx_cached, sbx_in};
+use sbx_wasm_tests::{guest, mount_tree, sbx_cached, sbx_in, snapshot};
 use std::time::{Duration, Instant};
 
 fn run(host: &WasmHost, caps: CapabilitiesBuilder, args: &[&str]) -> WasmRun {
@@ -106,33 +107,71 @@ fn a_wasi_0_3_command_meets_the_same_budgets() {
 }
 
 #[test]
-fn a_wasi_0_3_command_is_lent_no_folder_and_a_grant_with_folders_refuses_it() {
+fn a_wasi_0_3_command_reads_granted_folders_through_the_gate_and_changes_nothing() {
     let host = WasmHost::new().unwrap();
-    // Without folders: it looks and finds none.
+    let t = mount_tree(&[("data/in.txt", "hello p3\n")]);
+    std::fs::create_dir(t.path().join("data/sub")).unwrap();
+    let before = snapshot(t.path());
+    let caps = || {
+        Capabilities::builder()
+            .base_dir(t.path())
+            .read_mount("data", "/data")
+    };
+    let run1 = run(&host, caps(), &["files", "/data"]);
+    assert!(run1.trap.is_none(), "{:?}", run1.trap);
+    // The allowed calls first (a read, a stat, a listing), then every
+    // refusal with the code 0.2's gate gives for it.
+    assert_eq!(
+        out(&run1),
+        "preopens: /data /\nread: hello p3\n\nstat: 9 bytes\nlist: in.txt sub\n\
+         dotdot: ErrorCode::NotPermitted\nwrite: ErrorCode::NotPermitted\n\
+         mkdir: ErrorCode::NotPermitted\nunlink: ErrorCode::NotPermitted\n\
+         absolute: ErrorCode::NotPermitted\noutside: ErrorCode::NoEntry\n"
+    );
+    // Each call charged as an op, each refusal on record by its name.
+    assert_eq!(run1.report.usage.ops, 8);
+    let said: Vec<Violation> = run1.report.denials.iter().map(|d| d.violation).collect();
+    assert_eq!(
+        said,
+        [
+            Violation::PathTraversal,
+            Violation::FsWriteDenied,
+            Violation::FsWriteDenied,
+            Violation::FsWriteDenied,
+            Violation::InvalidRequest,
+            Violation::FsReadDenied,
+        ]
+    );
+    // Nothing on the host changed.
+    assert_eq!(snapshot(t.path()), before);
+    // The op budget is hard for 0.3's calls too.
+    let short = run(&host, caps().max_ops(3), &["files", "/data"]);
+    assert_eq!(short.report.violation, Some(Violation::MaxOps));
+    // Without folders it finds only the empty root.
     let bare = run(&host, Capabilities::builder(), &["dirs"]);
-    assert_eq!(out(&bare), "0 folders\n");
-    // With one: refused before the run (nothing ran, nothing on record),
-    // saying why and what to do instead.
-    let t = mount_tree(&[("data/in.txt", "secret")]);
-    let caps = Capabilities::builder()
+    assert_eq!(out(&bare), "1 folders\n/\n");
+    // A grant lending a folder writable refuses it before the run
+    // (nothing ran, nothing on record), saying why and what to do.
+    let writable = Capabilities::builder()
         .base_dir(t.path())
-        .read_mount("data", "/data")
+        .write_mount("data", "/data")
         .build()
         .unwrap();
     let agent = host
         .prepare(&host.load(&guest("p3_agent")).unwrap())
         .unwrap();
     let err = host
-        .run_prepared(&agent, RunOptions::new(caps.clone()).args(["dirs"]))
+        .run_prepared(&agent, RunOptions::new(writable.clone()).args(["dirs"]))
         .unwrap_err()
         .to_string();
-    assert!(err.contains("does not gate 0.3's filesystem yet"), "{err}");
+    assert!(err.contains("lends /data writable"), "{err}");
     assert!(err.contains("wasm32-wasip2"), "{err}");
-    // The neighbour: a 0.2 guest under the same grant reads the folder.
+    assert_eq!(snapshot(t.path()), before);
+    // The neighbour: a 0.2 guest under the writable grant sees the folder.
     let p2 = host
         .prepare(&host.load(&guest("wasi_semantics")).unwrap())
         .unwrap();
-    let read = host.run_prepared(&p2, RunOptions::new(caps)).unwrap();
+    let read = host.run_prepared(&p2, RunOptions::new(writable)).unwrap();
     assert!(read.trap.is_none(), "{:?}", read.trap);
     assert!(out(&read).contains("preopen 0: /data\n"), "{}", out(&read));
 }

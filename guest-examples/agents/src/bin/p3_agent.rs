@@ -5,6 +5,10 @@
 //! - `hello`: prints one line with its arguments, an environment variable,
 //!   a random number and both clocks' readings.
 //! - `dirs`: prints each preopened folder the host lends it (a line each).
+//! - `files DIR`: through the preopen DIR (holding `in.txt`), a line per
+//!   call: a read, a stat, a listing, then what the host should refuse (a
+//!   `..`, a write, a mkdir, an unlink, a path outside every mount, an
+//!   absolute path).
 //! - `sleep MS`: waits MS milliseconds on the monotonic clock, then prints.
 //! - `spin`: loops forever (fuel or the wall ends it).
 //! - `grow`: allocates memory until the host refuses (the memory budget).
@@ -52,6 +56,9 @@ impl wasip3::exports::cli::run::Guest for P3Agent {
                     text.push('\n');
                 }
                 out(text).await;
+            }
+            "files" => {
+                out(files(args.get(2).map_or("/data", String::as_str)).await).await;
             }
             "sleep" => {
                 let ms: u64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(1000);
@@ -114,6 +121,102 @@ impl wasip3::exports::cli::run::Guest for P3Agent {
         }
         Ok(())
     }
+}
+
+/// The `files` mode's lines.
+async fn files(dir: &str) -> String {
+    use wasip3::filesystem::types::{DescriptorFlags, OpenFlags, PathFlags};
+    let dirs = wasip3::filesystem::preopens::get_directories();
+    let names: Vec<&str> = dirs.iter().map(|(_, p)| p.as_str()).collect();
+    let mut text = format!("preopens: {}\n", names.join(" "));
+    let Some((d, _)) = dirs.iter().find(|(_, p)| p == dir) else {
+        return text + "no such preopen\n";
+    };
+    let read = PathFlags::empty();
+    let got = match d
+        .open_at(
+            read,
+            "in.txt".into(),
+            OpenFlags::empty(),
+            DescriptorFlags::READ,
+        )
+        .await
+    {
+        Ok(f) => {
+            let (data, done) = f.read_via_stream(0);
+            let bytes = data.collect().await;
+            let _ = done.await;
+            String::from_utf8_lossy(&bytes).into_owned()
+        }
+        Err(e) => format!("{e:?}"),
+    };
+    text += &format!("read: {got}\n");
+    match d.stat_at(read, "in.txt".into()).await {
+        Ok(st) => text += &format!("stat: {} bytes\n", st.size),
+        Err(e) => text += &format!("stat: {e:?}\n"),
+    }
+    let (entries, done) = d.read_directory();
+    let mut listed: Vec<String> = entries
+        .collect()
+        .await
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    let _ = done.await;
+    listed.sort();
+    text += &format!("list: {}\n", listed.join(" "));
+    let code = |r: Result<(), wasip3::filesystem::types::ErrorCode>| match r {
+        Ok(()) => "ok".to_string(),
+        Err(e) => format!("{e:?}"),
+    };
+    let opened = |r: Result<wasip3::filesystem::types::Descriptor, _>| code(r.map(drop));
+    let dotdot = d
+        .open_at(
+            read,
+            "sub/../in.txt".into(),
+            OpenFlags::empty(),
+            DescriptorFlags::READ,
+        )
+        .await;
+    text += &format!("dotdot: {}\n", opened(dotdot));
+    let written = d
+        .open_at(
+            read,
+            "in.txt".into(),
+            OpenFlags::TRUNCATE,
+            DescriptorFlags::WRITE,
+        )
+        .await;
+    text += &format!("write: {}\n", opened(written));
+    text += &format!(
+        "mkdir: {}\n",
+        code(d.create_directory_at("new".into()).await)
+    );
+    text += &format!(
+        "unlink: {}\n",
+        code(d.unlink_file_at("in.txt".into()).await)
+    );
+    let absolute = d
+        .open_at(
+            read,
+            "/etc/passwd".into(),
+            OpenFlags::empty(),
+            DescriptorFlags::READ,
+        )
+        .await;
+    text += &format!("absolute: {}\n", opened(absolute));
+    if let Some((root, _)) = dirs.iter().find(|(_, p)| p == "/") {
+        let outside = root
+            .open_at(
+                read,
+                "etc/passwd".into(),
+                OpenFlags::empty(),
+                DescriptorFlags::READ,
+            )
+            .await;
+        text += &format!("outside: {}\n", opened(outside));
+    }
+    text
 }
 
 /// Write `text` to stdout through a stream, as WASI 0.3 does; whether all

@@ -23,6 +23,7 @@ mod admit;
 mod link;
 mod printed;
 mod quota;
+pub(crate) mod wasi03;
 
 use super::{HardLimit, HostState};
 use crate::op::Op;
@@ -93,22 +94,30 @@ macro_rules! admit_or_return {
     };
 }
 
+impl HostState {
+    /// The preopened folders (the grant's mounts, then the empty root),
+    /// each remembered as the guest path it stands for (0.2's and 0.3's
+    /// `get-directories`).
+    fn lend_directories(&mut self) -> wasmtime::Result<Vec<(Resource<Descriptor>, String)>> {
+        let dirs = self.filesystem().get_directories()?;
+        for (fd, path) in &dirs {
+            let info = DirInfo {
+                path: path.clone(),
+                via: path.clone(),
+            };
+            self.fs_paths.insert(fd.rep(), info);
+        }
+        Ok(dirs)
+    }
+}
+
 /// Shadow the path-taking filesystem functions with gated ones, and the
 /// writing ones with metered ones.
 pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
     let mut pre = linker.instance(PREOPENS)?;
     pre.func_wrap("get-directories", |mut store, (): ()| {
-        let state = store.data_mut();
-        let dirs = state.filesystem().get_directories()?;
-        for (fd, path) in &dirs {
-            let info = DirInfo {
-                path: path.clone(),
-                via: path.clone(),
-            };
-            state.fs_paths.insert(fd.rep(), info);
-        }
-        Ok((dirs,))
+        Ok((store.data_mut().lend_directories()?,))
     })?;
 
     let mut t = linker.instance(TYPES)?;

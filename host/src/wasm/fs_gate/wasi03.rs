@@ -1,0 +1,371 @@
+//! WASI 0.3's filesystem through the gate, for read-only folders.
+//!
+//! 0.3's descriptor is the same host type as 0.2's (`fs_paths` and the
+//! open-files bound serve both), and its path calls are admitted exactly as
+//! 0.2's are (`admit.rs`: op charging, the path defense, deny carve-outs,
+//! the audit, an escape through a symlink recorded as the denial it is).
+//! What 0.3 does not have yet is the write side: its writes arrive as
+//! streams, which the write quota does not meter, so a grant lending a
+//! 0.3 guest folders may lend only read-only ones (`wasi03.rs` refuses the
+//! rest before the run), and every call that would change a folder is
+//! refused here and recorded, whatever the gate would say.
+
+use super::admit::{Admitted, FOLDER_ABOVE_MOUNTS};
+use super::{mkdir, read, remove, stat, write};
+use crate::op::Op;
+use crate::violation::{Denial, Violation};
+use crate::wasm::HostState;
+use wasmtime::component::{Access, Accessor, Linker, Resource};
+use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystem, WasiFilesystemView};
+use wasmtime_wasi::p2::bindings::filesystem::types::ErrorCode as Code02;
+use wasmtime_wasi::p3::bindings::clocks::system_clock::Instant;
+use wasmtime_wasi::p3::bindings::filesystem::types::{
+    DescriptorFlags, DescriptorStat, DescriptorType, ErrorCode, HostDescriptorWithStore,
+    MetadataHashValue, NewTimestamp, OpenFlags, PathFlags,
+};
+use wasmtime_wasi::p3::filesystem::FilesystemResult;
+
+const TYPES: &str = "wasi:filesystem/types@0.3.0";
+const PREOPENS: &str = "wasi:filesystem/preopens@0.3.0";
+type Res<T> = wasmtime::Result<(Result<T, ErrorCode>,)>;
+type MakeOp = fn(String) -> Op;
+
+/// The real call's view of the store.
+fn fs(acc: &Accessor<HostState>) -> Accessor<HostState, WasiFilesystem> {
+    acc.with_getter::<WasiFilesystem>(<HostState as WasiFilesystemView>::filesystem)
+}
+
+/// The 0.3 code for an answer the gate gives in 0.2's terms.
+fn code(c: Code02) -> ErrorCode {
+    match c {
+        Code02::NotPermitted => ErrorCode::NotPermitted,
+        Code02::NoEntry => ErrorCode::NoEntry,
+        Code02::BadDescriptor => ErrorCode::BadDescriptor,
+        Code02::Invalid => ErrorCode::Invalid,
+        Code02::Loop => ErrorCode::Loop,
+        Code02::Io => ErrorCode::Io,
+        _ => ErrorCode::Access,
+    }
+}
+
+/// Admit a path call from inside the event loop: `Ok(Ok)` goes on, `Ok(Err)`
+/// is the guest's answer, `Err` a hard limit.
+fn admit(
+    acc: &Accessor<HostState>,
+    fd: u32,
+    path: &str,
+    make: fn(String) -> Op,
+) -> wasmtime::Result<Result<Admitted, ErrorCode>> {
+    acc.with(|mut a| a.get().admit_path(fd, path, make))
+        .map(|r| r.map_err(code))
+}
+
+/// A call that would change a folder: admitted as its op (the gate refuses
+/// it through a read-only mount or outside every mount, on record), and
+/// refused when admitted all the same (0.3's writes are not lent yet).
+fn refuse_change<T>(
+    acc: &Accessor<HostState>,
+    fd: u32,
+    path: &str,
+    make: fn(String) -> Op,
+) -> Res<T> {
+    let a = match admit(acc, fd, path, make)? {
+        Ok(a) => a,
+        Err(c) => return Ok((Err(c),)),
+    };
+    acc.with(|mut s| {
+        let denial = Denial::new(
+            Violation::FsWriteDenied,
+            "WASI 0.3 guests are lent folders read-only (0.3's writes are not metered yet)",
+        );
+        s.get().gate.refuse_admitted(a.seq, denial);
+    });
+    Ok((Err(ErrorCode::NotPermitted),))
+}
+
+/// After the effect, as `HostState::settle`: a refusal whose path leads out
+/// of its mount through a symlink is the denial it is.
+fn settle<T>(acc: &Accessor<HostState>, a: &Admitted, r: FilesystemResult<T>) -> Res<T> {
+    let e = match r {
+        Ok(v) => return Ok((Ok(v),)),
+        Err(e) => e.downcast()?,
+    };
+    if matches!(
+        e,
+        ErrorCode::NotPermitted | ErrorCode::Access | ErrorCode::Loop
+    ) {
+        acc.with(|mut s| {
+            let state = s.get();
+            if state.gate.escapes(&a.permit) {
+                let denial = crate::fs::escape(crate::fs::Access::ReadOnly, &a.full);
+                state.gate.refuse_admitted(a.seq, denial);
+            }
+        });
+    }
+    Ok((Err(e),))
+}
+
+/// The stat of a folder above the mounts, in 0.3's types.
+fn folder_above_mounts() -> DescriptorStat {
+    let t = FOLDER_ABOVE_MOUNTS.data_access_timestamp.map(|d| Instant {
+        seconds: d.seconds as i64,
+        nanoseconds: d.nanoseconds,
+    });
+    DescriptorStat {
+        type_: DescriptorType::Directory,
+        link_count: FOLDER_ABOVE_MOUNTS.link_count,
+        size: 0,
+        data_access_timestamp: t,
+        data_modification_timestamp: t,
+        status_change_timestamp: t,
+    }
+}
+
+/// File times from the virtual clock under `--deterministic`.
+fn fix_times(acc: &Accessor<HostState>, mut st: DescriptorStat) -> DescriptorStat {
+    if acc.with(|mut s| s.get().deterministic) {
+        let fixed = folder_above_mounts().data_access_timestamp;
+        st.data_access_timestamp = st.data_access_timestamp.and(fixed);
+        st.data_modification_timestamp = st.data_modification_timestamp.and(fixed);
+        st.status_change_timestamp = st.status_change_timestamp.and(fixed);
+    }
+    st
+}
+
+/// A file's identity from its guest path under `--deterministic`.
+fn fix_hash(acc: &Accessor<HostState>, name: &str, h: MetadataHashValue) -> MetadataHashValue {
+    if !acc.with(|mut s| s.get().deterministic) {
+        return h;
+    }
+    let p = super::admit::path_hash(name);
+    MetadataHashValue {
+        lower: p.lower,
+        upper: p.upper,
+    }
+}
+
+macro_rules! admitted {
+    ($acc:expr, $fd:expr, $path:expr, $make:expr) => {
+        match admit($acc, $fd, &$path, $make)? {
+            Ok(a) => a,
+            Err(c) => return Ok((Err(c),)),
+        }
+    };
+}
+
+/// 0.3's preopens, and the path-taking descriptor calls shadowed with gated
+/// ones (after wasmtime-wasi's 0.3 filesystem is in `linker`).
+pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
+    linker.allow_shadowing(true);
+    let mut pre = linker.instance(PREOPENS)?;
+    pre.func_wrap("get-directories", |mut store, (): ()| {
+        Ok((store.data_mut().lend_directories()?,))
+    })?;
+    let mut t = linker.instance(TYPES)?;
+    super::super::held::on_drop::<Descriptor>(&mut t, "descriptor", |state, rep| {
+        state.open_files.release(rep);
+        state.fs_paths.remove(&rep);
+    })?;
+    t.func_wrap_concurrent(
+        "[method]descriptor.open-at",
+        |acc,
+         (fd, pf, path, of, df): (
+            Resource<Descriptor>,
+            PathFlags,
+            String,
+            OpenFlags,
+            DescriptorFlags,
+        )| {
+            Box::pin(async move {
+                let writes = of
+                    .intersects(OpenFlags::CREATE | OpenFlags::TRUNCATE | OpenFlags::EXCLUSIVE)
+                    || df.intersects(DescriptorFlags::WRITE | DescriptorFlags::MUTATE_DIRECTORY);
+                if writes {
+                    return refuse_change(acc, fd.rep(), &path, write);
+                }
+                let dir = fd.rep();
+                let a = admitted!(acc, dir, path, read);
+                if acc.with(|mut s| s.get().open_files.full()) {
+                    return Ok((Err(ErrorCode::Io),));
+                }
+                let r = <WasiFilesystem as HostDescriptorWithStore<HostState>>::open_at(
+                    &fs(acc),
+                    fd,
+                    pf,
+                    path,
+                    of,
+                    df,
+                )
+                .await;
+                if let Ok(new) = &r {
+                    let rep = new.rep();
+                    acc.with(|mut s| {
+                        let state = s.get();
+                        state.open_files.hold(rep);
+                        let info = super::DirInfo {
+                            path: a.full.clone(),
+                            via: a.via.clone(),
+                        };
+                        state.fs_paths.insert(rep, info);
+                    });
+                }
+                settle(acc, &a, r)
+            })
+        },
+    )?;
+    t.func_wrap_concurrent(
+        "[method]descriptor.stat-at",
+        |acc, (fd, pf, path): (Resource<Descriptor>, PathFlags, String)| {
+            Box::pin(async move {
+                let a = admitted!(acc, fd.rep(), path, stat);
+                if acc.with(|mut s| s.get().gate.mount_access(&a.via).is_none()) {
+                    return Ok((Ok(folder_above_mounts()),));
+                }
+                let r = <WasiFilesystem as HostDescriptorWithStore<HostState>>::stat_at(
+                    &fs(acc),
+                    fd,
+                    pf,
+                    path,
+                )
+                .await;
+                let r = r.map(|st| fix_times(acc, st));
+                settle(acc, &a, r)
+            })
+        },
+    )?;
+    t.func_wrap_concurrent(
+        "[method]descriptor.stat",
+        |acc, (fd,): (Resource<Descriptor>,)| {
+            Box::pin(async move {
+                let r = <WasiFilesystem as HostDescriptorWithStore<HostState>>::stat(&fs(acc), fd)
+                    .await;
+                match r {
+                    Ok(st) => Ok((Ok(fix_times(acc, st)),)),
+                    Err(e) => Ok((Err(e.downcast()?),)),
+                }
+            })
+        },
+    )?;
+    t.func_wrap_concurrent(
+        "[method]descriptor.metadata-hash-at",
+        |acc, (fd, pf, path): (Resource<Descriptor>, PathFlags, String)| {
+            Box::pin(async move {
+                let a = admitted!(acc, fd.rep(), path, stat);
+                if acc.with(|mut s| s.get().gate.mount_access(&a.via).is_none()) {
+                    let p = super::admit::path_hash(&a.full);
+                    let h = MetadataHashValue {
+                        lower: p.lower,
+                        upper: p.upper,
+                    };
+                    return Ok((Ok(h),));
+                }
+                let r = <WasiFilesystem as HostDescriptorWithStore<HostState>>::metadata_hash_at(
+                    &fs(acc),
+                    fd,
+                    pf,
+                    path,
+                )
+                .await;
+                let r = r.map(|h| fix_hash(acc, &a.full, h));
+                settle(acc, &a, r)
+            })
+        },
+    )?;
+    t.func_wrap_concurrent(
+        "[method]descriptor.metadata-hash",
+        |acc, (fd,): (Resource<Descriptor>,)| {
+            Box::pin(async move {
+                let name = acc.with(|mut s| s.get().fd_name(fd.rep()));
+                let r = <WasiFilesystem as HostDescriptorWithStore<HostState>>::metadata_hash(
+                    &fs(acc),
+                    fd,
+                )
+                .await;
+                match r {
+                    Ok(h) => Ok((Ok(fix_hash(acc, &name, h)),)),
+                    Err(e) => Ok((Err(e.downcast()?),)),
+                }
+            })
+        },
+    )?;
+    t.func_wrap_concurrent(
+        "[method]descriptor.readlink-at",
+        |acc, (fd, path): (Resource<Descriptor>, String)| {
+            Box::pin(async move {
+                let a = admitted!(acc, fd.rep(), path, stat);
+                let r = <WasiFilesystem as HostDescriptorWithStore<HostState>>::readlink_at(
+                    &fs(acc),
+                    fd,
+                    path,
+                )
+                .await;
+                settle(acc, &a, r)
+            })
+        },
+    )?;
+    t.func_wrap(
+        "[method]descriptor.read-directory",
+        |mut store, (fd,): (Resource<Descriptor>,)| {
+            let state = store.data_mut();
+            // A recording keeps the folder's entries as first listed.
+            if let Some(dir) = state.fs_paths.get(&fd.rep()).cloned() {
+                state.gate.sight_listing(&dir.via, &dir.path);
+            }
+            let access = Access::<HostState, WasiFilesystem>::new(
+                store,
+                <HostState as WasiFilesystemView>::filesystem,
+            );
+            <WasiFilesystem as HostDescriptorWithStore<HostState>>::read_directory(access, fd)
+                .map(|r| (r,))
+        },
+    )?;
+    // Calls that would change a folder: refused, on record.
+    let changes: [(&str, MakeOp); 3] = [
+        ("[method]descriptor.create-directory-at", mkdir),
+        ("[method]descriptor.remove-directory-at", remove),
+        ("[method]descriptor.unlink-file-at", remove),
+    ];
+    for (name, make) in changes {
+        t.func_wrap_concurrent(
+            name,
+            move |acc, (fd, path): (Resource<Descriptor>, String)| {
+                Box::pin(async move { refuse_change::<()>(acc, fd.rep(), &path, make) })
+            },
+        )?;
+    }
+    t.func_wrap_concurrent(
+        "[method]descriptor.symlink-at",
+        |acc, (fd, _old, new): (Resource<Descriptor>, String, String)| {
+            Box::pin(async move { refuse_change::<()>(acc, fd.rep(), &new, write) })
+        },
+    )?;
+    t.func_wrap_concurrent(
+        "[method]descriptor.set-times-at",
+        |acc,
+         (fd, _pf, path, _at, _mt): (
+            Resource<Descriptor>,
+            PathFlags,
+            String,
+            NewTimestamp,
+            NewTimestamp,
+        )| { Box::pin(async move { refuse_change::<()>(acc, fd.rep(), &path, write) }) },
+    )?;
+    t.func_wrap_concurrent(
+        "[method]descriptor.rename-at",
+        |acc, (fd, old, _new_fd, _new): (Resource<Descriptor>, String, Resource<Descriptor>, String)| {
+            Box::pin(async move { refuse_change::<()>(acc, fd.rep(), &old, remove) })
+        },
+    )?;
+    t.func_wrap_concurrent(
+        "[method]descriptor.link-at",
+        |acc,
+         (fd, _pf, old, _new_fd, _new): (
+            Resource<Descriptor>,
+            PathFlags,
+            String,
+            Resource<Descriptor>,
+            String,
+        )| { Box::pin(async move { refuse_change::<()>(acc, fd.rep(), &old, write) }) },
+    )?;
+    Ok(())
+}
