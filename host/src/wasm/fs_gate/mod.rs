@@ -31,7 +31,7 @@ use crate::violation::{Denial, Violation};
 use link::check_link_target;
 use printed::printed;
 use quota::metered;
-use wasmtime::component::{Linker, Resource};
+use wasmtime::component::{Linker, LinkerInstance, Resource};
 use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemView};
 use wasmtime_wasi::p2::FsError;
 use wasmtime_wasi::p2::bindings::filesystem::preopens::Host as _;
@@ -111,22 +111,33 @@ impl HostState {
     }
 }
 
-/// Shadow the path-taking filesystem functions with gated ones, and the
-/// writing ones with metered ones.
-pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
+/// The start both WASI versions' gates share: `preopens`'s folders lent as
+/// the gate knows them, and the instance `types` with its descriptor drop
+/// (as wasmtime-wasi's) forgetting what the run knew of the descriptor: its
+/// place among the files it holds, its path.
+pub(super) fn gated_types<'a>(
+    linker: &'a mut Linker<HostState>,
+    preopens: &str,
+    types: &str,
+) -> wasmtime::Result<LinkerInstance<'a, HostState>> {
     linker.allow_shadowing(true);
-    let mut pre = linker.instance(PREOPENS)?;
-    pre.func_wrap("get-directories", |mut store, (): ()| {
-        Ok((store.data_mut().lend_directories()?,))
-    })?;
-
-    let mut t = linker.instance(TYPES)?;
-    // A descriptor's drop, as wasmtime-wasi's, and what the run knew of it
-    // forgotten: its place among the files it holds, its path.
+    linker
+        .instance(preopens)?
+        .func_wrap("get-directories", |mut store, (): ()| {
+            Ok((store.data_mut().lend_directories()?,))
+        })?;
+    let mut t = linker.instance(types)?;
     super::held::on_drop::<Descriptor>(&mut t, "descriptor", |state, rep| {
         state.open_files.release(rep);
         state.fs_paths.remove(&rep);
     })?;
+    Ok(t)
+}
+
+/// Shadow the path-taking filesystem functions with gated ones, and the
+/// writing ones with metered ones.
+pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
+    let mut t = gated_types(linker, PREOPENS, TYPES)?;
     t.func_wrap_async(
         "[method]descriptor.open-at",
         |mut store,

@@ -156,16 +156,7 @@ macro_rules! admitted {
 /// 0.3's preopens, and the path-taking descriptor calls shadowed with gated
 /// ones (after wasmtime-wasi's 0.3 filesystem is in `linker`).
 pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
-    linker.allow_shadowing(true);
-    let mut pre = linker.instance(PREOPENS)?;
-    pre.func_wrap("get-directories", |mut store, (): ()| {
-        Ok((store.data_mut().lend_directories()?,))
-    })?;
-    let mut t = linker.instance(TYPES)?;
-    super::super::held::on_drop::<Descriptor>(&mut t, "descriptor", |state, rep| {
-        state.open_files.release(rep);
-        state.fs_paths.remove(&rep);
-    })?;
+    let mut t = super::gated_types(linker, PREOPENS, TYPES)?;
     t.func_wrap_concurrent(
         "[method]descriptor.open-at",
         |acc,
