@@ -412,7 +412,7 @@ fn explain(message: String) -> String {
     match message.contains("@0.3.") {
         true => format!(
             "{message}; of WASI 0.3 this host links cli, clocks, random and filesystem \
-             (folders read-only), not sockets or http: build the component for WASI \
+             (through the gate), not sockets or http: build the component for WASI \
              0.2 (e.g. wasm32-wasip2) to use those"
         ),
         false => message,

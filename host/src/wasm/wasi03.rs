@@ -5,10 +5,8 @@
 //! run's arguments, environment, metered stdout and stderr, stdin, clocks
 //! (the injected and deterministic ones included) and randomness (seeded
 //! under `--deterministic`) are the same as a 0.2 guest's. Its folders go
-//! through the gate as 0.2's do (`fs_gate/wasi03.rs`), read-only: 0.3's
-//! writes arrive as streams the write quota does not meter yet, so a grant
-//! lending a folder writable refuses a 0.3 guest that imports the
-//! filesystem ([`Entry::refuse_folders`]) rather than run it half-gated.
+//! through the gate as 0.2's do (`fs_gate/wasi03.rs`: every path call
+//! admitted, writes metered against the write quota).
 //! 0.3's sockets and wasi:http are not linked: a guest importing them is
 //! refused before compiling, by name.
 
@@ -85,35 +83,22 @@ impl Entry {
     }
 
     /// A setup error when this is a 0.3 command that would look for
-    /// folders and the grant lends one it may write to (0.3's writes are
-    /// not metered yet), or fingerprints what is read (0.3's read streams
-    /// are not fingerprinted yet).
+    /// folders and the grant asks for flow evidence: 0.3's read streams are
+    /// not fingerprinted yet.
     pub(super) fn refuse_folders(&self, caps: &crate::Capabilities) -> Result<(), LoadError> {
-        let Entry::P3 { folders: true, .. } = self else {
-            return Ok(());
-        };
-        let writable = caps
-            .mounts()
-            .iter()
-            .find(|m| m.access == crate::fs::Access::ReadWrite);
-        if let Some(m) = writable {
-            return Err(setup(format!(
-                "this WASI 0.3 component imports wasi:filesystem@0.3.0, and the grant lends \
-                 {} writable: WASI 0.3 guests are lent folders read-only for now (0.3's \
-                 writes are not metered yet); lend it read-only, or build the component for \
-                 WASI 0.2 (wasm32-wasip2), whose writes the gate covers",
-                m.guest
-            )));
+        match self {
+            Entry::P3 { folders: true, .. }
+                if !caps.mounts().is_empty() && caps.flow().evidence() =>
+            {
+                Err(setup(
+                    "this WASI 0.3 component imports wasi:filesystem@0.3.0, and the grant asks \
+                     for flow evidence (`[flow] evidence = true`): 0.3's reads are not \
+                     fingerprinted yet; run it without evidence, or build it for WASI 0.2"
+                        .into(),
+                ))
+            }
+            _ => Ok(()),
         }
-        if !caps.mounts().is_empty() && caps.flow().evidence() {
-            return Err(setup(
-                "this WASI 0.3 component imports wasi:filesystem@0.3.0, and the grant asks \
-                 for flow evidence (`[flow] evidence = true`): 0.3's reads are not \
-                 fingerprinted yet; run it without evidence, or build it for WASI 0.2"
-                    .into(),
-            ));
-        }
-        Ok(())
     }
 }
 

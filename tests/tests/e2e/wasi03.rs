@@ -1,9 +1,9 @@
 //! WASI 0.3 commands (`guest-examples/agents/src/bin/p3_agent.rs`, built
 //! with the `wasip3` bindings): they run under the same budgets as 0.2
 //! guests, see the run's arguments, environment, clocks and randomness
-//! (deterministic mode included), read granted folders through the gate
-//! (a grant lending one writable refuses them), and one importing 0.3's
-//! sockets is refused before compiling. 0.2 components keep their own
+//! (deterministic mode included), read and write granted folders through
+//! the gate (ops, audit, the write quota), and one importing 0.3's sockets
+//! is refused before compiling. 0.2 components keep their own
 //! engine beside them.
 
 use sbx_wasm::wasm::{RunOptions, WasmHost, WasmRun};
@@ -150,30 +150,64 @@ fn a_wasi_0_3_command_reads_granted_folders_through_the_gate_and_changes_nothing
     // Without folders it finds only the empty root.
     let bare = run(&host, Capabilities::builder(), &["dirs"]);
     assert_eq!(out(&bare), "1 folders\n/\n");
-    // A grant lending a folder writable refuses it before the run
-    // (nothing ran, nothing on record), saying why and what to do.
-    let writable = Capabilities::builder()
-        .base_dir(t.path())
-        .write_mount("data", "/data")
-        .build()
-        .unwrap();
-    let agent = host
-        .prepare(&host.load(&guest("p3_agent")).unwrap())
-        .unwrap();
-    let err = host
-        .run_prepared(&agent, RunOptions::new(writable.clone()).args(["dirs"]))
-        .unwrap_err()
-        .to_string();
-    assert!(err.contains("lends /data writable"), "{err}");
-    assert!(err.contains("wasm32-wasip2"), "{err}");
-    assert_eq!(snapshot(t.path()), before);
-    // The neighbour: a 0.2 guest under the writable grant sees the folder.
-    let p2 = host
-        .prepare(&host.load(&guest("wasi_semantics")).unwrap())
-        .unwrap();
-    let read = host.run_prepared(&p2, RunOptions::new(writable)).unwrap();
-    assert!(read.trap.is_none(), "{:?}", read.trap);
-    assert!(out(&read).contains("preopen 0: /data\n"), "{}", out(&read));
+}
+
+#[test]
+fn a_wasi_0_3_command_writes_through_the_gate_within_the_quota() {
+    let host = WasmHost::new().unwrap();
+    let t = mount_tree(&[]);
+    let caps = || {
+        Capabilities::builder()
+            .base_dir(t.path())
+            .write_mount("out", "/out")
+    };
+    let wrote = run(&host, caps(), &["writes", "/out"]);
+    assert!(wrote.trap.is_none(), "{:?}", wrote.trap);
+    assert_eq!(
+        out(&wrote),
+        "put: ok\nstat: 15 bytes\nmkdir: ok\nrename: ok\n\
+         unlink missing: ErrorCode::NoEntry\nsymlink out: ErrorCode::NotPermitted\n"
+    );
+    // What the host folder holds now: the file, moved, and nothing else
+    // (the link out of the grant was never made).
+    let out_dir = t.path().join("out");
+    assert_eq!(
+        std::fs::read_to_string(out_dir.join("dir/moved.txt")).unwrap(),
+        "written by 0.3\n"
+    );
+    assert_eq!(std::fs::read_dir(&out_dir).unwrap().count(), 1);
+    assert!(!out_dir.join("link").exists());
+    // Bytes and creations charged as 0.2's are; the link on record.
+    assert_eq!(wrote.report.usage.write_bytes, 15);
+    assert_eq!(wrote.report.usage.files, 2);
+    let said: Vec<Violation> = wrote.report.denials.iter().map(|d| d.violation).collect();
+    assert_eq!(said, [Violation::FsWriteDenied]);
+
+    // The quota is hard, and no chunk past it is written: a megabyte into
+    // 100 KB halts with the file at most the quota.
+    let quota = || caps().max_write_bytes(100_000).max_files(3);
+    let _ = std::fs::remove_dir_all(&out_dir);
+    std::fs::create_dir(&out_dir).unwrap();
+    let big = run(&host, quota(), &["fill", "1000000", "1"]);
+    assert_eq!(big.report.violation, Some(Violation::MaxWriteBytes));
+    let len = std::fs::metadata(out_dir.join("fill0.bin")).unwrap().len();
+    assert!(len <= 100_000, "{len} bytes written");
+    // Creations likewise: the fourth file is never made.
+    let _ = std::fs::remove_dir_all(&out_dir);
+    std::fs::create_dir(&out_dir).unwrap();
+    let many = run(&host, quota(), &["fill", "10", "10"]);
+    assert_eq!(many.report.violation, Some(Violation::MaxFiles));
+    assert_eq!(std::fs::read_dir(&out_dir).unwrap().count(), 3);
+    // The neighbour within both: completes, every byte there.
+    let _ = std::fs::remove_dir_all(&out_dir);
+    std::fs::create_dir(&out_dir).unwrap();
+    let fits = run(&host, quota(), &["fill", "1000", "3"]);
+    assert_eq!(fits.report.violation, None, "{:?}", fits.trap);
+    assert_eq!(out(&fits), "filled 3 of 3\n");
+    assert_eq!(
+        std::fs::read(out_dir.join("fill2.bin")).unwrap(),
+        vec![7u8; 1000]
+    );
 }
 
 #[test]

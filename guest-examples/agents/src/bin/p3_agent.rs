@@ -9,6 +9,10 @@
 //!   call: a read, a stat, a listing, then what the host should refuse (a
 //!   `..`, a write, a mkdir, an unlink, a path outside every mount, an
 //!   absolute path).
+//! - `writes DIR`: through the writable preopen DIR: creates `new.txt`
+//!   with a line written through a stream, stats it, makes a folder, renames
+//!   the file into it, truncates, then unlinks a file that is not there.
+//! - `fill N FILES`: writes N bytes into each of FILES new files in `/out`.
 //! - `sleep MS`: waits MS milliseconds on the monotonic clock, then prints.
 //! - `spin`: loops forever (fuel or the wall ends it).
 //! - `grow`: allocates memory until the host refuses (the memory budget).
@@ -59,6 +63,14 @@ impl wasip3::exports::cli::run::Guest for P3Agent {
             }
             "files" => {
                 out(files(args.get(2).map_or("/data", String::as_str)).await).await;
+            }
+            "writes" => {
+                out(writes(args.get(2).map_or("/out", String::as_str)).await).await;
+            }
+            "fill" => {
+                let n: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(1 << 20);
+                let files: u32 = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(1);
+                out(fill(n, files).await).await;
             }
             "sleep" => {
                 let ms: u64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(1000);
@@ -217,6 +229,89 @@ async fn files(dir: &str) -> String {
         text += &format!("outside: {}\n", opened(outside));
     }
     text
+}
+
+/// The preopen at `path`.
+fn preopen(path: &str) -> Option<wasip3::filesystem::types::Descriptor> {
+    wasip3::filesystem::preopens::get_directories()
+        .into_iter()
+        .find(|(_, p)| p == path)
+        .map(|(d, _)| d)
+}
+
+/// `bytes` written through a stream into `name` (created) under `dir`.
+async fn put(
+    dir: &wasip3::filesystem::types::Descriptor,
+    name: &str,
+    bytes: Vec<u8>,
+) -> Result<(), wasip3::filesystem::types::ErrorCode> {
+    use wasip3::filesystem::types::{DescriptorFlags, OpenFlags, PathFlags};
+    let f = dir
+        .open_at(
+            PathFlags::empty(),
+            name.into(),
+            OpenFlags::CREATE | OpenFlags::TRUNCATE,
+            DescriptorFlags::WRITE,
+        )
+        .await?;
+    let (mut tx, rx) = wasip3::wit_stream::new();
+    let done = f.write_via_stream(rx, 0);
+    let left = tx.write_all(bytes).await;
+    drop(tx);
+    done.await?;
+    if !left.is_empty() {
+        return Err(wasip3::filesystem::types::ErrorCode::Io);
+    }
+    Ok(())
+}
+
+/// The `writes` mode's lines.
+async fn writes(path: &str) -> String {
+    use wasip3::filesystem::types::PathFlags;
+    let Some(d) = preopen(path) else {
+        return "no such preopen\n".into();
+    };
+    let show = |r: Result<(), wasip3::filesystem::types::ErrorCode>| match r {
+        Ok(()) => "ok".to_string(),
+        Err(e) => format!("{e:?}"),
+    };
+    let mut text = format!(
+        "put: {}\n",
+        show(put(&d, "new.txt", b"written by 0.3\n".to_vec()).await)
+    );
+    match d.stat_at(PathFlags::empty(), "new.txt".into()).await {
+        Ok(st) => text += &format!("stat: {} bytes\n", st.size),
+        Err(e) => text += &format!("stat: {e:?}\n"),
+    }
+    text += &format!(
+        "mkdir: {}\n",
+        show(d.create_directory_at("dir".into()).await)
+    );
+    let moved = d
+        .rename_at("new.txt".into(), &d, "dir/moved.txt".into())
+        .await;
+    text += &format!("rename: {}\n", show(moved));
+    text += &format!(
+        "unlink missing: {}\n",
+        show(d.unlink_file_at("gone.txt".into()).await)
+    );
+    let escape = d.symlink_at("/etc/passwd".into(), "link".into()).await;
+    text += &format!("symlink out: {}\n", show(escape));
+    text
+}
+
+/// The `fill` mode's line.
+async fn fill(n: usize, files: u32) -> String {
+    let Some(d) = preopen("/out") else {
+        return "no /out\n".into();
+    };
+    let mut done = 0;
+    for i in 0..files {
+        if put(&d, &format!("fill{i}.bin"), vec![7u8; n]).await.is_ok() {
+            done += 1;
+        }
+    }
+    format!("filled {done} of {files}\n")
 }
 
 /// Write `text` to stdout through a stream, as WASI 0.3 does; whether all

@@ -1,19 +1,17 @@
-//! WASI 0.3's filesystem through the gate, for read-only folders.
+//! WASI 0.3's filesystem through the gate.
 //!
 //! 0.3's descriptor is the same host type as 0.2's (`fs_paths` and the
 //! open-files bound serve both), and its path calls are admitted exactly as
 //! 0.2's are (`admit.rs`: op charging, the path defense, deny carve-outs,
-//! the audit, an escape through a symlink recorded as the denial it is).
-//! What 0.3 does not have yet is the write side: its writes arrive as
-//! streams, which the write quota does not meter, so a grant lending a
-//! 0.3 guest folders may lend only read-only ones (`wasi03.rs` refuses the
-//! rest before the run), and every call that would change a folder is
-//! refused here and recorded, whatever the gate would say.
+//! the audit, an escape through a symlink recorded as the denial it is,
+//! creations charged to the write quota, link targets kept inside); its
+//! writes, which arrive as streams, are metered chunk by chunk
+//! (`wasi03_write.rs`). Each shadow admits through the gate, then calls
+//! wasmtime-wasi's own 0.3 function for the effect.
 
 use super::admit::{Admitted, FOLDER_ABOVE_MOUNTS};
 use super::{mkdir, read, remove, stat, write};
 use crate::op::Op;
-use crate::violation::{Denial, Violation};
 use crate::wasm::HostState;
 use wasmtime::component::{Access, Accessor, Linker, Resource};
 use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystem, WasiFilesystemView};
@@ -28,7 +26,6 @@ use wasmtime_wasi::p3::filesystem::FilesystemResult;
 const TYPES: &str = "wasi:filesystem/types@0.3.0";
 const PREOPENS: &str = "wasi:filesystem/preopens@0.3.0";
 type Res<T> = wasmtime::Result<(Result<T, ErrorCode>,)>;
-type MakeOp = fn(String) -> Op;
 
 /// The real call's view of the store.
 fn fs(acc: &Accessor<HostState>) -> Accessor<HostState, WasiFilesystem> {
@@ -60,32 +57,10 @@ fn admit(
         .map(|r| r.map_err(code))
 }
 
-/// A call that would change a folder: admitted as its op (the gate refuses
-/// it through a read-only mount or outside every mount, on record), and
-/// refused when admitted all the same (0.3's writes are not lent yet).
-fn refuse_change<T>(
-    acc: &Accessor<HostState>,
-    fd: u32,
-    path: &str,
-    make: fn(String) -> Op,
-) -> Res<T> {
-    let a = match admit(acc, fd, path, make)? {
-        Ok(a) => a,
-        Err(c) => return Ok((Err(c),)),
-    };
-    acc.with(|mut s| {
-        let denial = Denial::new(
-            Violation::FsWriteDenied,
-            "WASI 0.3 guests are lent folders read-only (0.3's writes are not metered yet)",
-        );
-        s.get().gate.refuse_admitted(a.seq, denial);
-    });
-    Ok((Err(ErrorCode::NotPermitted),))
-}
-
-/// After the effect, as `HostState::settle`: a refusal whose path leads out
-/// of its mount through a symlink is the denial it is.
-fn settle<T>(acc: &Accessor<HostState>, a: &Admitted, r: FilesystemResult<T>) -> Res<T> {
+/// After the effect, as `HostState::settle_any`: a refusal whose path (of
+/// those the call names) leads out of its mount through a symlink is the
+/// denial it is.
+fn settle<T>(acc: &Accessor<HostState>, calls: &[&Admitted], r: FilesystemResult<T>) -> Res<T> {
     let e = match r {
         Ok(v) => return Ok((Ok(v),)),
         Err(e) => e.downcast()?,
@@ -96,13 +71,22 @@ fn settle<T>(acc: &Accessor<HostState>, a: &Admitted, r: FilesystemResult<T>) ->
     ) {
         acc.with(|mut s| {
             let state = s.get();
-            if state.gate.escapes(&a.permit) {
-                let denial = crate::fs::escape(crate::fs::Access::ReadOnly, &a.full);
+            if let Some(a) = calls.iter().find(|a| state.gate.escapes(&a.permit)) {
+                let access = match a.write {
+                    true => crate::fs::Access::ReadWrite,
+                    false => crate::fs::Access::ReadOnly,
+                };
+                let denial = crate::fs::escape(access, &a.full);
                 state.gate.refuse_admitted(a.seq, denial);
             }
         });
     }
     Ok((Err(e),))
+}
+
+/// Charge `files` created by admitted call `a` to the write quota.
+fn charge_files(acc: &Accessor<HostState>, a: &Admitted, files: u64) -> wasmtime::Result<()> {
+    acc.with(|mut s| s.get().charge_files(a, files))
 }
 
 /// The stat of a folder above the mounts, in 0.3's types.
@@ -171,13 +155,24 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
                 let writes = of
                     .intersects(OpenFlags::CREATE | OpenFlags::TRUNCATE | OpenFlags::EXCLUSIVE)
                     || df.intersects(DescriptorFlags::WRITE | DescriptorFlags::MUTATE_DIRECTORY);
-                if writes {
-                    return refuse_change(acc, fd.rep(), &path, write);
-                }
                 let dir = fd.rep();
-                let a = admitted!(acc, dir, path, read);
+                let a = admitted!(acc, dir, path, if writes { write } else { read });
                 if acc.with(|mut s| s.get().open_files.full()) {
+                    // As 0.2's: after the gate, failed as the OS fails.
                     return Ok((Err(ErrorCode::Io),));
+                }
+                if of.contains(OpenFlags::CREATE) {
+                    let found = <WasiFilesystem as HostDescriptorWithStore<HostState>>::stat_at(
+                        &fs(acc),
+                        Resource::new_borrow(dir),
+                        PathFlags::empty(),
+                        path.clone(),
+                    )
+                    .await;
+                    if found.is_err() {
+                        // Charged before the file exists.
+                        charge_files(acc, &a, 1)?;
+                    }
                 }
                 let r = <WasiFilesystem as HostDescriptorWithStore<HostState>>::open_at(
                     &fs(acc),
@@ -200,7 +195,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
                         state.fs_paths.insert(rep, info);
                     });
                 }
-                settle(acc, &a, r)
+                settle(acc, &[&a], r)
             })
         },
     )?;
@@ -220,7 +215,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
                 )
                 .await;
                 let r = r.map(|st| fix_times(acc, st));
-                settle(acc, &a, r)
+                settle(acc, &[&a], r)
             })
         },
     )?;
@@ -258,7 +253,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
                 )
                 .await;
                 let r = r.map(|h| fix_hash(acc, &a.full, h));
-                settle(acc, &a, r)
+                settle(acc, &[&a], r)
             })
         },
     )?;
@@ -290,7 +285,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
                     path,
                 )
                 .await;
-                settle(acc, &a, r)
+                settle(acc, &[&a], r)
             })
         },
     )?;
@@ -310,53 +305,186 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
                 .map(|r| (r,))
         },
     )?;
-    // Calls that would change a folder: refused, on record.
-    let changes: [(&str, MakeOp); 3] = [
-        ("[method]descriptor.create-directory-at", mkdir),
-        ("[method]descriptor.remove-directory-at", remove),
-        ("[method]descriptor.unlink-file-at", remove),
-    ];
-    for (name, make) in changes {
-        t.func_wrap_concurrent(
-            name,
-            move |acc, (fd, path): (Resource<Descriptor>, String)| {
-                Box::pin(async move { refuse_change::<()>(acc, fd.rep(), &path, make) })
-            },
-        )?;
-    }
+    t.func_wrap_concurrent(
+        "[method]descriptor.create-directory-at",
+        |acc, (fd, path): (Resource<Descriptor>, String)| {
+            Box::pin(async move {
+                let a = admitted!(acc, fd.rep(), path, mkdir);
+                charge_files(acc, &a, 1)?;
+                let r =
+                    <WasiFilesystem as HostDescriptorWithStore<HostState>>::create_directory_at(
+                        &fs(acc),
+                        fd,
+                        path,
+                    )
+                    .await;
+                settle(acc, &[&a], r)
+            })
+        },
+    )?;
+    t.func_wrap_concurrent(
+        "[method]descriptor.remove-directory-at",
+        |acc, (fd, path): (Resource<Descriptor>, String)| {
+            Box::pin(async move {
+                let a = admitted!(acc, fd.rep(), path, remove);
+                let r =
+                    <WasiFilesystem as HostDescriptorWithStore<HostState>>::remove_directory_at(
+                        &fs(acc),
+                        fd,
+                        path,
+                    )
+                    .await;
+                settle(acc, &[&a], r)
+            })
+        },
+    )?;
+    t.func_wrap_concurrent(
+        "[method]descriptor.unlink-file-at",
+        |acc, (fd, path): (Resource<Descriptor>, String)| {
+            Box::pin(async move {
+                let a = admitted!(acc, fd.rep(), path, remove);
+                let r = <WasiFilesystem as HostDescriptorWithStore<HostState>>::unlink_file_at(
+                    &fs(acc),
+                    fd,
+                    path,
+                )
+                .await;
+                settle(acc, &[&a], r)
+            })
+        },
+    )?;
     t.func_wrap_concurrent(
         "[method]descriptor.symlink-at",
-        |acc, (fd, _old, new): (Resource<Descriptor>, String, String)| {
-            Box::pin(async move { refuse_change::<()>(acc, fd.rep(), &new, write) })
+        |acc, (fd, old, new): (Resource<Descriptor>, String, String)| {
+            Box::pin(async move {
+                let a = admitted!(acc, fd.rep(), new, write);
+                // The host tree never holds a link that leaves the grant.
+                if let Err(d) = super::link::check_link_target(&a.full, &a.via, &old) {
+                    let answer = code(super::code(&d, true));
+                    acc.with(|mut s| s.get().gate.refuse_admitted(a.seq, d));
+                    return Ok((Err(answer),));
+                }
+                charge_files(acc, &a, 1)?;
+                let r = <WasiFilesystem as HostDescriptorWithStore<HostState>>::symlink_at(
+                    &fs(acc),
+                    fd,
+                    old,
+                    new,
+                )
+                .await;
+                settle(acc, &[&a], r)
+            })
         },
     )?;
     t.func_wrap_concurrent(
         "[method]descriptor.set-times-at",
         |acc,
-         (fd, _pf, path, _at, _mt): (
+         (fd, pf, path, at, mt): (
             Resource<Descriptor>,
             PathFlags,
             String,
             NewTimestamp,
             NewTimestamp,
-        )| { Box::pin(async move { refuse_change::<()>(acc, fd.rep(), &path, write) }) },
+        )| {
+            Box::pin(async move {
+                let a = admitted!(acc, fd.rep(), path, write);
+                let r = <WasiFilesystem as HostDescriptorWithStore<HostState>>::set_times_at(
+                    &fs(acc),
+                    fd,
+                    pf,
+                    path,
+                    at,
+                    mt,
+                )
+                .await;
+                settle(acc, &[&a], r)
+            })
+        },
     )?;
     t.func_wrap_concurrent(
         "[method]descriptor.rename-at",
-        |acc, (fd, old, _new_fd, _new): (Resource<Descriptor>, String, Resource<Descriptor>, String)| {
-            Box::pin(async move { refuse_change::<()>(acc, fd.rep(), &old, remove) })
+        |acc,
+         (fd, old, new_fd, new): (
+            Resource<Descriptor>,
+            String,
+            Resource<Descriptor>,
+            String,
+        )| {
+            Box::pin(async move {
+                let a = admitted!(acc, fd.rep(), old, remove);
+                let b = admitted!(acc, new_fd.rep(), new, write);
+                let r = <WasiFilesystem as HostDescriptorWithStore<HostState>>::rename_at(
+                    &fs(acc),
+                    fd,
+                    old,
+                    new_fd,
+                    new,
+                )
+                .await;
+                settle(acc, &[&a, &b], r)
+            })
         },
     )?;
     t.func_wrap_concurrent(
         "[method]descriptor.link-at",
         |acc,
-         (fd, _pf, old, _new_fd, _new): (
+         (fd, pf, old, new_fd, new): (
             Resource<Descriptor>,
             PathFlags,
             String,
             Resource<Descriptor>,
             String,
-        )| { Box::pin(async move { refuse_change::<()>(acc, fd.rep(), &old, write) }) },
+        )| {
+            Box::pin(async move {
+                // A second name for the same file: writable through the
+                // new name, so the old one must be writable too.
+                let a = admitted!(acc, fd.rep(), old, write);
+                let b = admitted!(acc, new_fd.rep(), new, write);
+                charge_files(acc, &b, 1)?;
+                let r = <WasiFilesystem as HostDescriptorWithStore<HostState>>::link_at(
+                    &fs(acc),
+                    fd,
+                    pf,
+                    old,
+                    new_fd,
+                    new,
+                )
+                .await;
+                settle(acc, &[&a, &b], r)
+            })
+        },
     )?;
+    t.func_wrap_concurrent(
+        "[method]descriptor.set-size",
+        |acc, (fd, size): (Resource<Descriptor>, u64)| {
+            Box::pin(async move {
+                let rep = fd.rep();
+                if let Err(c) = acc.with(|mut s| s.get().flow_write(rep)) {
+                    return Ok((Err(code(c)),));
+                }
+                // Growth counts as written (a sparse gigabyte is still a
+                // gigabyte to whoever copies the folder).
+                let now = <WasiFilesystem as HostDescriptorWithStore<HostState>>::stat(
+                    &fs(acc),
+                    Resource::new_borrow(rep),
+                )
+                .await
+                .map(|st| st.size)
+                .unwrap_or(0);
+                acc.with(|mut s| s.get().charge_bytes(rep, size.saturating_sub(now)))?;
+                let r = <WasiFilesystem as HostDescriptorWithStore<HostState>>::set_size(
+                    &fs(acc),
+                    fd,
+                    size,
+                )
+                .await;
+                match r {
+                    Ok(()) => Ok((Ok(()),)),
+                    Err(e) => Ok((Err(e.downcast()?),)),
+                }
+            })
+        },
+    )?;
+    super::wasi03_write::add(&mut t)?;
     Ok(())
 }
