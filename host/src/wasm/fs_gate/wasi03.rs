@@ -137,6 +137,25 @@ macro_rules! admitted {
     };
 }
 
+/// A call that takes one path and nothing else: admitted as `$op`, then
+/// wasmtime-wasi's `$call`, then settled.
+macro_rules! path_call {
+    ($t:expr, $name:literal, $op:expr, $call:ident) => {
+        $t.func_wrap_concurrent($name, |acc, (fd, path): (Resource<Descriptor>, String)| {
+            Box::pin(async move {
+                let a = admitted!(acc, fd.rep(), path, $op);
+                let r = <WasiFilesystem as HostDescriptorWithStore<HostState>>::$call(
+                    &fs(acc),
+                    fd,
+                    path,
+                )
+                .await;
+                settle(acc, &[&a], r)
+            })
+        })?
+    };
+}
+
 /// 0.3's preopens, and the path-taking descriptor calls shadowed with gated
 /// ones (after wasmtime-wasi's 0.3 filesystem is in `linker`).
 pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
@@ -274,21 +293,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
             })
         },
     )?;
-    t.func_wrap_concurrent(
-        "[method]descriptor.readlink-at",
-        |acc, (fd, path): (Resource<Descriptor>, String)| {
-            Box::pin(async move {
-                let a = admitted!(acc, fd.rep(), path, stat);
-                let r = <WasiFilesystem as HostDescriptorWithStore<HostState>>::readlink_at(
-                    &fs(acc),
-                    fd,
-                    path,
-                )
-                .await;
-                settle(acc, &[&a], r)
-            })
-        },
-    )?;
+    path_call!(t, "[method]descriptor.readlink-at", stat, readlink_at);
     t.func_wrap(
         "[method]descriptor.read-directory",
         |mut store, (fd,): (Resource<Descriptor>,)| {
@@ -322,37 +327,18 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
             })
         },
     )?;
-    t.func_wrap_concurrent(
+    path_call!(
+        t,
         "[method]descriptor.remove-directory-at",
-        |acc, (fd, path): (Resource<Descriptor>, String)| {
-            Box::pin(async move {
-                let a = admitted!(acc, fd.rep(), path, remove);
-                let r =
-                    <WasiFilesystem as HostDescriptorWithStore<HostState>>::remove_directory_at(
-                        &fs(acc),
-                        fd,
-                        path,
-                    )
-                    .await;
-                settle(acc, &[&a], r)
-            })
-        },
-    )?;
-    t.func_wrap_concurrent(
+        remove,
+        remove_directory_at
+    );
+    path_call!(
+        t,
         "[method]descriptor.unlink-file-at",
-        |acc, (fd, path): (Resource<Descriptor>, String)| {
-            Box::pin(async move {
-                let a = admitted!(acc, fd.rep(), path, remove);
-                let r = <WasiFilesystem as HostDescriptorWithStore<HostState>>::unlink_file_at(
-                    &fs(acc),
-                    fd,
-                    path,
-                )
-                .await;
-                settle(acc, &[&a], r)
-            })
-        },
-    )?;
+        remove,
+        unlink_file_at
+    );
     t.func_wrap_concurrent(
         "[method]descriptor.symlink-at",
         |acc, (fd, old, new): (Resource<Descriptor>, String, String)| {
