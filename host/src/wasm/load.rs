@@ -207,7 +207,8 @@ impl WasmHost {
     fn prepare_named(&self, component: &Component, name: &str) -> Result<PreparedAgent, LoadError> {
         let pre = self.linked(component, name)?;
         let engine = self.engine_of(component).0;
-        let pre = super::wasi03::Entry::new(pre, component, engine, name)?;
+        let wasi03 = !wasmtime::Engine::same(engine, &self.shared.engine);
+        let pre = super::wasi03::Entry::new(pre, component, engine, wasi03, name)?;
         Ok(PreparedAgent {
             pre,
             engine: engine.clone(),

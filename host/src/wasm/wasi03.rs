@@ -49,16 +49,20 @@ pub(super) enum Entry {
 
 impl Entry {
     /// `pre` as a 0.3 command, else as a 0.2 one, else why it is neither.
-    /// 0.3 first: a component exporting both runs means its 0.3 one (Rust
-    /// binaries for `wasm32-wasip2` export 0.2's `run` from the standard
-    /// library's start-up whether or not their `main` is what runs).
+    /// Only a component compiled on the 0.3 engine (`wasi03`) can export
+    /// 0.3's `run` (an async export does not validate on the 0.2 one), so
+    /// only there is it looked for; and there first: a component exporting
+    /// both runs means its 0.3 one (Rust binaries for `wasm32-wasip2`
+    /// export 0.2's `run` from the standard library's start-up whether or
+    /// not their `main` is what runs).
     pub(super) fn new(
         pre: wasmtime::component::InstancePre<HostState>,
         component: &Component,
         engine: &Engine,
+        wasi03: bool,
         name: &str,
     ) -> Result<Entry, LoadError> {
-        if let Ok(p3) = wasmtime_wasi::p3::bindings::CommandPre::new(pre.clone()) {
+        if wasi03 && let Ok(p3) = wasmtime_wasi::p3::bindings::CommandPre::new(pre.clone()) {
             return Ok(Entry::P3 {
                 pre: p3,
                 folders: imports_preopens(component, engine),

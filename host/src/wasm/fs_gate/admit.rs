@@ -138,23 +138,29 @@ impl HostState {
             Ok(v) => return Ok((Ok(v),)),
             Err(e) => e.downcast()?,
         };
-        let refused = matches!(
+        if matches!(
             r,
             ErrorCode::NotPermitted | ErrorCode::Access | ErrorCode::Loop
-        );
-        let escaped = calls
-            .iter()
-            .find(|a| refused && self.gate.escapes(&a.permit));
-        if let Some(a) = escaped {
-            let access = if a.write {
-                crate::fs::Access::ReadWrite
-            } else {
-                crate::fs::Access::ReadOnly
-            };
-            self.gate
-                .refuse_admitted(a.seq, crate::fs::escape(access, &a.full));
+        ) {
+            self.record_escape(calls);
         }
         Ok((Err(r),))
+    }
+
+    /// After the filesystem layer refused admitted `calls`: the first of
+    /// them whose path leads out of its mount (through a symlink) has its
+    /// record turned into the denial it is (both WASI versions' settles).
+    pub(super) fn record_escape(&mut self, calls: &[&Admitted]) {
+        let Some(a) = calls.iter().find(|a| self.gate.escapes(&a.permit)) else {
+            return;
+        };
+        let access = if a.write {
+            crate::fs::Access::ReadWrite
+        } else {
+            crate::fs::Access::ReadOnly
+        };
+        self.gate
+            .refuse_admitted(a.seq, crate::fs::escape(access, &a.full));
     }
 
     /// Charge `files` created by admitted call `a` to the write quota; a

@@ -69,17 +69,7 @@ fn settle<T>(acc: &Accessor<HostState>, calls: &[&Admitted], r: FilesystemResult
         e,
         ErrorCode::NotPermitted | ErrorCode::Access | ErrorCode::Loop
     ) {
-        acc.with(|mut s| {
-            let state = s.get();
-            if let Some(a) = calls.iter().find(|a| state.gate.escapes(&a.permit)) {
-                let access = match a.write {
-                    true => crate::fs::Access::ReadWrite,
-                    false => crate::fs::Access::ReadOnly,
-                };
-                let denial = crate::fs::escape(access, &a.full);
-                state.gate.refuse_admitted(a.seq, denial);
-            }
-        });
+        acc.with(|mut s| s.get().record_escape(calls));
     }
     Ok((Err(e),))
 }
@@ -89,12 +79,17 @@ fn charge_files(acc: &Accessor<HostState>, a: &Admitted, files: u64) -> wasmtime
     acc.with(|mut s| s.get().charge_files(a, files))
 }
 
+/// The deterministic wall clock's reading, in 0.3's types.
+fn fixed_instant() -> Instant {
+    Instant {
+        seconds: crate::wasm::clocks::FIXED_WALL_SECONDS as i64,
+        nanoseconds: 0,
+    }
+}
+
 /// The stat of a folder above the mounts, in 0.3's types.
 fn folder_above_mounts() -> DescriptorStat {
-    let t = FOLDER_ABOVE_MOUNTS.data_access_timestamp.map(|d| Instant {
-        seconds: d.seconds as i64,
-        nanoseconds: d.nanoseconds,
-    });
+    let t = Some(fixed_instant());
     DescriptorStat {
         type_: DescriptorType::Directory,
         link_count: FOLDER_ABOVE_MOUNTS.link_count,
@@ -108,7 +103,7 @@ fn folder_above_mounts() -> DescriptorStat {
 /// File times from the virtual clock under `--deterministic`.
 fn fix_times(acc: &Accessor<HostState>, mut st: DescriptorStat) -> DescriptorStat {
     if acc.with(|mut s| s.get().deterministic) {
-        let fixed = folder_above_mounts().data_access_timestamp;
+        let fixed = Some(fixed_instant());
         st.data_access_timestamp = st.data_access_timestamp.and(fixed);
         st.data_modification_timestamp = st.data_modification_timestamp.and(fixed);
         st.status_change_timestamp = st.status_change_timestamp.and(fixed);
@@ -116,15 +111,21 @@ fn fix_times(acc: &Accessor<HostState>, mut st: DescriptorStat) -> DescriptorSta
     st
 }
 
-/// A file's identity from its guest path under `--deterministic`.
-fn fix_hash(acc: &Accessor<HostState>, name: &str, h: MetadataHashValue) -> MetadataHashValue {
-    if !acc.with(|mut s| s.get().deterministic) {
-        return h;
-    }
+/// An identity hash made from a guest path (`admit::path_hash`), in 0.3's
+/// types.
+fn path_hash(name: &str) -> MetadataHashValue {
     let p = super::admit::path_hash(name);
     MetadataHashValue {
         lower: p.lower,
         upper: p.upper,
+    }
+}
+
+/// A file's identity from its guest path under `--deterministic`.
+fn fix_hash(acc: &Accessor<HostState>, name: &str, h: MetadataHashValue) -> MetadataHashValue {
+    match acc.with(|mut s| s.get().deterministic) {
+        true => path_hash(name),
+        false => h,
     }
 }
 
@@ -257,12 +258,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
             Box::pin(async move {
                 let a = admitted!(acc, fd.rep(), path, stat);
                 if acc.with(|mut s| s.get().gate.mount_access(&a.via).is_none()) {
-                    let p = super::admit::path_hash(&a.full);
-                    let h = MetadataHashValue {
-                        lower: p.lower,
-                        upper: p.upper,
-                    };
-                    return Ok((Ok(h),));
+                    return Ok((Ok(path_hash(&a.full)),));
                 }
                 let r = <WasiFilesystem as HostDescriptorWithStore<HostState>>::metadata_hash_at(
                     &fs(acc),

@@ -78,8 +78,7 @@ impl StreamConsumer<HostState> for MeteredWrite {
             return Poll::Ready(Err(e));
         }
         let mut src = src.as_direct(store);
-        let chunk = src.remaining()[..n].to_vec();
-        match self.write(&chunk) {
+        match self.write(&src.remaining()[..n]) {
             Ok(()) => {
                 src.mark_read(n);
                 Poll::Ready(Ok(StreamResult::Completed))
