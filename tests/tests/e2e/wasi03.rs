@@ -198,6 +198,23 @@ fn a_wasi_0_3_command_writes_through_the_gate_within_the_quota() {
     let many = run(&host, quota(), &["fill", "10", "10"]);
     assert_eq!(many.report.violation, Some(Violation::MaxFiles));
     assert_eq!(std::fs::read_dir(&out_dir).unwrap().count(), 3);
+    // A write far past the end is charged its hole: halted, nothing
+    // grown. Its neighbour, a short hole, is charged hole and byte.
+    let _ = std::fs::remove_dir_all(&out_dir);
+    std::fs::create_dir(&out_dir).unwrap();
+    let far = run(&host, quota(), &["hole", "10000000000"]);
+    assert_eq!(far.report.violation, Some(Violation::MaxWriteBytes));
+    assert_eq!(
+        std::fs::metadata(out_dir.join("hole.bin")).unwrap().len(),
+        0
+    );
+    let near = run(&host, quota(), &["hole", "1000"]);
+    assert_eq!(out(&near), "hole: Ok(())\n");
+    assert_eq!(
+        std::fs::metadata(out_dir.join("hole.bin")).unwrap().len(),
+        1001
+    );
+    assert_eq!(near.report.usage.write_bytes, 1001);
     // The neighbour within both: completes, every byte there.
     let _ = std::fs::remove_dir_all(&out_dir);
     std::fs::create_dir(&out_dir).unwrap();

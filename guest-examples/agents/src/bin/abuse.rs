@@ -7,6 +7,8 @@
 //! - `links`: plants symlinks in the write mount, escaping and not;
 //! - `fill BYTES`: writes BYTES-sized files into the write mount until halted;
 //! - `grow BYTES`: extends one file to BYTES with `set_len` (sparse growth);
+//! - `hole AT` / `hole-at AT`: writes one byte at offset AT of a new file,
+//!   after a seek (a stream from AT) or positioned (`write_at`);
 //! - `times`: creates a file and prints the times it sees;
 //! - `rename-root`: tries to rename and remove the write mount itself, then
 //!   renames a file inside it there and back;
@@ -19,9 +21,10 @@
 use sbx_guest::Request;
 use std::io::{Read, Write};
 
-// wasi-libc's symlink(3): std's WASI symlink is not stable yet.
+// wasi-libc's symlink(3) and pwrite(2): std's WASI forms are not stable yet.
 unsafe extern "C" {
     fn symlink(target: *const std::ffi::c_char, link: *const std::ffi::c_char) -> i32;
+    fn pwrite(fd: i32, buf: *const std::ffi::c_void, len: usize, offset: i64) -> isize;
 }
 
 fn make_symlink(target: &str, link: &str) -> std::io::Result<()> {
@@ -133,6 +136,24 @@ fn main() {
             let size = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(1u64);
             let r = f.set_len(size);
             println!("grow: {:?}", r.map_err(|e| e.kind()));
+        }
+        Some(mode @ ("hole" | "hole-at")) => {
+            let at = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(0u64);
+            let f = std::fs::File::create("/work/out/hole.bin").unwrap();
+            let r = if mode == "hole" {
+                use std::io::Seek;
+                (&f).seek(std::io::SeekFrom::Start(at))
+                    .and_then(|_| (&f).write_all(b"x"))
+            } else {
+                use std::os::fd::AsRawFd;
+                let n = unsafe { pwrite(f.as_raw_fd(), b"x".as_ptr().cast(), 1, at as i64) };
+                if n == 1 {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::last_os_error())
+                }
+            };
+            println!("{mode}: {:?}", r.map_err(|e| e.kind()));
         }
         Some("times") => times(),
         Some("rename-root") => {

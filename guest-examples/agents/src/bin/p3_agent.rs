@@ -13,6 +13,7 @@
 //!   with a line written through a stream, stats it, makes a folder, renames
 //!   the file into it, truncates, then unlinks a file that is not there.
 //! - `fill N FILES`: writes N bytes into each of FILES new files in `/out`.
+//! - `hole AT`: writes one byte at offset AT of a new file in `/out`.
 //! - `sleep MS`: waits MS milliseconds on the monotonic clock, then prints.
 //! - `spin`: loops forever (fuel or the wall ends it).
 //! - `grow`: allocates memory until the host refuses (the memory budget).
@@ -121,6 +122,14 @@ impl wasip3::exports::cli::run::Guest for P3Agent {
                     held.push(wait);
                 }
                 out(format!("{} waits pending\n", held.len())).await;
+            }
+            "hole" => {
+                let at: u64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(0);
+                let r = match preopen("/out") {
+                    Some(d) => put_at(&d, "hole.bin", b"x".to_vec(), at).await,
+                    None => Err(wasip3::filesystem::types::ErrorCode::NoEntry),
+                };
+                out(format!("hole: {r:?}\n")).await;
             }
             "fail" => {
                 out("failing\n".into()).await;
@@ -245,6 +254,16 @@ async fn put(
     name: &str,
     bytes: Vec<u8>,
 ) -> Result<(), wasip3::filesystem::types::ErrorCode> {
+    put_at(dir, name, bytes, 0).await
+}
+
+/// Write `bytes` at `offset` into a new file `name` in `dir`.
+async fn put_at(
+    dir: &wasip3::filesystem::types::Descriptor,
+    name: &str,
+    bytes: Vec<u8>,
+    offset: u64,
+) -> Result<(), wasip3::filesystem::types::ErrorCode> {
     use wasip3::filesystem::types::{DescriptorFlags, OpenFlags, PathFlags};
     let f = dir
         .open_at(
@@ -255,7 +274,7 @@ async fn put(
         )
         .await?;
     let (mut tx, rx) = wasip3::wit_stream::new();
-    let done = f.write_via_stream(rx, 0);
+    let done = f.write_via_stream(rx, offset);
     let left = tx.write_all(bytes).await;
     drop(tx);
     done.await?;

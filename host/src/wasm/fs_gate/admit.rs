@@ -185,6 +185,31 @@ impl HostState {
             .map_err(hard)
     }
 
+    /// Charge a write of `bytes` at `offset` through descriptor `fd`: the
+    /// bytes, and the hole a write past the end leaves. A sparse gigabyte
+    /// costs the disk little, but it is a gigabyte to whatever reads or
+    /// copies the folder afterwards, so it counts as written.
+    pub(super) fn charge_write_at(
+        &mut self,
+        fd: u32,
+        bytes: u64,
+        offset: u64,
+    ) -> wasmtime::Result<()> {
+        let hole = offset.saturating_sub(self.file_len(fd));
+        self.charge_bytes(fd, bytes.saturating_add(hole))
+    }
+
+    /// The length of the file descriptor `fd` holds (0 for a directory or
+    /// a file that cannot be read: nothing is then counted as hole).
+    pub(super) fn file_len(&self, fd: u32) -> u64 {
+        use wasmtime::component::Resource;
+        use wasmtime_wasi::filesystem::Descriptor;
+        match self.table.get(&Resource::<Descriptor>::new_borrow(fd)) {
+            Ok(Descriptor::File(f)) => f.file.metadata().map(|m| m.len()).unwrap_or(0),
+            _ => 0,
+        }
+    }
+
     /// The flow sink of a write through descriptor `fd`: the mount it was
     /// opened through (none when the grant labels nothing, or the mount is
     /// private to the run).

@@ -421,7 +421,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
                 if let Err(code) = state.flow_write(fd.rep()) {
                     return Ok((Err(code),));
                 }
-                state.charge_bytes(fd.rep(), buf.len() as u64)?;
+                state.charge_write_at(fd.rep(), buf.len() as u64, offset)?;
                 match state.filesystem().write(fd, buf, offset).await {
                     Ok(n) => Ok((Ok(n),)),
                     Err(e) => Ok((Err(e.downcast()?),)),
@@ -437,14 +437,8 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
                 if let Err(code) = state.flow_write(fd.rep()) {
                     return Ok((Err(code),));
                 }
-                // Growth counts as written: a sparse gigabyte is still a
-                // gigabyte to whoever copies the folder afterwards.
-                let now = state
-                    .filesystem()
-                    .stat(Resource::new_borrow(fd.rep()))
-                    .await
-                    .map(|st| st.size)
-                    .unwrap_or(0);
+                // Growth counts as written, as a write past the end does.
+                let now = state.file_len(fd.rep());
                 state.charge_bytes(fd.rep(), size.saturating_sub(now))?;
                 match state.filesystem().set_size(fd, size).await {
                     Ok(()) => Ok((Ok(()),)),
@@ -458,8 +452,11 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
         |mut store, (fd, offset): (Resource<Descriptor>, u64)| {
             let state = store.data_mut();
             let rep = fd.rep();
+            // A stream starting past the end leaves a hole at its first
+            // write, charged with that write.
+            let hole = offset.saturating_sub(state.file_len(rep));
             let r = state.filesystem().write_via_stream(fd, offset);
-            metered(state, rep, r)
+            metered(state, rep, r, hole)
         },
     )?;
     t.func_wrap(
@@ -468,7 +465,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
             let state = store.data_mut();
             let rep = fd.rep();
             let r = state.filesystem().append_via_stream(fd);
-            metered(state, rep, r)
+            metered(state, rep, r, 0)
         },
     )?;
     Ok(())

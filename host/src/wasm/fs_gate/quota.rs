@@ -18,10 +18,13 @@ pub(super) struct QuotaStream {
     /// when the grant labels anything: a write the mark does not let reach
     /// the mount is refused (soft).
     flow: Option<(Arc<FlowState>, Sink, String)>,
+    /// The hole a stream starting past the end leaves, charged with the
+    /// first bytes written (then 0).
+    hole: u64,
 }
 
 impl QuotaStream {
-    fn charge(&self, n: usize) -> Result<(), StreamError> {
+    fn charge(&mut self, n: usize) -> Result<(), StreamError> {
         if let Some((flow, sink, name)) = &self.flow
             && let Err(d) = flow.stream_write(sink, crate::OpKind::FsWrite.name(), name)
         {
@@ -29,7 +32,9 @@ impl QuotaStream {
                 format!("flow_denied: {}", d.message),
             )));
         }
-        if self.meter.try_bytes(n as u64) {
+        let due = (n as u64).saturating_add(self.hole);
+        if self.meter.try_bytes(due) {
+            self.hole = 0;
             Ok(())
         } else {
             Err(StreamError::Trap(wasmtime::Error::new(HardLimit(
@@ -76,6 +81,7 @@ pub(super) fn metered(
     state: &mut HostState,
     fd: u32,
     r: Result<Resource<DynOutputStream>, FsError>,
+    hole: u64,
 ) -> Res<Resource<DynOutputStream>> {
     let stream = match r {
         Ok(s) => s,
@@ -86,6 +92,11 @@ pub(super) fn metered(
     let flow = state
         .flow_sink(fd)
         .map(|sink| (state.gate.flow_state(), sink, state.fd_name(fd)));
-    let wrapped: DynOutputStream = Box::new(QuotaStream { inner, meter, flow });
+    let wrapped: DynOutputStream = Box::new(QuotaStream {
+        inner,
+        meter,
+        flow,
+        hole,
+    });
     Ok((Ok(state.table.push(wrapped)?),))
 }

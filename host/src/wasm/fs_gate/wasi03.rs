@@ -444,16 +444,12 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
                 if let Err(c) = acc.with(|mut s| s.get().flow_write(rep)) {
                     return Ok((Err(code(c)),));
                 }
-                // Growth counts as written (a sparse gigabyte is still a
-                // gigabyte to whoever copies the folder).
-                let now = <WasiFilesystem as HostDescriptorWithStore<HostState>>::stat(
-                    &fs(acc),
-                    Resource::new_borrow(rep),
-                )
-                .await
-                .map(|st| st.size)
-                .unwrap_or(0);
-                acc.with(|mut s| s.get().charge_bytes(rep, size.saturating_sub(now)))?;
+                // Growth counts as written, as a write past the end does.
+                acc.with(|mut s| {
+                    let s = s.get();
+                    let now = s.file_len(rep);
+                    s.charge_bytes(rep, size.saturating_sub(now))
+                })?;
                 let r = <WasiFilesystem as HostDescriptorWithStore<HostState>>::set_size(
                     &fs(acc),
                     fd,

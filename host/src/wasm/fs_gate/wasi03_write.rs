@@ -72,8 +72,14 @@ impl StreamConsumer<HostState> for MeteredWrite {
         _finish: bool,
     ) -> Poll<wasmtime::Result<StreamResult>> {
         let n = src.remaining(&mut store).min(CHUNK);
-        // Charged before it is written: a spent quota writes nothing more.
-        if let Err(e) = store.data_mut().charge_bytes(self.rep, n as u64) {
+        // Charged before it is written, with the hole a write past the end
+        // leaves: a spent quota writes nothing more.
+        let state = store.data_mut();
+        let charged = match self.at {
+            At::Offset(o) => state.charge_write_at(self.rep, n as u64, o),
+            At::End => state.charge_bytes(self.rep, n as u64),
+        };
+        if let Err(e) = charged {
             self.close(Err(ErrorCode::Quota));
             return Poll::Ready(Err(e));
         }

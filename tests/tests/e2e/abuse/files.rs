@@ -208,6 +208,31 @@ fn guest_writes_stop_at_the_write_quota() {
         &["grow", "10000000000"],
     );
     assert_eq!(r.report["violation"], "max_write_bytes", "{}", r.stdout);
+    // So does the hole a write far past the end would leave, by a seek
+    // (a stream) or positioned: halted with the file never grown. Its
+    // neighbour, a short hole, lands and is charged hole and byte.
+    for mode in ["hole", "hole-at"] {
+        let r = cli(
+            t.path(),
+            "[budget]\nmax_write_bytes = 1000000\n",
+            &[],
+            "abuse",
+            &[mode, "10000000000"],
+        );
+        assert_eq!(r.report["violation"], "max_write_bytes", "{}", r.stdout);
+        let hole = t.path().join("out/hole.bin");
+        assert_eq!(std::fs::metadata(&hole).unwrap().len(), 0, "{mode}");
+        let r = cli(
+            t.path(),
+            "[budget]\nmax_write_bytes = 1000000\n",
+            &[],
+            "abuse",
+            &[mode, "1000"],
+        );
+        assert_eq!(r.stdout, format!("{mode}: Ok(())\n"));
+        assert_eq!(std::fs::metadata(&hole).unwrap().len(), 1001, "{mode}");
+        assert_eq!(r.report["usage"]["write_bytes"].as_u64(), Some(1001));
+    }
     // The neighbour: within the quota, writes land and are counted.
     std::fs::remove_dir_all(t.path().join("out")).unwrap();
     std::fs::create_dir(t.path().join("out")).unwrap();
