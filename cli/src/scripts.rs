@@ -10,7 +10,7 @@
 
 use anyhow::{Context, Result, bail};
 use sbx_wasm::wasm::runner::{self, Language, MAX_SOURCE_BYTES, read_script};
-use sbx_wasm::wasm::{JavaScript, Python, ScriptRunner};
+use sbx_wasm::wasm::{DataPython, JavaScript, Python, ScriptRunner};
 use std::path::{Path, PathBuf};
 
 /// The languages `run` takes as scripts.
@@ -18,6 +18,8 @@ use std::path::{Path, PathBuf};
 pub(crate) enum Lang {
     Python,
     JavaScript,
+    /// Python in the data runner (numpy, pandas, matplotlib...): `--data`.
+    Data,
 }
 
 impl Lang {
@@ -40,6 +42,7 @@ impl Lang {
         match self {
             Lang::Python => of::<Python>(),
             Lang::JavaScript => of::<JavaScript>(),
+            Lang::Data => of::<DataPython>(),
         }
     }
 
@@ -66,7 +69,7 @@ impl Lang {
     /// The MCP door's tool that runs it.
     pub(crate) fn tool(self) -> &'static str {
         match self {
-            Lang::Python => "run_python",
+            Lang::Python | Lang::Data => "run_python",
             Lang::JavaScript => "run_javascript",
         }
     }
@@ -88,6 +91,7 @@ impl Lang {
         match self {
             Lang::Python => find::<Python>(flag, "--python-runner", build),
             Lang::JavaScript => find::<JavaScript>(flag, "--js-runner", build),
+            Lang::Data => find::<DataPython>(flag, "$SBX_WASM_DATA_RUNNER", build),
         }
     }
 
@@ -96,20 +100,37 @@ impl Lang {
     /// JavaScript is TypeScript).
     fn stdin_name(self) -> &'static str {
         match self {
-            Lang::Python => "stdin.py",
+            Lang::Python | Lang::Data => "stdin.py",
             Lang::JavaScript => "stdin.ts",
         }
     }
 
     /// The runner's arguments for `script` (`-` for stdin) with `args`:
-    /// `-c SOURCE NAME ARGS...`.
+    /// `-c SOURCE NAME ARGS...` (the data runner's prelude first).
     pub(crate) fn runner_args(self, script: &Path, args: &[String]) -> Result<Vec<String>> {
         let (source, name) = if script == Path::new("-") {
             (read_stdin_script()?, self.stdin_name().to_string())
         } else {
             read_script(script)?
         };
-        Ok(runner::runner_args(&source, &name, args)?)
+        Ok(match self {
+            Lang::Python => runner::args_for::<Python>(&source, &name, args)?,
+            Lang::JavaScript => runner::args_for::<JavaScript>(&source, &name, args)?,
+            Lang::Data => runner::args_for::<DataPython>(&source, &name, args)?,
+        })
+    }
+
+    /// `caps` with the runner at `runner`'s own folders lent (the data
+    /// runner's library and data; nothing for the others).
+    pub(crate) fn with_runner_mounts(
+        self,
+        caps: &sbx_wasm::Capabilities,
+        runner: &Path,
+    ) -> Result<sbx_wasm::Capabilities> {
+        Ok(match self {
+            Lang::Data => runner::with_runner_mounts::<DataPython>(caps, runner)?,
+            Lang::Python | Lang::JavaScript => caps.clone(),
+        })
     }
 }
 

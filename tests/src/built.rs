@@ -5,7 +5,7 @@
 //! Each build makes nothing when its inputs are unchanged; a file lock
 //! keeps test processes run side by side from building at once.
 
-use sbx_wasm::wasm::{JavaScript, Language, Python};
+use sbx_wasm::wasm::{DataPython, JavaScript, Language, Python};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -82,6 +82,12 @@ fn runner<L: Language>(cell: &'static OnceLock<PathBuf>) -> PathBuf {
 pub(crate) fn python_runner() -> PathBuf {
     static CELL: OnceLock<PathBuf> = OnceLock::new();
     runner::<Python>(&CELL)
+}
+
+/// The data runner (and its files beside it), built.
+pub(crate) fn data_runner() -> PathBuf {
+    static CELL: OnceLock<PathBuf> = OnceLock::new();
+    runner::<DataPython>(&CELL)
 }
 
 /// The JavaScript runner, built.

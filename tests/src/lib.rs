@@ -278,6 +278,15 @@ pub fn python_runner() -> PathBuf {
     p
 }
 
+/// The data runner component built by `host/runners/data/build.sh`, its
+/// files beside it (run on the first call in a test process; a no-op
+/// when up to date).
+pub fn data_runner() -> PathBuf {
+    let p = built::data_runner();
+    assert!(p.exists(), "{} was not built", p.display());
+    p
+}
+
 /// The JavaScript runner component built by `host/runners/js/build.sh`
 /// (run on the first call in a test process; a no-op when up to date).
 pub fn js_runner() -> PathBuf {

@@ -76,6 +76,8 @@ fn script(door: &Door, lang: Lang, args: &JsonObject) -> Result<runs::Program, S
     let agent = match lang {
         Lang::Python => door.python.as_ref().map(|r| r.agent()),
         Lang::JavaScript => door.js.as_ref().map(|r| r.agent()),
+        // The MCP door offers the stock runners only.
+        Lang::Data => None,
     };
     let Some(agent) = agent else {
         return Err(format!(

@@ -21,7 +21,7 @@ pub(crate) const CODE_MODE_TS: &str = "code_mode_ts";
 /// The prompt for `lang`: its name and what it says it does.
 fn prompt_of(lang: Lang) -> (&'static str, &'static str) {
     match lang {
-        Lang::Python => (
+        Lang::Python | Lang::Data => (
             CODE_MODE,
             "Do a task in one sandboxed Python script: the grant (folders, origins, tools) as an \
              API, and how a refusal shows.",
@@ -110,7 +110,7 @@ pub(crate) fn get(
 fn grant_as_api(offer: &Offer<'_>, lang: Lang) -> String {
     let caps = offer.caps;
     let mut s = match lang {
-        Lang::Python => String::from(
+        Lang::Python | Lang::Data => String::from(
             "Do the task below by calling the run_python tool once with a whole Python 3 \
              script (standard library, plus the packages the runner was built with). The \
              script runs in a sandbox that lets it do only this:\n",
@@ -157,7 +157,7 @@ fn grant_as_api(offer: &Offer<'_>, lang: Lang) -> String {
         format!("- Reach only: {}", rules.join(", "))
     };
     s += match lang {
-        Lang::Python => {
+        Lang::Python | Lang::Data => {
             " (with urllib.request, http.client, requests, or sbx.fetch(url, method, \
              headers, body); raw sockets are refused).\n"
         }
@@ -190,7 +190,7 @@ fn grant_as_api(offer: &Offer<'_>, lang: Lang) -> String {
         }
     }
     s += match lang {
-        Lang::Python => {
+        Lang::Python | Lang::Data => {
             "Anything else is refused: the operation raises sbx.Denied (a PermissionError) \
              whose `violation` names the rule, and the refusal is on record."
         }

@@ -14,6 +14,7 @@ mod env;
 mod flow;
 pub(crate) mod protected;
 mod room;
+mod runner;
 
 pub use protected::{Protected, ProtectedPaths};
 
@@ -411,6 +412,7 @@ impl Capabilities {
         file.secrets.clear();
         let mut b = Self::builder_from(file, Path::new("/"))?;
         b.secrets.keep(&self.secrets);
+        b.mounts.keep_runner(&self.mounts);
         Ok(b)
     }
 

@@ -27,6 +27,24 @@ impl Sandbox {
         matches!(self.tape, Some(crate::replay::Tape::Replay(_)))
     }
 
+    /// A read through a script runner's own mount at `via`
+    /// ([`Mount::runner`](crate::fs::Mount::runner)): `None` when `via` is
+    /// not one or `op` is not a read (those go through
+    /// [`Sandbox::admit_via`]); else the check's answer, with nothing
+    /// charged or recorded. A halted or cancelled run reads nothing more.
+    pub(crate) fn admit_runner_read(
+        &mut self,
+        op: &Op,
+        via: &str,
+    ) -> Option<Result<Permit, Denial>> {
+        let runner = self.mounts.by_guest(via).is_some_and(|m| m.mount.runner);
+        let read = matches!(op, Op::Fs(r) if r.access() == crate::fs::Access::ReadOnly);
+        if !runner || !read || self.halted.is_some() || self.cancelled() {
+            return None;
+        }
+        Some(self.check_via(op, via))
+    }
+
     /// [`Sandbox::admit`] for an op performed through a descriptor of the
     /// mount at guest path `via`. `Ok` is the op's sequence number, for
     /// [`Sandbox::refuse_admitted`] should the effect then be refused, and

@@ -125,3 +125,51 @@ fn a_listing_larger_than_the_output_left_stops_reading_and_halts_the_run() {
     assert_eq!(r.violation(), Some(Violation::MaxOutputBytes));
     assert!(r.hard());
 }
+
+#[test]
+fn a_runners_own_folder_lends_reads_uncharged_and_unrecorded_and_refuses_the_rest() {
+    let dir = tree();
+    let lib = tempfile::tempdir().unwrap();
+    std::fs::write(lib.path().join("stdlib.zip"), "zip").unwrap();
+    let caps = Capabilities::builder()
+        .read_mount(dir.path(), "/work")
+        .runner_mount(lib.path(), "/usr")
+        .max_ops(1)
+        .build()
+        .unwrap();
+    // A caps file cannot hold it (it is the runner's to lend), and a
+    // grant widened from these keeps it.
+    assert!(!caps.to_toml().contains("/usr"), "{}", caps.to_toml());
+    let wider = caps.to_builder().unwrap().build().unwrap();
+    assert!(
+        wider
+            .mounts()
+            .iter()
+            .any(|m| m.runner && m.guest.as_str() == "/usr")
+    );
+    let mut sb = Sandbox::new(caps).unwrap();
+    // Reads through it: checked, neither charged nor recorded, however many.
+    for _ in 0..5 {
+        let permit = sb.admit_runner_read(&Op::stat("/usr/stdlib.zip"), "/usr");
+        assert!(matches!(permit, Some(Ok(_))));
+    }
+    // Its check still holds (no way out of the folder).
+    let out = sb.admit_runner_read(&Op::stat("/usr/../work/small.txt"), "/usr");
+    assert!(matches!(out, Some(Err(_))), "{out:?}");
+    assert_eq!(sb.usage().ops, 0);
+    assert!(sb.audit().is_empty());
+    // Anything else is not its to lend: the gate's, charged and recorded.
+    let write = Op::write("/usr/planted.py", "x");
+    assert!(sb.admit_runner_read(&write, "/usr").is_none());
+    let refused = sb.admit_via(write, "/usr").unwrap_err();
+    assert_eq!(refused.violation, Violation::FsWriteDenied);
+    assert_eq!(sb.usage().ops, 1);
+    assert_eq!(sb.audit().len(), 1);
+    assert!(!lib.path().join("planted.py").exists());
+    // The neighbour through a granted mount: charged as ever (and past
+    // max_ops here).
+    let over = sb
+        .admit_via(Op::stat("/work/small.txt"), "/work")
+        .unwrap_err();
+    assert_eq!(over.violation, Violation::MaxOps);
+}

@@ -132,6 +132,12 @@ fn base_config(fuel: bool) -> Config {
     // half as much again (P3, measured). 0.3 guests get an engine of their
     // own (`wasi03_config`).
     config.concurrency_support(false);
+    // Off here (on by default once wasmtime carries its GC): exceptions
+    // and GC types are the second engine's, for the components that use
+    // them (`wasi03_config`).
+    config.wasm_exceptions(false);
+    config.wasm_gc(false);
+    config.wasm_function_references(false);
     config.max_wasm_stack(MAX_WASM_STACK);
     config
 }
@@ -143,6 +149,10 @@ fn wasi03_config(fuel: bool) -> Config {
     let mut config = base_config(fuel);
     config.concurrency_support(true);
     config.wasm_component_model_async(true);
+    // Exception handling, for the components that use it (the data
+    // runner's CPython): on this engine only, which components that need
+    // it are compiled on when the 0.2 engine's validator refuses them.
+    config.wasm_exceptions(true);
     config
 }
 

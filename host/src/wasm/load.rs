@@ -374,7 +374,9 @@ fn is_wasi03(extern_name: &wasmparser::ComponentExternName<'_>) -> bool {
 /// (a WASI 0.3 component) on an engine without it.
 fn needs_async(e: &wasmtime::Error) -> bool {
     let message = format!("{e:#}");
-    message.contains("component model async") || message.contains("component-model-async")
+    message.contains("component model async")
+        || message.contains("component-model-async")
+        || message.contains("exception handling")
 }
 
 /// An import's name if no host of ours provides it.

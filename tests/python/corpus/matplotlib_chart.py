@@ -1,4 +1,4 @@
-# sbx-corpus: fails-with: No module named 'matplotlib'
+# sbx-corpus: data
 import matplotlib
 
 matplotlib.use("Agg")

@@ -1,4 +1,4 @@
-# sbx-corpus: fails-with: No module named 'numpy'
+# sbx-corpus: data
 import numpy as np
 
 a = np.loadtxt("/work/sales.csv", delimiter=",", skiprows=1, usecols=(3, 4))

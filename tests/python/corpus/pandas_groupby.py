@@ -1,4 +1,4 @@
-# sbx-corpus: fails-with: No module named 'pandas'
+# sbx-corpus: data
 import pandas as pd
 
 df = pd.read_csv("/work/sales.csv", parse_dates=["date"])

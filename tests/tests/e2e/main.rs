@@ -25,6 +25,7 @@ mod pool_swap;
 mod python;
 mod python_api;
 mod python_corpus;
+mod python_data;
 mod python_package;
 mod python_packages;
 mod python_serve;

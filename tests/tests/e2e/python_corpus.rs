@@ -12,6 +12,10 @@
 //! - `# sbx-corpus: fails-with: TEXT` marks what the runner cannot do yet
 //!   (listed in docs/python.md): the run must fail with TEXT on stderr,
 //!   so a script that starts working is noticed.
+//! - `# sbx-corpus: data` marks a script for the data runner (numpy,
+//!   pandas, matplotlib): it runs with `--data`, natively in a virtual
+//!   environment with those packages (`corpus/data-requirements.txt`),
+//!   and is compared as an ordinary one.
 //! - `# sbx-corpus: hostile` marks an attack: it runs only in the sandbox,
 //!   must say `blocked` for each attempt and never what it tried, leave
 //!   the host tree (data, outputs and a canary beside them) unchanged, and
@@ -28,11 +32,13 @@ const MARK: &str = "# sbx-corpus: ";
 
 /// Files compared by name only: their bytes carry times, random
 /// boundaries or a library's version (zlib's, SQLite's).
-const BINARY: &[&str] = &["zip", "gz", "db", "pkl", "bin", "eml"];
+/// (A PNG carries its library's version and font rendering.)
+const BINARY: &[&str] = &["zip", "gz", "db", "pkl", "bin", "eml", "png"];
 
 #[derive(Debug, PartialEq)]
 enum Kind {
     Ordinary,
+    Data,
     FailsWith(String),
     Hostile,
 }
@@ -42,6 +48,9 @@ fn kind(source: &str) -> Kind {
         if let Some(rest) = line.strip_prefix(MARK) {
             if rest.trim() == "hostile" {
                 return Kind::Hostile;
+            }
+            if rest.trim() == "data" {
+                return Kind::Data;
             }
             if let Some(text) = rest.strip_prefix("fails-with: ") {
                 return Kind::FailsWith(text.trim().to_string());
@@ -74,6 +83,14 @@ fn native_python() -> PathBuf {
     sbx_wasm_tests::cached_venv("native-python", &requirements, &["--only-binary=:all:"])
 }
 
+/// `python3` with numpy, pandas and matplotlib (the versions nearest the
+/// data runner's that PyPI has for this machine's Python), for the data
+/// scripts' native runs.
+fn native_data_python() -> PathBuf {
+    let list = repo_root().join("tests/python/corpus/data-requirements.txt");
+    sbx_wasm_tests::cached_venv("native-python-data", &list, &["--only-binary=:all:"])
+}
+
 /// A fresh copy of the data at `dir/work`, an empty folder for outputs at
 /// `dir/OUT`, and a canary beside them.
 fn stage(dir: &Path, out: &str) {
@@ -85,23 +102,32 @@ fn stage(dir: &Path, out: &str) {
     std::fs::write(dir.join("canary.txt"), "untouched\n").unwrap();
 }
 
-/// Run `script` under the grant, from `dir`; the report is parsed.
-fn sandboxed(dir: &Path, script: &Path, port: u16) -> (Output, serde_json::Value) {
-    let caps = format!(
+/// Run `script` under the grant, from `dir`; the report is parsed. A data
+/// script runs in the data runner (compiled in the user's cache folder,
+/// once per machine), with no fuel budget: numpy's import alone passes
+/// the default.
+fn sandboxed(dir: &Path, script: &Path, port: u16, data: bool) -> (Output, serde_json::Value) {
+    let mut caps = format!(
         "[fs]\nread = [{{ host = \"work\", guest = \"/work\" }}]\n\
          write = [{{ host = \"out\", guest = \"/work/out\" }}]\n\
          [net]\nallow = [\"http://127.0.0.1:{port}\"]\n"
     );
+    if data {
+        caps.push_str("[budget]\nmax_fuel = \"off\"\nmax_wall_ms = 120000\n");
+    }
     std::fs::write(dir.join("caps.toml"), caps).unwrap();
-    let out = Command::new(sbx_wasm_tests::sbx_bin())
-        .env("SBX_WASM_CACHE_DIR", super::python::warm_cache())
-        .current_dir(dir)
-        .args(["run", "--caps", "caps.toml", "--report", "report.json"])
-        .arg("--python-runner")
-        .arg(sbx_wasm_tests::python_runner())
-        .arg(script)
-        .output()
-        .unwrap();
+    let mut cmd = Command::new(sbx_wasm_tests::sbx_bin());
+    cmd.current_dir(dir)
+        .args(["run", "--caps", "caps.toml", "--report", "report.json"]);
+    if data {
+        cmd.env("SBX_WASM_DATA_RUNNER", sbx_wasm_tests::data_runner())
+            .arg("--data");
+    } else {
+        cmd.env("SBX_WASM_CACHE_DIR", super::python::warm_cache())
+            .arg("--python-runner")
+            .arg(sbx_wasm_tests::python_runner());
+    }
+    let out = cmd.arg(script).output().unwrap();
     let report = std::fs::read(dir.join("report.json")).unwrap_or_default();
     let report = serde_json::from_slice(&report).unwrap_or(serde_json::Value::Null);
     (out, report)
@@ -129,7 +155,7 @@ struct Outcome {
     problem: Option<String>,
 }
 
-fn ordinary(name: &str, source: &str, python: &Path, port: u16) -> Option<String> {
+fn ordinary(name: &str, source: &str, python: &Path, port: u16, data: bool) -> Option<String> {
     let base = tempfile::tempdir().unwrap();
     // Natively: the same script on its own copy, /work being that folder.
     let native = base.path().join("native");
@@ -150,7 +176,7 @@ fn ordinary(name: &str, source: &str, python: &Path, port: u16) -> Option<String
     stage(&sbx, "out");
     let script = sbx.join(format!("{name}.py"));
     std::fs::write(&script, source).unwrap();
-    let (s, report) = sandboxed(&sbx, &script, port);
+    let (s, report) = sandboxed(&sbx, &script, port, data);
     let s_files = outputs(&sbx.join("out"));
     if n.status.code() != s.status.code() {
         return Some(format!(
@@ -188,7 +214,7 @@ fn fails_with(name: &str, source: &str, text: &str, port: u16) -> Option<String>
     stage(base.path(), "out");
     let script = base.path().join(format!("{name}.py"));
     std::fs::write(&script, source).unwrap();
-    let (s, _) = sandboxed(base.path(), &script, port);
+    let (s, _) = sandboxed(base.path(), &script, port, false);
     let stderr = utf8(&s.stderr);
     (s.status.success() || !stderr.contains(text)).then(|| {
         format!(
@@ -203,7 +229,7 @@ fn hostile(name: &str, source: &str, port: u16) -> Option<String> {
     let script = base.path().join(format!("{name}.py"));
     std::fs::write(&script, source).unwrap();
     let before = snapshot(base.path());
-    let (s, report) = sandboxed(base.path(), &script, port);
+    let (s, report) = sandboxed(base.path(), &script, port, false);
     let mut after = snapshot(base.path());
     // What the run itself wrote beside the grant: its caps and report.
     for own in ["report.json", "caps.toml"] {
@@ -252,7 +278,11 @@ fn agent_written_scripts_work_unchanged_and_hostile_ones_are_contained() {
         let problem = match kind(&source) {
             Kind::Ordinary => {
                 counts[0] += 1;
-                ordinary(&name, &source, &python, granted.port)
+                ordinary(&name, &source, &python, granted.port, false)
+            }
+            Kind::Data => {
+                counts[0] += 1;
+                ordinary(&name, &source, &native_data_python(), granted.port, true)
             }
             Kind::FailsWith(text) => {
                 counts[1] += 1;

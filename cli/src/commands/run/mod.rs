@@ -38,6 +38,12 @@ pub(crate) struct RunArgs {
     /// then `sbx-python.wasm` beside this binary, then `../py/`).
     #[arg(long, value_name = "FILE")]
     pub(crate) python_runner: Option<PathBuf>,
+    /// Run the Python script in the data runner: CPython with numpy,
+    /// pandas, matplotlib, scipy and scikit-learn (no `sbx` module, no
+    /// threads; `$SBX_WASM_DATA_RUNNER` names it, else it is found as the
+    /// others are, built at first use)
+    #[arg(long, conflicts_with_all = ["js", "python_runner"])]
+    pub(crate) data: bool,
     /// The JavaScript runner component (default: `$SBX_WASM_JS_RUNNER`,
     /// then `sbx-js.wasm` beside this binary, then `../js/`).
     #[arg(long, value_name = "FILE")]
@@ -151,7 +157,9 @@ impl RunArgs {
 
     /// The script's language, or None for a component.
     pub(crate) fn lang(&self) -> Option<Lang> {
-        if self.python {
+        if self.data {
+            Some(Lang::Data)
+        } else if self.python {
             Some(Lang::Python)
         } else if self.js {
             Some(Lang::JavaScript)
@@ -226,6 +234,7 @@ fn run_inner(a: &RunArgs, mut ready: Option<&mut Ready>) -> Result<i32> {
                     let flag = match lang {
                         Lang::Python => a.python_runner.as_deref(),
                         Lang::JavaScript => a.js_runner.as_deref(),
+                        Lang::Data => None,
                     };
                     lang.find_or_build_runner(flag)?
                 }
@@ -245,7 +254,11 @@ fn run_inner(a: &RunArgs, mut ready: Option<&mut Ready>) -> Result<i32> {
         Some((agent, _)) => Target::Ready(agent),
         None => {
             let (agent, outcome) = progress::while_loading(&program, || {
-                crate::compile::load_bounded(&host, &program, &a.compile)
+                let bounds = match lang {
+                    Some(lang) => a.compile.for_runner(lang),
+                    None => a.compile.clone(),
+                };
+                crate::compile::load_bounded(&host, &program, &bounds)
             })?;
             Target::Loaded(agent, outcome)
         }
@@ -255,6 +268,12 @@ fn run_inner(a: &RunArgs, mut ready: Option<&mut Ready>) -> Result<i32> {
     let (caps, tmp) = match lang {
         Some(lang) if lang.private_tmp() => sbx_wasm::wasm::python::private_tmp(&caps)?,
         _ => (caps, None),
+    };
+    // The runner's own folders (the data runner's library), lent after
+    // the grant was checked against the runner: they sit beside it.
+    let caps = match lang {
+        Some(lang) => lang.with_runner_mounts(&caps, &program)?,
+        None => caps,
     };
     let remove: Vec<PathBuf> = tmp.iter().map(|t| t.path().to_path_buf()).collect();
     let name = program

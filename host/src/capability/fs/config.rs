@@ -39,7 +39,17 @@ struct MountEntry {
 
 /// Mounts as the builder was given them, before validation.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct RequestedMounts(Vec<(PathBuf, String, Access, bool)>);
+pub(crate) struct RequestedMounts(Vec<Requested>);
+
+/// One mount as requested.
+#[derive(Clone, Debug)]
+struct Requested {
+    host: PathBuf,
+    guest: String,
+    access: Access,
+    private: bool,
+    runner: bool,
+}
 
 impl FsSection {
     /// Request this section's mounts, and the labels on them.
@@ -64,7 +74,8 @@ impl FsSection {
     /// The section that grants `mounts` (absolute host paths).
     pub(crate) fn render(mounts: &[Mount]) -> FsSection {
         let mut s = FsSection::default();
-        for m in mounts {
+        // A runner's own folders are the runner's to lend, never a file's.
+        for m in mounts.iter().filter(|m| !m.runner) {
             let entry = MountEntry {
                 host: m.host.display().to_string(),
                 guest: m.guest.as_str().to_string(),
@@ -84,7 +95,33 @@ impl FsSection {
 impl RequestedMounts {
     /// Show host folder `host` at guest path `guest` with `access`.
     pub(crate) fn push(&mut self, host: PathBuf, guest: String, access: Access, private: bool) {
-        self.0.push((host, guest, access, private));
+        self.0.push(Requested {
+            host,
+            guest,
+            access,
+            private,
+            runner: false,
+        });
+    }
+
+    /// Show a script runner's own folder `host` read-only at `guest`
+    /// ([`Mount::runner`]).
+    pub(crate) fn push_runner(&mut self, host: PathBuf, guest: String) {
+        self.0.push(Requested {
+            host,
+            guest,
+            access: Access::ReadOnly,
+            private: false,
+            runner: true,
+        });
+    }
+
+    /// The runner folders of `mounts`, requested again (what a caps file
+    /// cannot carry, kept across [`crate::Capabilities::to_builder`]).
+    pub(crate) fn keep_runner(&mut self, mounts: &[Mount]) {
+        for m in mounts.iter().filter(|m| m.runner) {
+            self.push_runner(m.host.clone(), m.guest.as_str().to_string());
+        }
     }
 
     /// Validate the mounts: guest paths, existing host folders (relative
@@ -93,7 +130,14 @@ impl RequestedMounts {
     pub(crate) fn build(&self, base: &Path) -> Result<Vec<Mount>, CapsError> {
         let mut mounts: Vec<Mount> = Vec::new();
         let (mut ri, mut wi) = (0, 0);
-        for (host, guest, access, private) in &self.0 {
+        for Requested {
+            host,
+            guest,
+            access,
+            private,
+            runner,
+        } in &self.0
+        {
             let key = match access {
                 Access::ReadOnly => {
                     ri += 1;
@@ -145,6 +189,7 @@ impl RequestedMounts {
                 guest: g,
                 access: *access,
                 private: *private,
+                runner: *runner,
             });
         }
         refuse_read_inside_write(&mounts)?;

@@ -53,11 +53,25 @@ pub struct Mount {
     /// `/tmp`): rules name it as private, not by its host path, which
     /// changes every run.
     pub private: bool,
+    /// One of a script runner's own folders (the data runner's standard
+    /// library and matplotlib's data), lent by the runner, not by the
+    /// grant; always read-only. Reads through it are checked as any other
+    /// but neither charged to `max_ops` nor recorded: they are the
+    /// interpreter's doing, not the script's. Anything else through it is
+    /// refused and recorded as usual. A caps file cannot make one.
+    pub runner: bool,
 }
 
 impl Mount {
     /// How audit events and `check --explain` name this mount.
     pub fn rule(&self) -> String {
+        if self.runner {
+            return format!(
+                "{} mount {} (the runner's own)",
+                self.access.as_str(),
+                self.guest
+            );
+        }
         if self.private {
             return format!(
                 "{} mount {} (private to the run)",

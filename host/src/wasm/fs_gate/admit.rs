@@ -108,6 +108,19 @@ impl HostState {
         };
         let op = make(full.clone());
         let write = matches!(&op, Op::Fs(r) if r.access() == crate::fs::Access::ReadWrite);
+        // The runner's own files: checked, not charged or recorded.
+        if let Some(checked) = self.gate.admit_runner_read(&op, &via) {
+            return Ok(match checked {
+                Ok(permit) => Ok(Admitted {
+                    full,
+                    via,
+                    seq: 0,
+                    write,
+                    permit,
+                }),
+                Err(d) => Err(code(&d, true)),
+            });
+        }
         match self.gate.admit_via(op, &via) {
             Ok((seq, permit)) => {
                 // A recording keeps the path as it is before the effect.
