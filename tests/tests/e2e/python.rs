@@ -208,8 +208,9 @@ except ModuleNotFoundError as e:
     );
     // A raw connection is refused inside the runner, naming egress.
     assert!(stdout.contains("socket: PermissionError"), "{stdout}");
+    // numpy is the data runner's, and the message says how to reach it.
     assert!(
-        stdout.contains("numpy: No module named 'numpy'"),
+        stdout.contains("numpy: No module named 'numpy'") && stdout.contains("sbx-wasm run --data"),
         "{stdout}"
     );
     // Failed imports are answered inside the runner: no filesystem probes.

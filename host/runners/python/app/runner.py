@@ -117,6 +117,9 @@ for _names, _why in (
      "_overlapped _winapi _wmi msvcrt nt winreg winsound",
      "it belongs to another operating system"),
     ("antigravity this", "an easter egg, left out"),
+    ("numpy pandas matplotlib scipy sklearn statsmodels seaborn PIL lxml",
+     "it has native code; it is in the data runner: run the script with "
+     "`sbx-wasm run --data` (numpy, pandas, matplotlib, scipy, scikit-learn; no network)"),
 ):
     for _name in _names.split():
         NOT_HERE[_name] = _why
