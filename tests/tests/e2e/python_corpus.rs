@@ -120,6 +120,7 @@ fn sandboxed(dir: &Path, script: &Path, port: u16, data: bool) -> (Output, serde
     cmd.current_dir(dir)
         .args(["run", "--caps", "caps.toml", "--report", "report.json"]);
     if data {
+        super::python_data::ready();
         cmd.env("SBX_WASM_DATA_RUNNER", sbx_wasm_tests::data_runner())
             .arg("--data");
     } else {

@@ -45,8 +45,9 @@ fn run(
     (out, report, audit)
 }
 
-/// The runner compiled once, before the tests that use it race to.
-fn ready() {
+/// The runner compiled once (into the user's cache), before the tests
+/// that use it (these and the corpus's data scripts) race to.
+pub(crate) fn ready() {
     static READY: OnceLock<()> = OnceLock::new();
     READY.get_or_init(|| {
         let t = tempfile::tempdir().unwrap();
