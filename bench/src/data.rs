@@ -35,7 +35,7 @@ pub(crate) fn data_rows(
     scratch: &Path,
 ) -> Res<Vec<Row>> {
     let caps = scratch.join("data-caps.toml");
-    // Fuel off: numpy's import alone passes the default budget.
+    // Fuel off, as data work needs (the docs say why).
     std::fs::write(
         &caps,
         "[budget]\nmax_fuel = \"off\"\nmax_wall_ms = 300000\n",

@@ -104,8 +104,8 @@ fn stage(dir: &Path, out: &str) {
 
 /// Run `script` under the grant, from `dir`; the report is parsed. A data
 /// script runs in the data runner (compiled in the user's cache folder,
-/// once per machine), with no fuel budget: numpy's import alone passes
-/// the default.
+/// once per machine), with no fuel budget: pandas and matplotlib
+/// imported together pass the default.
 fn sandboxed(dir: &Path, script: &Path, port: u16, data: bool) -> (Output, serde_json::Value) {
     let mut caps = format!(
         "[fs]\nread = [{{ host = \"work\", guest = \"/work\" }}]\n\

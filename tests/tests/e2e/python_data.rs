@@ -64,8 +64,8 @@ pub(crate) fn ready() {
     });
 }
 
-/// A grant with no fuel budget (numpy's import alone passes the default
-/// ten billion) and a wall of its own.
+/// A grant with no fuel budget (pandas and matplotlib imported together
+/// pass the default ten billion) and a wall of its own.
 const CAPS: &str = "[fs]\nread = [{ host = \"data\", guest = \"/work\" }]\n\
                     write = [{ host = \"out\", guest = \"/work/out\" }]\n\
                     [budget]\nmax_fuel = \"off\"\nmax_wall_ms = 120000\n";
