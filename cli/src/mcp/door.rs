@@ -20,7 +20,7 @@ use anyhow::{Context, Result, bail};
 use rmcp::model::CallToolResult;
 
 use sbx_wasm::tools::ToolDefinition;
-use sbx_wasm::wasm::{JsRunner, PreparedAgent, PythonRunner, WasmHost};
+use sbx_wasm::wasm::{DataRunner, JsRunner, PreparedAgent, PythonRunner, WasmHost};
 use sbx_wasm::{AuditEvent, RunReport};
 use sbx_wasm::{CancelHandle, Capabilities};
 use std::collections::HashMap;
@@ -40,6 +40,8 @@ pub(crate) struct Door {
     pub(crate) host: WasmHost,
     pub(crate) python: Option<PythonRunner>,
     pub(crate) js: Option<JsRunner>,
+    /// The data runner, when `--data` asks for it.
+    pub(crate) data: Option<DataRunner>,
     /// The folder `run_wasm` takes components from (canonical).
     pub(crate) components: Option<PathBuf>,
     /// Where session scratch folders are made, when sessions have one.
@@ -116,6 +118,16 @@ impl Door {
                 None
             }
         };
+        let data =
+            match args.data {
+                true => {
+                    let path = Lang::Data.find_or_build_runner(None)?;
+                    Some(DataRunner::load(&host, &path).with_context(|| {
+                        format!("cannot load the data runner {}", path.display())
+                    })?)
+                }
+                false => None,
+            };
         let components = match &args.components {
             Some(dir) => Some(
                 dir.canonicalize()
@@ -197,6 +209,7 @@ impl Door {
             host,
             python,
             js,
+            data,
             components,
             scratch_root,
             granted_tools,
@@ -236,6 +249,7 @@ impl Door {
             scratch: self.scratch_root.is_some(),
             python: self.python.is_some(),
             js: self.js.is_some(),
+            data: self.data.is_some(),
             components: self.components.is_some(),
             granted_tools: &self.granted_tools,
             catalog: &self.catalog,

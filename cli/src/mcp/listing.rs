@@ -25,7 +25,12 @@ pub(crate) const SINGLE_OPS: &[(&str, OpKind)] = &[
 ];
 
 /// The door's tools that run a program.
-const PROGRAMS: &[&str] = &["run_python", "run_javascript", "run_wasm"];
+const PROGRAMS: &[&str] = &[
+    "run_python",
+    "run_python_data",
+    "run_javascript",
+    "run_wasm",
+];
 
 /// The op a single-op tool named `tool` runs.
 pub(crate) fn single_op(tool: &str) -> Option<OpKind> {
@@ -44,6 +49,7 @@ pub(crate) struct Offer<'a> {
     pub(crate) scratch: bool,
     pub(crate) python: bool,
     pub(crate) js: bool,
+    pub(crate) data: bool,
     pub(crate) components: bool,
     pub(crate) granted_tools: &'a [ToolDefinition],
     pub(crate) catalog: &'a super::catalog::Catalog,
@@ -110,6 +116,24 @@ pub(crate) fn tools(door: &Offer<'_>) -> Vec<Tool> {
                  requests or sbx.fetch(url, method, headers, body); tools with \
                  sbx.call_tool(name, input) (sbx.granted_tools() lists them). A refused \
                  operation raises sbx.Denied (a PermissionError). {result}"
+            ),
+            schema(json!({
+                "type": "object",
+                "properties": with_run_args(json!({
+                    "code": { "type": "string", "description": "The Python source to run." }
+                }), flow),
+                "required": ["code"],
+            })),
+        ));
+    }
+    if door.data {
+        out.push(Tool::new(
+            "run_python_data",
+            format!(
+                "Run a Python 3 script for data work in a sandbox (CPython in WebAssembly \
+                 with numpy, pandas, matplotlib (Agg), scipy, scikit-learn and statsmodels). \
+                 It sees {seen}. No network and no tools (use run_python for those); no \
+                 threads. A refused file operation raises PermissionError. {result}"
             ),
             schema(json!({
                 "type": "object",

@@ -124,6 +124,11 @@ pub(crate) struct McpArgs {
     /// without one, `run_javascript` is not offered.
     #[arg(long, value_name = "FILE")]
     js_runner: Option<PathBuf>,
+    /// Offer `run_python_data`: Python in the data runner (numpy, pandas,
+    /// matplotlib, scipy, scikit-learn; no network, no tools), found as
+    /// `run --data` finds it. Its first load may compile it (minutes).
+    #[arg(long)]
+    data: bool,
     /// Give each session a scratch folder, mounted read-write at /scratch,
     /// kept between its calls and removed when the session ends.
     #[arg(long)]

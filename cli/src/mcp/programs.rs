@@ -11,8 +11,10 @@ use serde_json::Value;
 /// Whether `tool` is a program call (one that may become a task); the
 /// rest are single ops.
 pub(crate) fn is_program(door: &Door, tool: &str) -> bool {
-    matches!(tool, "run_python" | "run_javascript" | "run_wasm")
-        || door.catalog.tool(tool).is_some()
+    matches!(
+        tool,
+        "run_python" | "run_python_data" | "run_javascript" | "run_wasm"
+    ) || door.catalog.tool(tool).is_some()
 }
 
 /// The program a call of `tool` (one [`is_program`] names) asks for, or
@@ -20,6 +22,7 @@ pub(crate) fn is_program(door: &Door, tool: &str) -> bool {
 pub(crate) fn program(door: &Door, tool: &str, args: &JsonObject) -> Result<runs::Program, String> {
     match tool {
         "run_python" => script(door, Lang::Python, args),
+        "run_python_data" => script(door, Lang::Data, args),
         "run_javascript" => script(door, Lang::JavaScript, args),
         "run_wasm" => component(door, args),
         _ => script_tool(door, tool, args),
@@ -76,8 +79,7 @@ fn script(door: &Door, lang: Lang, args: &JsonObject) -> Result<runs::Program, S
     let agent = match lang {
         Lang::Python => door.python.as_ref().map(|r| r.agent()),
         Lang::JavaScript => door.js.as_ref().map(|r| r.agent()),
-        // The MCP door offers the stock runners only.
-        Lang::Data => None,
+        Lang::Data => door.data.as_ref().map(|r| r.agent()),
     };
     let Some(agent) = agent else {
         return Err(format!(

@@ -121,9 +121,10 @@ pub(crate) async fn execute(
             Some(_) => format!("{}.py", program.name),
             None => lang.snippet().into(),
         };
-        let set = match (lang, &door.python, &door.js) {
-            (Lang::Python, Some(python), _) => python.source_options(source, &file, opts),
-            (Lang::JavaScript, _, Some(js)) => js.source_options(source, &file, opts),
+        let set = match (lang, &door.python, &door.js, &door.data) {
+            (Lang::Python, Some(python), _, _) => python.source_options(source, &file, opts),
+            (Lang::JavaScript, _, Some(js), _) => js.source_options(source, &file, opts),
+            (Lang::Data, _, _, Some(data)) => data.source_options(source, &file, opts),
             _ => return Err(door.turn_away(ids, tool, "refused", "no runner for this language")),
         };
         opts = set.map_err(|e| door.turn_away(ids, tool, "refused", &e.to_string()))?;

@@ -7,6 +7,7 @@
 mod ask;
 mod catalog;
 mod conformance;
+mod data;
 mod flow;
 mod javascript;
 mod metrics;
