@@ -55,6 +55,18 @@ pub(crate) struct Offer<'a> {
     pub(crate) catalog: &'a super::catalog::Catalog,
 }
 
+/// The input of a tool that runs source: `code`, described as `what`,
+/// and the run's arguments.
+fn code_schema(what: &str, flow: bool) -> Arc<Map<String, Value>> {
+    schema(json!({
+        "type": "object",
+        "properties": with_run_args(json!({
+            "code": { "type": "string", "description": what }
+        }), flow),
+        "required": ["code"],
+    }))
+}
+
 fn schema(v: Value) -> Arc<Map<String, Value>> {
     Arc::new(v.as_object().cloned().unwrap_or_default())
 }
@@ -117,13 +129,7 @@ pub(crate) fn tools(door: &Offer<'_>) -> Vec<Tool> {
                  sbx.call_tool(name, input) (sbx.granted_tools() lists them). A refused \
                  operation raises sbx.Denied (a PermissionError). {result}"
             ),
-            schema(json!({
-                "type": "object",
-                "properties": with_run_args(json!({
-                    "code": { "type": "string", "description": "The Python source to run." }
-                }), flow),
-                "required": ["code"],
-            })),
+            code_schema("The Python source to run.", flow),
         ));
     }
     if door.data {
@@ -135,13 +141,7 @@ pub(crate) fn tools(door: &Offer<'_>) -> Vec<Tool> {
                  It sees {seen}. No network and no tools (use run_python for those); no \
                  threads. A refused file operation raises PermissionError. {result}"
             ),
-            schema(json!({
-                "type": "object",
-                "properties": with_run_args(json!({
-                    "code": { "type": "string", "description": "The Python source to run." }
-                }), flow),
-                "required": ["code"],
-            })),
+            code_schema("The Python source to run.", flow),
         ));
     }
     if door.js {
@@ -156,13 +156,7 @@ pub(crate) fn tools(door: &Offer<'_>) -> Vec<Tool> {
                  (sbx.granted() lists them). No npm packages. A refused operation throws \
                  SbxDenied (its `violation` and `reason`). {result}"
             ),
-            schema(json!({
-                "type": "object",
-                "properties": with_run_args(json!({
-                    "code": { "type": "string", "description": "The JavaScript or TypeScript source to run." }
-                }), flow),
-                "required": ["code"],
-            })),
+            code_schema("The JavaScript or TypeScript source to run.", flow),
         ));
     }
     if door.components {
