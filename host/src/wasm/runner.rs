@@ -374,6 +374,21 @@ pub fn with_runner_mounts<L: Language>(
                 L::BUILD_SCRIPT
             )));
         }
+        // A grant that could write the runner's files would let one run
+        // change what every later run executes.
+        let canon = std::fs::canonicalize(&host).unwrap_or_else(|_| host.clone());
+        if let Some(m) = caps.mounts().iter().find(|m| {
+            m.access == crate::fs::Access::ReadWrite
+                && (m.host.starts_with(&canon) || canon.starts_with(&m.host))
+        }) {
+            return Err(setup(format!(
+                "the grant's write mount {} (host {}) reaches the {} runner's own files ({}):                  a run could change what later runs execute",
+                m.guest,
+                m.host.display(),
+                L::NAME,
+                canon.display()
+            )));
+        }
         b = b.runner_mount(host, *guest);
     }
     b.build().map_err(|e| {

@@ -187,3 +187,25 @@ fn the_runners_own_files_are_read_only_and_the_grant_still_bounds_the_script() {
     assert_eq!(report["violation"], "max_wall", "{}", utf8(&out.stderr));
     assert_ne!(out.status.code(), Some(0));
 }
+
+#[test]
+fn a_grant_that_could_write_the_runners_files_is_refused_before_the_run() {
+    let t = mount_tree(&[]);
+    let files = data_runner().parent().unwrap().join("sbx-data-files");
+    let before = snapshot(&files);
+    let caps = format!(
+        "[fs]\nwrite = [{{ host = \"{}\", guest = \"/lib\" }}]\n",
+        files.join("usr/local/lib").display()
+    );
+    let (out, _, _) = run(t.path(), &caps, "print('ran')\n");
+    assert_eq!(out.status.code(), Some(125), "{}", utf8(&out.stdout));
+    assert!(
+        utf8(&out.stderr).contains("reaches the Python (data) runner's own files"),
+        "{}",
+        utf8(&out.stderr)
+    );
+    assert_eq!(snapshot(&files), before);
+    // The neighbour: a write mount beside them runs.
+    let (out, _, _) = run(t.path(), CAPS, "print('ran')\n");
+    assert_eq!(utf8(&out.stdout), "ran\n", "{}", utf8(&out.stderr));
+}
