@@ -245,7 +245,9 @@ impl<L: Language> ScriptRunner<L> {
     ) -> Result<RunOptions, LoadError> {
         let args = args_for::<L>(source, name, &opts.args)?;
         let mut opts = opts.program_name(L::PROGRAM).args(args);
-        opts.caps = with_runner_mounts::<L>(&opts.caps, &self.path)?;
+        if !L::RUNNER_MOUNTS.is_empty() {
+            opts.caps = with_runner_mounts::<L>(&opts.caps, &self.path)?;
+        }
         Ok(if L::PRIVATE_TMP {
             opts.private_tmp()
         } else {
