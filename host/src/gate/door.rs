@@ -37,9 +37,8 @@ impl Sandbox {
         op: &Op,
         via: &str,
     ) -> Option<Result<Permit, Denial>> {
-        let runner = self.mounts.by_guest(via).is_some_and(|m| m.mount.runner);
         let read = matches!(op, Op::Fs(r) if r.access() == crate::fs::Access::ReadOnly);
-        if !runner || !read || self.halted.is_some() || self.cancelled() {
+        if !read || !self.mounts.runner_at(via) || self.halted.is_some() || self.cancelled() {
             return None;
         }
         Some(self.check_via(op, via))

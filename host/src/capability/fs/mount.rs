@@ -386,6 +386,9 @@ impl OpenMount {
 #[derive(Debug)]
 pub(crate) struct MountTable {
     pub(super) mounts: Vec<OpenMount>,
+    /// Whether any is a runner's own ([`Mount::runner`]): without one, a
+    /// path call need not look for it.
+    lends_runner: bool,
 }
 
 impl MountTable {
@@ -396,7 +399,16 @@ impl MountTable {
             .map(|m| OpenMount::open(m).map_err(|e| (m.clone(), e)))
             .collect::<Result<Vec<_>, _>>()?;
         open.sort_by_key(|m| std::cmp::Reverse(m.mount.guest.components().count()));
-        Ok(MountTable { mounts: open })
+        let lends_runner = open.iter().any(|m| m.mount.runner);
+        Ok(MountTable {
+            mounts: open,
+            lends_runner,
+        })
+    }
+
+    /// Whether the mount at exactly guest path `guest` is a runner's own.
+    pub(crate) fn runner_at(&self, guest: &str) -> bool {
+        self.lends_runner && self.by_guest(guest).is_some_and(|m| m.mount.runner)
     }
 
     /// The mount at exactly guest path `guest`.

@@ -208,19 +208,21 @@ impl HostState {
         bytes: u64,
         offset: u64,
     ) -> wasmtime::Result<()> {
-        let hole = offset.saturating_sub(self.file_len(fd));
+        let hole = self.hole_at(fd, offset);
         self.charge_bytes(fd, bytes.saturating_add(hole))
     }
 
-    /// The length of the file descriptor `fd` holds (0 for a directory or
-    /// a file that cannot be read: nothing is then counted as hole).
-    pub(super) fn file_len(&self, fd: u32) -> u64 {
+    /// The hole a write at `offset` through descriptor `fd` would leave
+    /// past the file's end (also the growth of a `set-size` to `offset`).
+    /// A directory, or a file whose length cannot be read, counts as empty.
+    pub(super) fn hole_at(&self, fd: u32, offset: u64) -> u64 {
         use wasmtime::component::Resource;
         use wasmtime_wasi::filesystem::Descriptor;
-        match self.table.get(&Resource::<Descriptor>::new_borrow(fd)) {
+        let len = match self.table.get(&Resource::<Descriptor>::new_borrow(fd)) {
             Ok(Descriptor::File(f)) => f.file.metadata().map(|m| m.len()).unwrap_or(0),
             _ => 0,
-        }
+        };
+        offset.saturating_sub(len)
     }
 
     /// The flow sink of a write through descriptor `fd`: the mount it was

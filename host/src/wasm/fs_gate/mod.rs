@@ -437,9 +437,9 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
                 if let Err(code) = state.flow_write(fd.rep()) {
                     return Ok((Err(code),));
                 }
-                // Growth counts as written, as a write past the end does.
-                let now = state.file_len(fd.rep());
-                state.charge_bytes(fd.rep(), size.saturating_sub(now))?;
+                // Growth counts as written: the hole a write at `size`
+                // would leave.
+                state.charge_write_at(fd.rep(), 0, size)?;
                 match state.filesystem().set_size(fd, size).await {
                     Ok(()) => Ok((Ok(()),)),
                     Err(e) => Ok((Err(e.downcast()?),)),
@@ -454,7 +454,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
             let rep = fd.rep();
             // A stream starting past the end leaves a hole at its first
             // write, charged with that write.
-            let hole = offset.saturating_sub(state.file_len(rep));
+            let hole = state.hole_at(rep, offset);
             let r = state.filesystem().write_via_stream(fd, offset);
             metered(state, rep, r, hole)
         },

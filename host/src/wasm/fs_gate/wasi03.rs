@@ -444,12 +444,9 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
                 if let Err(c) = acc.with(|mut s| s.get().flow_write(rep)) {
                     return Ok((Err(code(c)),));
                 }
-                // Growth counts as written, as a write past the end does.
-                acc.with(|mut s| {
-                    let s = s.get();
-                    let now = s.file_len(rep);
-                    s.charge_bytes(rep, size.saturating_sub(now))
-                })?;
+                // Growth counts as written: the hole a write at `size`
+                // would leave.
+                acc.with(|mut s| s.get().charge_write_at(rep, 0, size))?;
                 let r = <WasiFilesystem as HostDescriptorWithStore<HostState>>::set_size(
                     &fs(acc),
                     fd,
