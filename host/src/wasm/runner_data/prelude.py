@@ -30,6 +30,7 @@ def _sbx_main():
         os.chdir("/tmp")
     except OSError:
         pass
+    _as_a_process()
     _s.meta_path.insert(0, _BundledTimeZones())
     _s.meta_path.insert(0, _MatplotlibFonts())
     linecache.cache[name] = (len(source), None, source.splitlines(True), name)
@@ -54,6 +55,23 @@ def _sbx_main():
         traceback.print_exception(type(e), e, e.__traceback__.tb_next)
         return 1
     return 0
+
+
+def _as_a_process():
+    # The runner starts from a snapshot of an interpreter that imported
+    # numpy and pandas in the package's interactive session: its exit() and
+    # quit() end a session, not a script, so they are a script's again. (The
+    # interpreter itself reseeds random and numpy.random at each run.)
+    import _sitebuiltins
+    import builtins
+
+    for name in ("exit", "quit"):
+        if type(getattr(builtins, name, None)) is not _sitebuiltins.Quitter:
+            setattr(builtins, name, _sitebuiltins.Quitter(name, "Ctrl-D (i.e. EOF)"))
+    # dateutil came in with pandas before the look below could be set.
+    tz = _s.modules.get("dateutil.tz.tz")
+    if tz is not None:
+        tz.TZPATHS[:] = []
 
 
 class _BundledTimeZones:

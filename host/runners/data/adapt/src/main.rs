@@ -8,9 +8,11 @@
 //! is turned into an ordinary 0.2 command:
 //!
 //! - a `_start` is added that calls `_initialize` (when the module has
-//!   one: its pre-initialized form does not), then `run`, and passes a
-//!   non-zero status to `proc_exit`; the module's other exports are dropped
-//!   (nothing but `_start` and the memory is reachable from outside);
+//!   one: its pre-initialized form does not), then `run`, and for a
+//!   non-zero status tells the host the code (`sbx:agent/outcome`'s
+//!   `exit-code`: WASI 0.2's exit carries only failure) and passes it to
+//!   `proc_exit`; the module's other exports are dropped (nothing but
+//!   `_start` and the memory is reachable from outside);
 //! - `host.call` is met inside the component by a one-function module that
 //!   answers -1 ("no host"), so the component imports nothing but WASI;
 //! - WASI preview 1 is met by wasmtime's own preview 1 adapter, so every
@@ -18,11 +20,16 @@
 //!   host's gate sees.
 
 use anyhow::{Context, Result, bail};
+use std::convert::Infallible;
+use wasm_encoder::reencode::{self, Reencode};
 use wasm_encoder::{
-    CodeSection, ExportKind, ExportSection, Function, FunctionSection, Instruction, Module,
-    RawSection, SectionId, TypeSection, ValType,
+    CodeSection, EntityType, ExportKind, ExportSection, Function, FunctionSection, ImportSection,
+    Instruction, Module, TypeSection, ValType,
 };
-use wasmparser::{ExternalKind, Parser, Payload, TypeRef};
+use wasmparser::{
+    CodeSectionReader, ExportSectionReader, ExternalKind, FunctionSectionReader,
+    ImportSectionReader, Parser, Payload, TypeRef, TypeSectionReader,
+};
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
@@ -57,11 +64,23 @@ struct Found {
     memory: Option<u32>,
 }
 
-/// `module` with `_start` added and every export but it and the memory
-/// dropped. Sections are copied as they are but for the four that change
-/// (types, functions, exports, code), to which one entry is appended (the
-/// export section is rebuilt), so no index in the module moves.
-fn with_start(module: &[u8]) -> Result<Vec<u8>> {
+/// The host's interface a script's exit code is told through (WASI 0.2's
+/// exit carries only success or failure); the runner imports this one
+/// function of it.
+const OUTCOME_WIT: &str = r#"
+package sbx:agent@0.1.0;
+
+interface outcome {
+    exit-code: func(code: s32);
+}
+
+world data-runner {
+    import outcome;
+}
+"#;
+const OUTCOME: &str = "sbx:agent/outcome@0.1.0";
+
+fn scan(module: &[u8]) -> Result<Found> {
     let mut found = Found::default();
     for payload in Parser::new(0).parse_all(module) {
         match payload? {
@@ -102,100 +121,140 @@ fn with_start(module: &[u8]) -> Result<Vec<u8>> {
             _ => {}
         }
     }
-    let (Some(proc_exit), Some(run), Some(memory)) = (found.proc_exit, found.run, found.memory)
-    else {
+    Ok(found)
+}
+
+/// `module` with one import added (the host's `exit-code`, after the
+/// module's own imports, so every defined function's index moves up by
+/// one), `_start` appended, and every export but it and the memory
+/// dropped; re-encoded whole by wasm-encoder, which renumbers each use of
+/// a function index (calls, tables, names) through `function_index`.
+struct Start {
+    found: Found,
+    /// The types appended: `(i32) -> ()` for the import, `() -> ()` for
+    /// `_start`.
+    exit_code_type: u32,
+    start_type: u32,
+}
+
+impl Start {
+    fn exit_code(&self) -> u32 {
+        self.found.imported_funcs
+    }
+    fn start(&self) -> u32 {
+        self.found.imported_funcs + 1 + self.found.defined_funcs
+    }
+    fn moved(&self, func: u32) -> u32 {
+        if func >= self.found.imported_funcs {
+            func + 1
+        } else {
+            func
+        }
+    }
+}
+
+type Re<T> = std::result::Result<T, reencode::Error<Infallible>>;
+
+impl Reencode for Start {
+    type Error = Infallible;
+
+    fn function_index(&mut self, func: u32) -> Re<u32> {
+        Ok(self.moved(func))
+    }
+
+    fn parse_type_section(&mut self, types: &mut TypeSection, r: TypeSectionReader<'_>) -> Re<()> {
+        reencode::utils::parse_type_section(self, types, r)?;
+        types.ty().function([ValType::I32], []);
+        types.ty().function([], []);
+        Ok(())
+    }
+
+    fn parse_import_section(
+        &mut self,
+        imports: &mut ImportSection,
+        r: ImportSectionReader<'_>,
+    ) -> Re<()> {
+        reencode::utils::parse_import_section(self, imports, r)?;
+        imports.import(
+            OUTCOME,
+            "exit-code",
+            EntityType::Function(self.exit_code_type),
+        );
+        Ok(())
+    }
+
+    fn parse_function_section(
+        &mut self,
+        funcs: &mut FunctionSection,
+        r: FunctionSectionReader<'_>,
+    ) -> Re<()> {
+        reencode::utils::parse_function_section(self, funcs, r)?;
+        funcs.function(self.start_type);
+        Ok(())
+    }
+
+    fn parse_export_section(
+        &mut self,
+        exports: &mut ExportSection,
+        _: ExportSectionReader<'_>,
+    ) -> Re<()> {
+        let memory = self.found.memory.expect("checked by with_start");
+        exports.export("memory", ExportKind::Memory, memory);
+        exports.export("_start", ExportKind::Func, self.start());
+        Ok(())
+    }
+
+    fn parse_code_section(&mut self, code: &mut CodeSection, r: CodeSectionReader<'_>) -> Re<()> {
+        reencode::utils::parse_code_section(self, code, r)?;
+        // _start: [_initialize;] status = run(); if status { exit-code(status); proc_exit(status) }
+        let found = &self.found;
+        let mut body = Function::new([(1, ValType::I32)]);
+        if let Some(init) = found.initialize {
+            body.instruction(&Instruction::Call(self.moved(init)));
+        }
+        body.instruction(&Instruction::Call(self.moved(found.run.expect("checked"))));
+        body.instruction(&Instruction::LocalTee(0));
+        body.instruction(&Instruction::If(wasm_encoder::BlockType::Empty));
+        body.instruction(&Instruction::LocalGet(0));
+        body.instruction(&Instruction::Call(self.exit_code()));
+        body.instruction(&Instruction::LocalGet(0));
+        body.instruction(&Instruction::Call(found.proc_exit.expect("checked")));
+        body.instruction(&Instruction::End);
+        body.instruction(&Instruction::End);
+        code.function(&body);
+        Ok(())
+    }
+}
+
+/// `module` made a command: see [`Start`]. The result carries the
+/// description of its one non-WASI import for the component encoder.
+fn with_start(module: &[u8]) -> Result<Vec<u8>> {
+    let found = scan(module)?;
+    if found.proc_exit.is_none() || found.run.is_none() || found.memory.is_none() {
         bail!("the module lacks proc_exit, run or memory: not the data runner's CPython");
+    }
+    let mut start = Start {
+        exit_code_type: found.types,
+        start_type: found.types + 1,
+        found,
     };
-    let start_type = found.types;
-    let start = found.imported_funcs + found.defined_funcs;
-
     let mut out = Module::new();
-    for payload in Parser::new(0).parse_all(module) {
-        let payload = payload?;
-        match &payload {
-            Payload::TypeSection(r) => {
-                // `() -> ()`, after the module's own types (copied as they are).
-                let data = appended(module, r.range(), r.count(), &[0x60, 0, 0]);
-                out.section(&raw(SectionId::Type, &data));
-            }
-            Payload::FunctionSection(r) => {
-                let mut ty = Vec::new();
-                leb(&mut ty, start_type.into());
-                let data = appended(module, r.range(), r.count(), &ty);
-                out.section(&raw(SectionId::Function, &data));
-            }
-            Payload::ExportSection(_) => {
-                let mut exports = ExportSection::new();
-                exports.export("memory", ExportKind::Memory, memory);
-                exports.export("_start", ExportKind::Func, start);
-                out.section(&exports);
-            }
-            Payload::CodeSectionStart { range, .. } => {
-                // The bodies are copied raw; ours goes after them.
-                let mut body = Function::new([(1, ValType::I32)]);
-                if let Some(init) = found.initialize {
-                    body.instruction(&Instruction::Call(init));
-                }
-                body.instruction(&Instruction::Call(run));
-                body.instruction(&Instruction::LocalTee(0));
-                body.instruction(&Instruction::If(wasm_encoder::BlockType::Empty));
-                body.instruction(&Instruction::LocalGet(0));
-                body.instruction(&Instruction::Call(proc_exit));
-                body.instruction(&Instruction::End);
-                body.instruction(&Instruction::End);
-                let mut ours = Vec::new();
-                wasm_encoder::Encode::encode(&body, &mut ours);
-                let data = appended(module, range.clone(), found.defined_funcs, &ours);
-                out.section(&raw(SectionId::Code, &data));
-            }
-            Payload::CodeSectionEntry(_) => {}
-            Payload::Version { .. } | Payload::End(_) => {}
-            other => {
-                if let Some((id, range)) = other.as_section() {
-                    out.section(&RawSection {
-                        id,
-                        data: &module[range.start as usize..range.end as usize],
-                    });
-                }
-            }
-        }
-    }
-    Ok(out.finish())
-}
+    start
+        .parse_core_module(&mut out, Parser::new(0), module)
+        .map_err(|e| anyhow::anyhow!("re-encoding the module: {e}"))?;
+    let mut out = out.finish();
 
-/// A vector section of `module` (its bytes at `range`: a count, then
-/// `count` entries) with one more entry, `extra`, encoded already.
-fn appended(module: &[u8], range: std::ops::Range<u64>, count: u32, extra: &[u8]) -> Vec<u8> {
-    let (start, end) = (range.start as usize, range.end as usize);
-    let entries = &module[start + leb_len(&module[start..])..end];
-    let mut data = Vec::with_capacity(entries.len() + extra.len() + 5);
-    leb(&mut data, u64::from(count) + 1);
-    data.extend_from_slice(entries);
-    data.extend_from_slice(extra);
-    data
-}
-
-fn raw(id: SectionId, data: &[u8]) -> RawSection<'_> {
-    RawSection { id: id as u8, data }
-}
-
-fn leb(out: &mut Vec<u8>, mut v: u64) {
-    loop {
-        let byte = (v & 0x7f) as u8;
-        v >>= 7;
-        if v == 0 {
-            out.push(byte);
-            return;
-        }
-        out.push(byte | 0x80);
-    }
-}
-
-fn leb_len(bytes: &[u8]) -> usize {
-    bytes
-        .iter()
-        .position(|b| b & 0x80 == 0)
-        .map_or(bytes.len(), |i| i + 1)
+    let mut resolve = wit_parser::Resolve::default();
+    let package = resolve.push_str("outcome.wit", OUTCOME_WIT)?;
+    let world = resolve.select_world(&[package], Some("data-runner"))?;
+    wit_component::embed_component_metadata(
+        &mut out,
+        &resolve,
+        world,
+        wit_component::StringEncoding::UTF8,
+        false,
+    )?;
+    Ok(out)
 }
 
 /// The module that meets `host.call`: -1 for every call, which the
