@@ -231,7 +231,19 @@ fn a_run_from_the_prepared_interpreter_is_a_fresh_script() {
     assert_eq!(lines(&a)[0], "True Quitter", "{a}");
     // Seeds drawn at each run: two runs draw different numbers.
     assert_ne!(lines(&a)[1], lines(&b)[1]);
-    // The neighbour: a script that ends normally exits 0.
-    let (out, _, _) = run(t.path(), CAPS, "import sys\nsys.exit(0)\n");
+    // os._exit's code too (every exit of the interpreter tells the host).
+    let (out, _, _) = run(t.path(), CAPS, "import os\nos._exit(4)\n");
+    assert_eq!(out.status.code(), Some(4), "{}", utf8(&out.stderr));
+    // The neighbour: a script that ends normally exits 0, and what it left
+    // to the end of the process (a file never closed, an atexit call) is
+    // done, as a process's end does it.
+    let script = "import atexit\n\
+                  f = open('/work/out/left.txt', 'w')\n\
+                  f.write('kept')\n\
+                  atexit.register(lambda: print('atexit ran'))\n";
+    let (out, _, _) = run(t.path(), CAPS, script);
     assert_eq!(out.status.code(), Some(0), "{}", utf8(&out.stderr));
+    assert_eq!(utf8(&out.stdout), "atexit ran\n");
+    let left = std::fs::read_to_string(t.path().join("out/left.txt")).unwrap();
+    assert_eq!(left, "kept");
 }

@@ -134,4 +134,32 @@ class _EmptiedTzPaths:
         module.TZPATHS[:] = []
 
 
-_s.exit(_sbx_main())
+def _sbx_end(status):
+    # How CPython ends a script, in the parts a script can see: its atexit
+    # calls (logging's flush among them), then its objects let go (a file
+    # it left open is flushed and closed), then the standard streams. Then
+    # out, without tearing down the interpreter module by module: with
+    # numpy and pandas loaded that is 0.1 s and 300 million fuel a run,
+    # for nothing anyone sees. (The runner tells the host the code.)
+    import atexit
+    import gc
+    import os
+
+    atexit._run_exitfuncs()
+    main = _s.modules.get("__main__")
+    if main is not None:
+        # As CPython's own module teardown: the builtins stay, for what a
+        # finalizer calls.
+        names = main.__dict__
+        for name in [n for n in names if n != "__builtins__"]:
+            del names[name]
+    gc.collect()
+    for stream in (_s.stdout, _s.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 - as CPython's own exit does
+            pass
+    os._exit(status & 0xFF)  # as a process's status: -1 is 255
+
+
+_sbx_end(_sbx_main())

@@ -8,10 +8,10 @@
 //! is turned into an ordinary 0.2 command:
 //!
 //! - a `_start` is added that calls `_initialize` (when the module has
-//!   one: its pre-initialized form does not), then `run`, and for a
-//!   non-zero status tells the host the code (`sbx:agent/outcome`'s
-//!   `exit-code`: WASI 0.2's exit carries only failure) and passes it to
-//!   `proc_exit`; the module's other exports are dropped (nothing but
+//!   one: its pre-initialized form does not), then `run`, and passes a
+//!   non-zero status to `proc_exit`; every `proc_exit` first tells the host
+//!   a non-zero code (`sbx:agent/outcome`'s `exit-code`: WASI 0.2's exit
+//!   carries only failure); the module's other exports are dropped (nothing but
 //!   `_start` and the memory is reachable from outside);
 //! - `host.call` is met inside the component by a one-function module that
 //!   answers -1 ("no host"), so the component imports nothing but WASI;
@@ -126,15 +126,21 @@ fn scan(module: &[u8]) -> Result<Found> {
 
 /// `module` with one import added (the host's `exit-code`, after the
 /// module's own imports, so every defined function's index moves up by
-/// one), `_start` appended, and every export but it and the memory
-/// dropped; re-encoded whole by wasm-encoder, which renumbers each use of
-/// a function index (calls, tables, names) through `function_index`.
+/// one), two functions appended (`_start`, and `exit`, which every call of
+/// `proc_exit` now reaches: it tells the host a non-zero code first, so
+/// `os._exit(3)` ends a run with 3 as `sys.exit(3)` does), and every
+/// export but `_start` and the memory dropped; re-encoded whole by
+/// wasm-encoder, which renumbers each use of a function index (calls,
+/// tables, names) through `function_index`.
 struct Start {
     found: Found,
     /// The types appended: `(i32) -> ()` for the import, `() -> ()` for
     /// `_start`.
     exit_code_type: u32,
     start_type: u32,
+    /// Whether function bodies are being re-encoded: only calls there are
+    /// sent to `exit` (the name section keeps naming `proc_exit`).
+    in_code: bool,
 }
 
 impl Start {
@@ -144,8 +150,13 @@ impl Start {
     fn start(&self) -> u32 {
         self.found.imported_funcs + 1 + self.found.defined_funcs
     }
+    fn exit(&self) -> u32 {
+        self.start() + 1
+    }
     fn moved(&self, func: u32) -> u32 {
-        if func >= self.found.imported_funcs {
+        if self.in_code && Some(func) == self.found.proc_exit {
+            self.exit()
+        } else if func >= self.found.imported_funcs {
             func + 1
         } else {
             func
@@ -190,6 +201,7 @@ impl Reencode for Start {
     ) -> Re<()> {
         reencode::utils::parse_function_section(self, funcs, r)?;
         funcs.function(self.start_type);
+        funcs.function(self.exit_code_type);
         Ok(())
     }
 
@@ -205,23 +217,34 @@ impl Reencode for Start {
     }
 
     fn parse_code_section(&mut self, code: &mut CodeSection, r: CodeSectionReader<'_>) -> Re<()> {
+        self.in_code = true;
         reencode::utils::parse_code_section(self, code, r)?;
-        // _start: [_initialize;] status = run(); if status { exit-code(status); proc_exit(status) }
+        self.in_code = false;
         let found = &self.found;
-        let mut body = Function::new([(1, ValType::I32)]);
+        // _start: [_initialize;] status = run(); if status { exit(status) }
+        let mut start = Function::new([(1, ValType::I32)]);
         if let Some(init) = found.initialize {
-            body.instruction(&Instruction::Call(self.moved(init)));
+            start.instruction(&Instruction::Call(self.moved(init)));
         }
-        body.instruction(&Instruction::Call(self.moved(found.run.expect("checked"))));
-        body.instruction(&Instruction::LocalTee(0));
-        body.instruction(&Instruction::If(wasm_encoder::BlockType::Empty));
-        body.instruction(&Instruction::LocalGet(0));
-        body.instruction(&Instruction::Call(self.exit_code()));
-        body.instruction(&Instruction::LocalGet(0));
-        body.instruction(&Instruction::Call(found.proc_exit.expect("checked")));
-        body.instruction(&Instruction::End);
-        body.instruction(&Instruction::End);
-        code.function(&body);
+        start.instruction(&Instruction::Call(self.moved(found.run.expect("checked"))));
+        start.instruction(&Instruction::LocalTee(0));
+        start.instruction(&Instruction::If(wasm_encoder::BlockType::Empty));
+        start.instruction(&Instruction::LocalGet(0));
+        start.instruction(&Instruction::Call(self.exit()));
+        start.instruction(&Instruction::End);
+        start.instruction(&Instruction::End);
+        code.function(&start);
+        // exit(status): if status { exit-code(status) } proc_exit(status)
+        let mut exit = Function::new([]);
+        exit.instruction(&Instruction::LocalGet(0));
+        exit.instruction(&Instruction::If(wasm_encoder::BlockType::Empty));
+        exit.instruction(&Instruction::LocalGet(0));
+        exit.instruction(&Instruction::Call(self.exit_code()));
+        exit.instruction(&Instruction::End);
+        exit.instruction(&Instruction::LocalGet(0));
+        exit.instruction(&Instruction::Call(found.proc_exit.expect("checked")));
+        exit.instruction(&Instruction::End);
+        code.function(&exit);
         Ok(())
     }
 }
@@ -236,6 +259,7 @@ fn with_start(module: &[u8]) -> Result<Vec<u8>> {
     let mut start = Start {
         exit_code_type: found.types,
         start_type: found.types + 1,
+        in_code: false,
         found,
     };
     let mut out = Module::new();
