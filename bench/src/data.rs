@@ -12,8 +12,9 @@ const WORK: &[(&str, &str, &str, f64)] = &[
     (
         "numpy import + a 1e6-element sum",
         "import numpy as np\nprint(np.arange(1_000_000, dtype=np.float64).sum())\n",
-        "(reported; served <= 1.0x has no data server yet)",
-        f64::INFINITY,
+        // The goal for a served run, held here by a fresh process.
+        "<= 1.0x",
+        1.0,
     ),
     (
         "pandas groupby over 100k rows",

@@ -11,9 +11,10 @@
 # handling. `adapt/` (a small Rust workspace, built once in the user's
 # cache folder) makes the runner from it in two steps:
 # - `sbx-data-preinit` starts the interpreter once, here, runs preinit.py
-#   in it (numpy and pandas imported) and writes the memory it left as the
-#   module's data (wasmtime's pre-initializer): a run starts with them
-#   imported (`import pandas` about a second -> nothing);
+#   in it (numpy, pandas and matplotlib imported, matplotlib's font list
+#   made) and writes the memory it left as the module's data (wasmtime's
+#   pre-initializer): a run starts with them imported (`import pandas`
+#   about a second -> nothing);
 # - `sbx-data-adapt` gives it a `_start` and wraps it with wasmtime's own
 #   preview 1 adapter, so every file, clock and random call it makes is a
 #   WASI 0.2 call the host's gate sees.
@@ -115,35 +116,11 @@ for info in mpl.infolist():
     with open(dest, "wb") as f:
         f.write(mpl.read(info))
 PY
-    # matplotlib's font list, made here once so that a run's first plot
-    # does not parse every font again (about a second each run): by the
-    # same matplotlib version natively, over its own fonts only (the ones
-    # the runner has; a name is kept relative to matplotlib's data).
-    # Without it (no such wheel for this python3) a run builds its own.
-    mpl_version="$(sed -n 's/^package matplotlib //p' "$staging/sbx-data-files/MANIFEST")"
-    fonts_venv="$cache_home/data-runners/fonts-venv-$mpl_version"
-    if [ ! -x "$fonts_venv/bin/python3" ]; then
-        rm -rf "$fonts_venv.$$"
-        python3 -m venv "$fonts_venv.$$" \
-            && "$fonts_venv.$$/bin/pip" install --quiet --only-binary=:all: "matplotlib==$mpl_version" \
-            && mv "$fonts_venv.$$" "$fonts_venv" \
-            || { rm -rf "$fonts_venv.$$"; echo "data runner: no matplotlib $mpl_version for $(python3 --version); runs build their own font list" >&2; }
-    fi
-    if [ -x "$fonts_venv/bin/python3" ]; then
-        mkdir -p "$staging/sbx-data-files/usr/local/share/sbx"
-        MPLCONFIGDIR="$staging/unpacked" "$fonts_venv/bin/python3" - "$staging/sbx-data-files/usr/local/share/sbx" <<'PY'
-import os, sys
-import matplotlib.font_manager as fm
-own = fm.findSystemFonts
-# Only the folders matplotlib asks about by name (its own fonts): none of
-# this machine's.
-fm.findSystemFonts = lambda fontpaths=None, fontext="ttf": own(fontpaths, fontext) if fontpaths else []
-fm.json_dump(fm.FontManager(), os.path.join(sys.argv[1], f"fontlist-v{fm.FontManager.__version__}.json"))
-PY
-    fi
-    echo "data runner: pre-initializing (numpy and pandas imported once, here)" >&2
+    echo "data runner: pre-initializing (numpy, pandas and matplotlib imported once, here)" >&2
+    mkdir "$staging/unpacked/tmp"
     "$CARGO_TARGET_DIR/release/sbx-data-preinit" "$staging/unpacked/python.wasm" \
-        "$staging/sbx-data-files" "$staging/unpacked/started.wasm" "$(cat "$here/preinit.py")"
+        "$staging/sbx-data-files" "$staging/unpacked/tmp" "$staging/unpacked/started.wasm" \
+        "$(cat "$here/preinit.py")"
     "$adapt" "$staging/unpacked/started.wasm" "$staging/sbx-data.wasm"
     rm -rf "$staging/unpacked"
     mkdir -p "$(dirname "$kept")"

@@ -64,11 +64,12 @@ pub(crate) fn ready() {
     });
 }
 
-/// A grant with no fuel budget (pandas and matplotlib imported together
-/// pass the default ten billion) and a wall of its own.
+/// A grant with the default fuel budget (ten billion: the runner starts
+/// with numpy, pandas and pyplot imported, so a plot takes about one) and
+/// a wall of its own.
 const CAPS: &str = "[fs]\nread = [{ host = \"data\", guest = \"/work\" }]\n\
                     write = [{ host = \"out\", guest = \"/work/out\" }]\n\
-                    [budget]\nmax_fuel = \"off\"\nmax_wall_ms = 120000\n";
+                    [budget]\nmax_wall_ms = 120000\n";
 
 #[test]
 fn numpy_pandas_and_matplotlib_work_on_granted_folders() {
@@ -178,10 +179,14 @@ fn the_runners_own_files_are_read_only_and_the_grant_still_bounds_the_script() {
     assert!(tree_after.remove(Path::new("out/ok.txt")).is_some());
     assert_eq!(tree_after, tree_before);
 
-    // Budgets are as hard as for any run: a loop past the wall is halted.
+    // Budgets are as hard as for any run: a loop past the wall is halted
+    // (with no fuel budget, which would halt it first).
     let (out, report, _) = run(
         t.path(),
-        &CAPS.replace("max_wall_ms = 120000", "max_wall_ms = 3000"),
+        &CAPS.replace(
+            "max_wall_ms = 120000",
+            "max_fuel = \"off\"\nmax_wall_ms = 3000",
+        ),
         "import numpy as np\nx = np.ones(1000)\nwhile True:\n    x = x * 1.0000001\n",
     );
     assert_eq!(report["violation"], "max_wall", "{}", utf8(&out.stderr));

@@ -16,9 +16,10 @@ def _sbx_main():
     if _s.path and _s.path[0] == "":
         del _s.path[0]
     # What an ordinary process has: a home and a working folder (the run's
-    # private /tmp: a library's look for a file "here", matplotlib's for
-    # its matplotlibrc, finds nothing instead of leaving a refusal on
-    # record), a user, and a plot backend that needs no display.
+    # private /tmp: a library's look for a file "here" finds nothing
+    # instead of leaving a refusal on record), a user, and a plot backend
+    # that needs no display (matplotlib, imported in the runner's
+    # snapshot, settled on the same).
     for key, value in (
         ("HOME", "/tmp"),
         ("USER", "sandbox"),
@@ -32,7 +33,6 @@ def _sbx_main():
         pass
     _as_a_process()
     _s.meta_path.insert(0, _BundledTimeZones())
-    _s.meta_path.insert(0, _MatplotlibFonts())
     linecache.cache[name] = (len(source), None, source.splitlines(True), name)
     main = types.ModuleType("__main__")
     main.__builtins__ = __builtins__
@@ -90,36 +90,6 @@ class _BundledTimeZones:
         if spec is not None and spec.loader is not None:
             spec.loader = _EmptiedTzPaths(spec.loader)
         return spec
-
-
-class _MatplotlibFonts:
-    """matplotlib parses every font it has on its first import in a run
-    (about a second), unless its cache folder holds the list: the runner
-    carries one, made by the same matplotlib over the same fonts, copied
-    there ($MPLCONFIGDIR, in the run's private /tmp unless the grant's
-    environment says otherwise) as matplotlib is first imported."""
-
-    LIST = "/usr/local/share/sbx"
-
-    def find_spec(self, name, path=None, target=None):
-        if name != "matplotlib":
-            return None
-        _s.meta_path.remove(self)
-        import os
-
-        cache = os.environ["MPLCONFIGDIR"]
-        try:
-            for entry in os.listdir(self.LIST):
-                if os.path.exists(os.path.join(cache, entry)):
-                    continue
-                os.makedirs(cache, exist_ok=True)
-                with open(os.path.join(self.LIST, entry), "rb") as src:
-                    data = src.read()
-                with open(os.path.join(cache, entry), "wb") as dst:
-                    dst.write(data)
-        except OSError:
-            pass  # matplotlib then makes its own
-        return None
 
 
 class _EmptiedTzPaths:

@@ -1,4 +1,4 @@
-//! `sbx-data-preinit PYTHON.wasm FILES OUT.wasm CODE`: the data runner's
+//! `sbx-data-preinit PYTHON.wasm FILES TMP OUT.wasm CODE`: the data runner's
 //! interpreter started once at build time, `CODE` run in it (the data
 //! packages imported), and the memory it left written out as the data of a
 //! new module (wasmtime's own pre-initializer, wizer).
@@ -13,8 +13,9 @@
 //!
 //! The interpreter sees only the runner's own files here, read-only, at the
 //! places a run sees them (`FILES/usr` at `/usr`, `FILES/mpl-data` inside
-//! the zip's path), no environment and no clock but the real one: nothing
-//! of the build machine can reach the snapshot but those files.
+//! the zip's path), an empty scratch folder at `/tmp` (where a run's
+//! private folder is), no environment and no clock but the real one:
+//! nothing of the build machine can reach the snapshot but those files.
 
 use std::future::Future;
 use std::path::Path;
@@ -38,8 +39,8 @@ const AFTER: &[&str] = &["__wasilibc_reset_preopens", "clear_unused_stack"];
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
-    let [_, input, files, output, code] = args.as_slice() else {
-        bail!("usage: sbx-data-preinit PYTHON.wasm FILES OUT.wasm CODE");
+    let [_, input, files, tmp, output, code] = args.as_slice() else {
+        bail!("usage: sbx-data-preinit PYTHON.wasm FILES TMP OUT.wasm CODE");
     };
     let wasm = std::fs::read(input).with_context(|| format!("reading {input}"))?;
     let files = Path::new(files);
@@ -63,6 +64,7 @@ fn main() -> Result<()> {
         .arg("python")
         .preopened_dir(files.join("usr"), "/usr", FsPerms::ReadOnly)?
         .preopened_dir(files.join("mpl-data"), MPL_DATA, FsPerms::ReadOnly)?
+        .preopened_dir(tmp, "/tmp", FsPerms::ReadWrite)?
         .build_p1();
     let mut store = Store::new(&engine, wasi);
     let mut linker: Linker<WasiP1Ctx> = Linker::new(&engine);
