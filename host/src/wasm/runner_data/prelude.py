@@ -59,7 +59,7 @@ def _sbx_main():
 
 def _as_a_process():
     # The runner starts from a snapshot of an interpreter that imported
-    # numpy and pandas in the package's interactive session: its exit() and
+    # numpy, pandas and pyplot in the package's session: its exit() and
     # quit() end a session, not a script, so they are a script's again. (The
     # interpreter itself reseeds random and numpy.random at each run.)
     import _sitebuiltins

@@ -14,7 +14,8 @@
 //!   carries only failure); the module's other exports are dropped (nothing but
 //!   `_start` and the memory is reachable from outside);
 //! - `host.call` is met inside the component by a one-function module that
-//!   answers -1 ("no host"), so the component imports nothing but WASI;
+//!   answers -1 ("no host"), so the component imports nothing but WASI and
+//!   that one function of the host's;
 //! - WASI preview 1 is met by wasmtime's own preview 1 adapter, so every
 //!   file, clock and random call the interpreter makes is a 0.2 call the
 //!   host's gate sees.
