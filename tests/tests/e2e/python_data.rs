@@ -191,6 +191,18 @@ fn the_runners_own_files_are_read_only_and_the_grant_still_bounds_the_script() {
     );
     assert_eq!(report["violation"], "max_wall", "{}", utf8(&out.stderr));
     assert_ne!(out.status.code(), Some(0));
+    // Reads of the runner's own files are not charged as ops (the
+    // interpreter's own, a thousand per pandas import), and cost the guest
+    // little fuel: a script reading them over and over is bounded by the
+    // wall, halted all the same, its op count small.
+    let (out, report, _) = run(
+        t.path(),
+        &CAPS.replace("max_wall_ms = 120000", "max_wall_ms = 3000"),
+        "while True:\n    open('/usr/local/lib/python315.zip', 'rb').read(1 << 20)\n",
+    );
+    assert_eq!(report["violation"], "max_wall", "{}", utf8(&out.stderr));
+    assert!(report["usage"]["ops"].as_u64().unwrap() < 50, "{report}");
+    assert_ne!(out.status.code(), Some(0));
 }
 
 #[test]
