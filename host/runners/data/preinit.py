@@ -5,8 +5,9 @@
 # billions of fuel under the meter).
 import gc
 
-# As a run's prelude does: dateutil answers from the zones it bundles, not
-# from four host folders (pandas asks it for UTC as it is imported).
+# dateutil answers from the zones it bundles, not from four host folders
+# (pandas asks it for UTC as it is imported, and a run asks it again): each
+# look would be a refusal on record. Emptied here, once, for every run.
 import dateutil.tz.tz
 
 dateutil.tz.tz.TZPATHS[:] = []

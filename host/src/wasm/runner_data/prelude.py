@@ -32,7 +32,6 @@ def _sbx_main():
     except OSError:
         pass
     _as_a_process()
-    _s.meta_path.insert(0, _BundledTimeZones())
     linecache.cache[name] = (len(source), None, source.splitlines(True), name)
     main = types.ModuleType("__main__")
     main.__builtins__ = __builtins__
@@ -68,40 +67,6 @@ def _as_a_process():
     for name in ("exit", "quit"):
         if type(getattr(builtins, name, None)) is not _sitebuiltins.Quitter:
             setattr(builtins, name, _sitebuiltins.Quitter(name, "Ctrl-D (i.e. EOF)"))
-    # dateutil came in with pandas before the look below could be set.
-    tz = _s.modules.get("dateutil.tz.tz")
-    if tz is not None:
-        tz.TZPATHS[:] = []
-
-
-class _BundledTimeZones:
-    """dateutil looks for time zone files in four host folders (pandas
-    asks it for UTC on import): each look would be a refusal on record.
-    Its list is emptied as it loads, so it answers from the zones it
-    bundles, as the standard library's zoneinfo does from tzdata."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name != "dateutil.tz.tz":
-            return None
-        _s.meta_path.remove(self)
-        import importlib.util
-
-        spec = importlib.util.find_spec(name)
-        if spec is not None and spec.loader is not None:
-            spec.loader = _EmptiedTzPaths(spec.loader)
-        return spec
-
-
-class _EmptiedTzPaths:
-    def __init__(self, inner):
-        self.inner = inner
-
-    def create_module(self, spec):
-        return self.inner.create_module(spec)
-
-    def exec_module(self, module):
-        self.inner.exec_module(module)
-        module.TZPATHS[:] = []
 
 
 def _sbx_end(status):
