@@ -137,6 +137,11 @@ impl WriteMeter {
         }
     }
 
+    /// The bytes the meter allows in all.
+    pub fn max_bytes(&self) -> u64 {
+        self.max_bytes
+    }
+
     /// Bytes charged so far.
     pub fn bytes(&self) -> u64 {
         self.bytes.load(Ordering::SeqCst)

@@ -348,3 +348,35 @@ fn the_runner_fits_the_pool_sized_from_the_caps() {
         assert_eq!(utf8(&run.stdout), format!("{}\n", i * 7));
     }
 }
+
+#[test]
+fn disk_usage_is_the_write_quota_left() {
+    let py = Py::new("max_write_bytes = 100000", "");
+    py.write(
+        "space.py",
+        r#"
+import errno, shutil
+print(tuple(shutil.disk_usage("/work/out")))
+with open("/work/out/a.bin", "wb") as f:
+    f.write(b"x" * 4000)
+usage = shutil.disk_usage("/work")
+print(tuple(usage), usage.free == usage.total - usage.used)
+for path in ("/work/missing", "/etc"):
+    try:
+        shutil.disk_usage(path)
+    except FileNotFoundError as e:
+        print("missing:", e.errno == errno.ENOENT)
+"#,
+    );
+    let ran = py.run("space.py", &[]);
+    assert_eq!(ran.code(), Some(0), "{}", ran.stderr());
+    assert_eq!(
+        ran.stdout(),
+        "(100000, 0, 100000)\n(100000, 4000, 96000) True\nmissing: True\nmissing: True\n"
+    );
+    // The write it measured happened; a path outside the mounts is the
+    // stat refused on record, one inside that is missing only not found.
+    assert_eq!(std::fs::read(py.path("out/a.bin")).unwrap().len(), 4000);
+    assert_eq!(ran.denials(), ["fs_read_denied"], "{}", ran.report);
+    assert_eq!(ran.report["denials"][0]["target"], "/etc");
+}

@@ -6,11 +6,19 @@ grant's `env` sets `HOME`, `USER` or `LOGNAME` those win; otherwise the home
 is the run's private `/tmp` and the user is `sandbox`. Patched at build time
 and consulted only when called: touching `os.environ` at every run's start
 costs each run more than the rest of its start-up.
+
+WASI has no `statvfs`, so `shutil.disk_usage` is missing; here it reports
+the space the run really has, its write quota (the host's `disk-space`),
+for any path that exists.
 """
 
+import collections
 import getpass
 import os
 import posixpath
+import shutil
+
+from wit_world.imports import fs
 
 HOME = "/tmp"
 USER = "sandbox"
@@ -37,7 +45,20 @@ def getuser():
         return USER
 
 
+_usage = collections.namedtuple("usage", "total used free")
+
+
+def disk_usage(path):
+    """shutil.disk_usage: the run's write quota, wherever `path` is."""
+    os.stat(path)  # a missing path raises as natively
+    space = fs.disk_space()
+    return _usage(space.total, space.used, space.free)
+
+
 def install():
     posixpath.expanduser = expanduser
     os.path.expanduser = expanduser
     getpass.getuser = getuser
+    shutil.disk_usage = disk_usage
+    if "disk_usage" not in shutil.__all__:
+        shutil.__all__.append("disk_usage")

@@ -15,9 +15,10 @@ from wit_world.imports import kv, net, types
 from wit_world.imports import tools as _tools
 
 # The world's file interface (sbx:agent/fs) has no functions here: Python's
-# own open() and os reach the same mounts through WASI. Its bindings are
-# imported all the same, into the snapshot: componentize-py loads every
-# interface's module as it builds, after the runner's import hook is up.
+# own open() and os reach the same mounts through WASI (`process_env` uses
+# its `disk-space`). Its bindings are imported all the same, into the
+# snapshot: componentize-py loads every interface's module as it builds,
+# after the runner's import hook is up.
 from wit_world.imports import fs as _fs  # noqa: F401
 
 __all__ = [

@@ -5,7 +5,7 @@
 
 use super::super::HostState;
 use super::answer;
-use super::sbx::agent::fs::{Entry, Host, Kind, Metadata};
+use super::sbx::agent::fs::{Entry, Host, Kind, Metadata, Space};
 use super::sbx::agent::types::Error;
 use crate::capability::{Op, Output};
 use crate::fs::EntryKind;
@@ -72,5 +72,15 @@ impl Host for HostState {
     fn mkdir(&mut self, path: String) -> wasmtime::Result<Result<(), Error>> {
         let r = self.gate_mut().decide(Op::mkdir(path));
         answer(r, |out| matches!(out, Output::Created).then_some(()))
+    }
+
+    fn disk_space(&mut self) -> wasmtime::Result<Space> {
+        let meter = self.gate_mut().write_meter();
+        let (total, used) = (meter.max_bytes(), meter.bytes());
+        Ok(Space {
+            total,
+            used,
+            free: total.saturating_sub(used),
+        })
     }
 }
