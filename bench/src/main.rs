@@ -144,7 +144,11 @@ fn main() -> Res<()> {
 
     // P1: the CLI, cold process, cached artifact, against `wasmtime run` of
     // the same component precompiled by the same wasmtime version.
-    if let Some(wasmtime) = env_path("WASMTIME_BIN").filter(|_| want("P1")) {
+    let wasmtime = env_path("WASMTIME_BIN").filter(|p| p.is_file());
+    if wasmtime.is_none() && want("P1") {
+        eprintln!("bench: P1 skipped: no `wasmtime` at WASMTIME_BIN (compare.sh builds one)");
+    }
+    if let Some(wasmtime) = wasmtime.filter(|_| want("P1")) {
         let noop = guests.join("noop.wasm");
         let cwasm = scratch.path().join("noop.cwasm");
         spawn_ok(

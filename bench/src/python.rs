@@ -39,7 +39,11 @@ pub(crate) fn python_rows(
     // are told not to look for one).
     for server in [false, true] {
         let serving = match server {
-            true => Some(Server::start(sbx, runner)?),
+            true => Some(Server::start(
+                Command::new(sbx)
+                    .args(["python", "serve", "--python-runner"])
+                    .arg(runner),
+            )?),
             false => None,
         };
         for python in std::env::split_paths(natives) {
@@ -168,16 +172,14 @@ pub(crate) fn hello(
 }
 
 /// A `sbx-wasm python serve` for the rows, stopped when dropped.
-struct Server(std::process::Child);
+pub(crate) struct Server(std::process::Child);
 
 impl Server {
-    /// Start it and wait until its first worker is ready (it prints its
-    /// socket's path then).
-    fn start(sbx: &Path, runner: &Path) -> Res<Server> {
+    /// Start `serve` (a `sbx-wasm python serve` command) and wait until
+    /// its first worker is ready (it prints its socket's path then).
+    pub(crate) fn start(serve: &mut Command) -> Res<Server> {
         use std::io::BufRead;
-        let mut child = Command::new(sbx)
-            .args(["python", "serve", "--python-runner"])
-            .arg(runner)
+        let mut child = serve
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())

@@ -36,6 +36,10 @@ pub(crate) struct ServeArgs {
     /// The Python runner to keep workers of (default: the one `run` finds).
     #[arg(long, value_name = "FILE")]
     python_runner: Option<PathBuf>,
+    /// Keep workers of the data runner instead, for `run --data` (numpy,
+    /// pandas, matplotlib; each worker holds its prepared interpreter).
+    #[arg(long, conflicts_with = "python_runner")]
+    data: bool,
     /// Workers kept ready. Each is a process holding the runner loaded
     /// and instantiated (about 15 MiB resident; its memory image is mapped
     /// from the artifact, not copied), with a tool helper process.
@@ -57,7 +61,11 @@ const MAX_CLIENTS: usize = 64;
 
 impl ServeArgs {
     pub(crate) fn execute(&self) -> Result<i32> {
-        let runner = crate::scripts::Lang::Python.find_runner(self.python_runner.as_deref())?;
+        let (lang, how) = match self.data {
+            true => (crate::scripts::Lang::Data, "run --data"),
+            false => (crate::scripts::Lang::Python, "run"),
+        };
+        let runner = lang.find_runner(self.python_runner.as_deref())?;
         let runner = std::fs::canonicalize(&runner)
             .with_context(|| format!("cannot resolve {}", runner.display()))?;
         let cache = crate::common::open_cache()?;
@@ -78,7 +86,7 @@ impl ServeArgs {
         println!("{}", socket.display());
         eprintln!(
             "sbx-wasm: serving Python runs of {} with {} worker(s) kept ready; \
-             `sbx-wasm run SCRIPT.py` uses them (--no-server does not); Ctrl-C stops",
+             `sbx-wasm {how} SCRIPT.py` uses them (--no-server does not); Ctrl-C stops",
             runner.display(),
             self.ready
         );

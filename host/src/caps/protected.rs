@@ -72,6 +72,9 @@ impl ProtectedPaths {
     /// count too (reading the cache key is enough to forge an entry).
     /// Folders the host makes for one run (a Python run's private `/tmp`)
     /// are left out: the host made them under a root it protects itself.
+    /// A runner's own folder (read-only, lent by the host) may lie inside
+    /// a protected folder, as it does in the user's cache where runners
+    /// are built, but must not hold a protected path.
     pub fn conflicts(&self, caps: &Capabilities) -> Vec<String> {
         let mut out = Vec::new();
         if self.0.is_empty() {
@@ -82,7 +85,11 @@ impl ProtectedPaths {
         for m in caps.mounts().iter().filter(|m| !m.private) {
             let host = &m.host;
             for p in &self.0 {
-                if overlap(host, &p.path) {
+                let reaches = match m.runner {
+                    true => p.path.starts_with(host),
+                    false => overlap(host, &p.path),
+                };
+                if reaches {
                     out.push(format!(
                         "the {} mount {} (host {}) overlaps {} {}: a guest could read or \
                          alter what the host runs or keeps apart",
@@ -207,6 +214,35 @@ mod tests {
         );
         let all = protected.conflicts(&caps(&r.join("home"), &r.join("other")));
         assert!(all[1].contains("the cache key"), "{all:?}");
+    }
+
+    #[test]
+    fn a_runner_s_own_folder_may_lie_inside_the_cache_but_not_hold_it() {
+        let root = tempfile::tempdir().unwrap();
+        let r = root.path();
+        let files = r.join("cache/runners/data/files");
+        std::fs::create_dir_all(&files).unwrap();
+        std::fs::create_dir_all(r.join("other")).unwrap();
+        let protected = ProtectedPaths::new().with(r.join("cache"), "the artifact cache");
+        let lent = |host: &Path| {
+            Capabilities::builder()
+                .read_mount(r.join("other"), "/data")
+                .runner_mount(host, "/usr")
+                .build()
+                .unwrap()
+        };
+        // Where runners are built: inside the cache, read-only, the host's.
+        assert!(protected.conflicts(&lent(&files)).is_empty());
+        // A runner folder over the cache would lend all of it.
+        let found = protected.conflicts(&lent(r));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].contains("the artifact cache"), "{found:?}");
+        // The grant's own mount at the same folder is refused as before.
+        let granted = Capabilities::builder()
+            .read_mount(&files, "/data")
+            .build()
+            .unwrap();
+        assert_eq!(protected.conflicts(&granted).len(), 1);
     }
 
     #[test]

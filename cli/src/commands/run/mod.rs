@@ -120,7 +120,8 @@ impl RunArgs {
         if !self.no_server
             && self.is_python()
             && !self.script_on_stdin()
-            && let Ok(runner) = Lang::Python.find_runner(self.python_runner.as_deref())
+            && let Some(lang) = self.lang()
+            && let Ok(runner) = lang.find_runner(self.python_runner.as_deref())
             && let Some(code) = crate::serve::client::hand_over(&runner, self.verbose)
         {
             return code;
@@ -168,9 +169,10 @@ impl RunArgs {
         }
     }
 
-    /// Whether this is a Python run.
+    /// Whether this is a Python run, in the stock runner or the data
+    /// runner (both are served by `python serve`).
     pub(crate) fn is_python(&self) -> bool {
-        self.lang() == Some(Lang::Python)
+        matches!(self.lang(), Some(Lang::Python | Lang::Data))
     }
 
     /// Whether the script comes from stdin (`-`).

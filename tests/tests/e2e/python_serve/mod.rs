@@ -5,6 +5,7 @@
 //! The harness (a server per test, a run's output and report) is in
 //! `served.rs`.
 
+mod data;
 mod served;
 
 use sbx_wasm_tests::{LoopbackServer, sbx_bin, snapshot, utf8};
