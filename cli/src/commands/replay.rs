@@ -67,7 +67,15 @@ fn replay(a: &ReplayArgs) -> Result<i32> {
         Err(_) => host,
     };
     let agent = host.load(&component)?;
-    let opts = RunOptions::replaying(&replay)
+    let mut opts = RunOptions::replaying(&replay);
+    // A recording of `run --data` names the data runner, whose own folders
+    // the run was lent (read, neither recorded nor charged): lent again.
+    // Only to the runner `run --data` would use now, by its path.
+    let data = crate::scripts::Lang::Data.find_runner(None);
+    if data.is_ok_and(|d| same_file(&d, &component)) {
+        opts = opts.runner_mounts::<sbx_wasm::wasm::DataPython>(&component)?;
+    }
+    let opts = opts
         .stdout(Arc::new(Mutex::new(std::io::stdout())))
         .stderr(Arc::new(Mutex::new(std::io::stderr())))
         .cancel(cancel);
@@ -116,6 +124,13 @@ fn replay(a: &ReplayArgs) -> Result<i32> {
     } else {
         crate::exit::run_exit_code(&run.report)
     })
+}
+
+fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
 }
 
 fn ended(status: Status, code: Option<i32>) -> String {

@@ -136,6 +136,18 @@ impl RunOptions {
             .tape(crate::replay::TapeSpec::Replay(replay.shared()))
     }
 
+    /// Lend the script runner at `runner` its own folders
+    /// ([`with_runner_mounts`](super::runner::with_runner_mounts)), as a
+    /// run of it had them: for a replay, whose recorded grant leaves them
+    /// out (they are the runner's, never the grant's).
+    pub fn runner_mounts<L: super::runner::Language>(
+        mut self,
+        runner: &std::path::Path,
+    ) -> Result<Self, super::LoadError> {
+        self.caps = super::runner::with_runner_mounts::<L>(&self.caps, runner)?;
+        Ok(self)
+    }
+
     /// The grant.
     pub fn caps(&self) -> &Capabilities {
         &self.caps

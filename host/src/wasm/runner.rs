@@ -384,7 +384,8 @@ pub fn with_runner_mounts<L: Language>(
                 && (m.host.starts_with(&canon) || canon.starts_with(&m.host))
         }) {
             return Err(setup(format!(
-                "the grant's write mount {} (host {}) reaches the {} runner's own files ({}):                  a run could change what later runs execute",
+                "the grant's write mount {} (host {}) reaches the {} runner's own files ({}): \
+                 a run could change what later runs execute",
                 m.guest,
                 m.host.display(),
                 L::NAME,

@@ -266,3 +266,79 @@ fn a_run_from_the_prepared_interpreter_is_a_fresh_script() {
     let left = std::fs::read_to_string(t.path().join("out/left.txt")).unwrap();
     assert_eq!(left, "kept");
 }
+
+#[test]
+fn a_recorded_data_run_replays_with_the_runners_own_files_lent_again() {
+    ready();
+    let t = mount_tree(&[("data/in.csv", "a,b\n1,2\n")]);
+    // scipy.stats and email are not in the snapshot: importing them reads
+    // the runner's zip, which a replay must lend again as the run had it.
+    std::fs::write(
+        t.path().join("script.py"),
+        "import random, scipy.stats, email.mime.text\n\
+         import pandas as pd\n\
+         df = pd.read_csv('/work/in.csv')\n\
+         print(df.a.sum() + df.b.sum(), scipy.stats.norm.cdf(0), random.random())\n\
+         open('/work/out/r.txt', 'w').write('done')\n",
+    )
+    .unwrap();
+    std::fs::write(t.path().join("caps.toml"), CAPS).unwrap();
+    let sbx = |args: &[&str]| {
+        Command::new(sbx_bin())
+            .current_dir(t.path())
+            .env("SBX_WASM_DATA_RUNNER", data_runner())
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let ran = sbx(&[
+        "run",
+        "--data",
+        "--caps",
+        "caps.toml",
+        "--record",
+        "rec.json",
+        "script.py",
+    ]);
+    assert_eq!(ran.status.code(), Some(0), "{}", utf8(&ran.stderr));
+    assert!(
+        utf8(&ran.stdout).starts_with("3 0.5 "),
+        "{}",
+        utf8(&ran.stdout)
+    );
+    // The host tree is changed by the run alone: the replay writes nothing.
+    std::fs::remove_file(t.path().join("out/r.txt")).unwrap();
+    let before = snapshot(t.path());
+
+    let replayed = sbx(&["replay", "rec.json"]);
+    assert_eq!(
+        replayed.status.code(),
+        Some(0),
+        "{}",
+        utf8(&replayed.stderr)
+    );
+    assert_eq!(utf8(&replayed.stdout), utf8(&ran.stdout));
+    assert!(
+        utf8(&replayed.stderr).contains("replay followed the recording"),
+        "{}",
+        utf8(&replayed.stderr)
+    );
+    assert_eq!(snapshot(t.path()), before);
+
+    // The same bytes under another path are not the data runner `run
+    // --data` uses: nothing is lent, and the interpreter's first read of
+    // its zip is an op the recording does not hold.
+    let elsewhere =
+        tempfile::tempdir_in(data_runner().parent().unwrap().parent().unwrap()).unwrap();
+    let copy = elsewhere.path().join("sbx-data.wasm");
+    std::fs::hard_link(data_runner(), &copy).unwrap();
+    let other = sbx(&["replay", "rec.json", "--component", copy.to_str().unwrap()]);
+    assert!(
+        utf8(&other.stderr).contains("replay diverged")
+            && utf8(&other.stderr).contains("fs_read /usr/local/lib/python315.zip"),
+        "{}",
+        utf8(&other.stderr)
+    );
+    assert_eq!(snapshot(t.path()), before);
+}

@@ -40,9 +40,9 @@ pub(crate) struct RunArgs {
     pub(crate) python_runner: Option<PathBuf>,
     /// Run the Python script in the data runner: CPython with numpy,
     /// pandas, matplotlib, scipy and scikit-learn (no `sbx` module, no
-    /// threads, no --record yet; `$SBX_WASM_DATA_RUNNER` names it, else it
-    /// is found as the others are, built at first use)
-    #[arg(long, conflicts_with_all = ["js", "python_runner", "record"])]
+    /// threads; `$SBX_WASM_DATA_RUNNER` names it, else it is found as the
+    /// others are, built at first use)
+    #[arg(long, conflicts_with_all = ["js", "python_runner"])]
     pub(crate) data: bool,
     /// The JavaScript runner component (default: `$SBX_WASM_JS_RUNNER`,
     /// then `sbx-js.wasm` beside this binary, then `../js/`).
