@@ -43,5 +43,6 @@ mod typed_tools;
 mod wasi;
 mod wasi03;
 mod wasi_http;
+mod wasi_http_py;
 mod wasm;
 mod worked_example;
