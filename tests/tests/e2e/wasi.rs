@@ -70,6 +70,7 @@ fn a_plain_wasi_program_sees_what_it_sees_under_wasmtime() {
     for line in [
         "preopen 0: /work",
         "write through the first (/work): not-permitted",
+        "empty path on /work: no-entry",
         "absolute on /work: not-permitted",
         "write through read-only /work: not-permitted",
         "read through /work: ok",

@@ -4,7 +4,7 @@
 //!
 //! - its preopens, in order (a program counting them, or taking the first
 //!   as "the directory it was given", depends on that);
-//! - a write through the first preopen;
+//! - a write through the first preopen, and an empty path on it;
 //! - the error code of an absolute path on a descriptor, of a write through
 //!   the read-only mount's descriptor, of a path outside every mount;
 //! - `closed-stdout` mode: writes lines until stdout is closed, then says so
@@ -48,6 +48,7 @@ fn main() {
         "write through the first ({first_path}): {}",
         open(first, "first.txt", true)
     );
+    println!("empty path on {first_path}: {}", open(first, "", false));
     for (dir, path) in &dirs {
         if path == "/work" || path == "/" {
             println!("absolute on {path}: {}", open(dir, "/data.txt", false));

@@ -60,6 +60,12 @@ impl HostState {
                 "unknown directory descriptor",
             ));
         };
+        if path.is_empty() {
+            return Err(Denial::new(
+                Violation::InvalidRequest,
+                "empty path in a directory-relative call",
+            ));
+        }
         if path.starts_with('/') {
             return Err(Denial::new(
                 Violation::InvalidRequest,
@@ -89,11 +95,14 @@ impl HostState {
             Ok(p) => p,
             Err(d) => {
                 // WASI's own answer: an absolute path on a descriptor is
-                // not permitted; an unknown descriptor is a bad one.
-                let answer = if path.starts_with('/') {
-                    ErrorCode::NotPermitted
-                } else {
+                // not permitted, an empty one names nothing (as `openat`
+                // says), an unknown descriptor is a bad one.
+                let answer = if !self.fs_paths.contains_key(&fd) {
                     ErrorCode::BadDescriptor
+                } else if path.is_empty() {
+                    ErrorCode::NoEntry
+                } else {
+                    ErrorCode::NotPermitted
                 };
                 // Still charged and audited: run the malformed request through the gate.
                 let op = Op::Invalid {
