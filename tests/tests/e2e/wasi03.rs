@@ -215,6 +215,24 @@ fn a_wasi_0_3_command_writes_through_the_gate_within_the_quota() {
         1001
     );
     assert_eq!(near.report.usage.write_bytes, 1001);
+    // Growth by `set-size` likewise; a size no file can have (past a
+    // signed 64-bit offset) is `invalid`, as the OS answers, nothing
+    // charged and the run going on.
+    let grown = run(&host, quota(), &["resize", "1000"]);
+    assert_eq!(out(&grown), "resize: Ok(())\n", "{:?}", grown.trap);
+    assert_eq!(
+        std::fs::metadata(out_dir.join("grown.bin")).unwrap().len(),
+        1000
+    );
+    assert_eq!(grown.report.usage.write_bytes, 1000);
+    let huge = run(&host, quota(), &["resize", &u64::MAX.to_string()]);
+    assert_eq!(out(&huge), "resize: Err(ErrorCode::Invalid)\n");
+    assert_eq!(huge.report.violation, None, "{:?}", huge.trap);
+    assert_eq!(huge.report.usage.write_bytes, 0);
+    assert_eq!(
+        std::fs::metadata(out_dir.join("grown.bin")).unwrap().len(),
+        0
+    );
     // The neighbour within both: completes, every byte there.
     let _ = std::fs::remove_dir_all(&out_dir);
     std::fs::create_dir(&out_dir).unwrap();

@@ -14,6 +14,7 @@
 //!   the file into it, truncates, then unlinks a file that is not there.
 //! - `fill N FILES`: writes N bytes into each of FILES new files in `/out`.
 //! - `hole AT`: writes one byte at offset AT of a new file in `/out`.
+//! - `resize TO`: sets a new file in `/out` to TO bytes (`set-size`).
 //! - `sleep MS`: waits MS milliseconds on the monotonic clock, then prints.
 //! - `spin`: loops forever (fuel or the wall ends it).
 //! - `grow`: allocates memory until the host refuses (the memory budget).
@@ -130,6 +131,14 @@ impl wasip3::exports::cli::run::Guest for P3Agent {
                     None => Err(wasip3::filesystem::types::ErrorCode::NoEntry),
                 };
                 out(format!("hole: {r:?}\n")).await;
+            }
+            "resize" => {
+                let to: u64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(0);
+                let r = match preopen("/out") {
+                    Some(d) => resize(&d, "grown.bin", to).await,
+                    None => Err(wasip3::filesystem::types::ErrorCode::NoEntry),
+                };
+                out(format!("resize: {r:?}\n")).await;
             }
             "fail" => {
                 out("failing\n".into()).await;
@@ -258,6 +267,24 @@ async fn put(
 }
 
 /// Write `bytes` at `offset` into a new file `name` in `dir`.
+/// A new file `name` in `dir` grown to `size` bytes by `set-size`.
+async fn resize(
+    dir: &wasip3::filesystem::types::Descriptor,
+    name: &str,
+    size: u64,
+) -> Result<(), wasip3::filesystem::types::ErrorCode> {
+    use wasip3::filesystem::types::{DescriptorFlags, OpenFlags, PathFlags};
+    let f = dir
+        .open_at(
+            PathFlags::empty(),
+            name.into(),
+            OpenFlags::CREATE | OpenFlags::TRUNCATE,
+            DescriptorFlags::WRITE,
+        )
+        .await?;
+    f.set_size(size).await
+}
+
 async fn put_at(
     dir: &wasip3::filesystem::types::Descriptor,
     name: &str,

@@ -14,11 +14,11 @@ async fn fetch(client: &Client, url: &str) -> Result<String, wstd::http::Error> 
         let request = Request::get(url.as_str()).body(Body::empty())?;
         let mut response = client.send(request).await?;
         let status = response.status();
-        if status.is_redirection() {
-            if let Some(next) = response.headers().get("location") {
-                url = next.to_str().unwrap_or_default().to_string();
-                continue;
-            }
+        if status.is_redirection()
+            && let Some(next) = response.headers().get("location")
+        {
+            url = next.to_str().unwrap_or_default().to_string();
+            continue;
         }
         let body = response.body_mut().contents().await?;
         return Ok(format!("{} {}", status.as_u16(), body.len()));

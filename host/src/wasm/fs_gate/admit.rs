@@ -221,6 +221,15 @@ impl HostState {
         self.charge_bytes(fd, bytes.saturating_add(hole))
     }
 
+    /// Whether no file on any host could reach `end` bytes: a file offset
+    /// is a signed 64-bit number, so past `i64::MAX` the OS itself answers
+    /// `invalid` (`EINVAL`) and writes nothing. Such a call is answered so
+    /// here, before charging a hole no file can have (which would halt the
+    /// run over a request that could never write a byte).
+    pub(super) fn past_any_file(end: u64) -> bool {
+        end > i64::MAX as u64
+    }
+
     /// The hole a write at `offset` through descriptor `fd` would leave
     /// past the file's end (also the growth of a `set-size` to `offset`).
     /// A directory, or a file whose length cannot be read, counts as empty.

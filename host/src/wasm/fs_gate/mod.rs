@@ -421,6 +421,9 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
                 if let Err(code) = state.flow_write(fd.rep()) {
                     return Ok((Err(code),));
                 }
+                if HostState::past_any_file(offset) {
+                    return Ok((Err(ErrorCode::Invalid),));
+                }
                 state.charge_write_at(fd.rep(), buf.len() as u64, offset)?;
                 match state.filesystem().write(fd, buf, offset).await {
                     Ok(n) => Ok((Ok(n),)),
@@ -436,6 +439,9 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
                 let state = store.data_mut();
                 if let Err(code) = state.flow_write(fd.rep()) {
                     return Ok((Err(code),));
+                }
+                if HostState::past_any_file(size) {
+                    return Ok((Err(ErrorCode::Invalid),));
                 }
                 // Growth counts as written: the hole a write at `size`
                 // would leave.

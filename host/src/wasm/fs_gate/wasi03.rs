@@ -444,6 +444,9 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
                 if let Err(c) = acc.with(|mut s| s.get().flow_write(rep)) {
                     return Ok((Err(code(c)),));
                 }
+                if HostState::past_any_file(size) {
+                    return Ok((Err(ErrorCode::Invalid),));
+                }
                 // Growth counts as written: the hole a write at `size`
                 // would leave.
                 acc.with(|mut s| s.get().charge_write_at(rep, 0, size))?;

@@ -208,6 +208,18 @@ fn guest_writes_stop_at_the_write_quota() {
         &["grow", "10000000000"],
     );
     assert_eq!(r.report["violation"], "max_write_bytes", "{}", r.stdout);
+    // A size no file can have (past a signed 64-bit offset) is refused as
+    // the OS refuses it, with nothing charged: the run goes on.
+    let r = cli(
+        t.path(),
+        "[budget]\nmax_write_bytes = 1000000\n",
+        &[],
+        "abuse",
+        &["grow", "9223372036854775808"],
+    );
+    assert_eq!(r.stdout, "grow: Err(InvalidInput)\n");
+    assert_eq!(r.report["violation"], serde_json::Value::Null);
+    assert_eq!(r.report["usage"]["write_bytes"].as_u64(), Some(0));
     // So does the hole a write far past the end would leave, by a seek
     // (a stream) or positioned: halted with the file never grown. Its
     // neighbour, a short hole, lands and is charged hole and byte.
