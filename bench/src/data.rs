@@ -8,6 +8,7 @@ use super::timing::{fmt, side_by_side};
 use super::{Res, Row, spawn_ok};
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
 /// The scripts, and the goal each is held to.
 const WORK: &[(&str, &str, &str, f64)] = &[
@@ -74,20 +75,25 @@ pub(crate) fn data_rows(
                 met: ratio <= 1.0,
             });
         }
-        let (a, b) = side_by_side(10, ours, || spawn_ok(Command::new(native).arg(&script)))?;
-        let ratio = a.as_secs_f64() / b.as_secs_f64();
-        rows.push(Row {
-            id: "PD",
-            what: format!(
-                "{what}, `sbx-wasm run --data`, in its own process (vs {} with numpy and pandas)",
-                native.display()
-            ),
-            ours: fmt(a),
-            theirs: fmt(b),
-            ratio,
-            goal,
-            met: ratio <= *limit,
-        });
+        // Against native python3: in its own process, then served.
+        let against_native = |how: &str, (a, b): (Duration, Duration)| {
+            let ratio = a.as_secs_f64() / b.as_secs_f64();
+            Row {
+                id: "PD",
+                what: format!(
+                    "{what}, `sbx-wasm run --data`, {how} (vs {} with numpy and pandas)",
+                    native.display()
+                ),
+                ours: fmt(a),
+                theirs: fmt(b),
+                ratio,
+                goal,
+                met: ratio <= *limit,
+            }
+        };
+        let native_run = || spawn_ok(Command::new(native).arg(&script));
+        let own = side_by_side(10, ours, native_run)?;
+        rows.push(against_native("in its own process", own));
         let serving = Server::start(
             Command::new(sbx)
                 .env("SBX_WASM_DATA_RUNNER", runner)
@@ -108,26 +114,12 @@ pub(crate) fn data_rows(
             )
             .into());
         }
-        let (a, b) = side_by_side(
-            10,
-            || run(true),
-            || spawn_ok(Command::new(native).arg(&script)),
-        )?;
+        let served = side_by_side(10, || run(true), native_run)?;
         drop(serving);
-        let ratio = a.as_secs_f64() / b.as_secs_f64();
-        rows.push(Row {
-            id: "PD",
-            what: format!(
-                "{what}, `sbx-wasm run --data`, handed to a warm worker of `python serve \
-                 --data` (vs {} with numpy and pandas)",
-                native.display()
-            ),
-            ours: fmt(a),
-            theirs: fmt(b),
-            ratio,
-            goal,
-            met: ratio <= *limit,
-        });
+        rows.push(against_native(
+            "handed to a warm worker of `python serve --data`",
+            served,
+        ));
     }
     Ok(rows)
 }

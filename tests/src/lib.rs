@@ -238,6 +238,21 @@ pub fn cached_venv(name: &str, requirements: &Path, pip_args: &[&str]) -> PathBu
     venv.join("bin/python3")
 }
 
+/// [`cached_folder`] keyed by the contents of the repo's files `inputs`
+/// (paths from the repo's root): what a component built from them needs
+/// to be built again for.
+pub fn cached_build(name: &str, inputs: &[&str], make: impl FnOnce(&Path)) -> PathBuf {
+    let root = repo_root();
+    let key_dir = tempfile::tempdir().unwrap();
+    let key = key_dir.path().join("key");
+    let text: Vec<u8> = inputs
+        .iter()
+        .flat_map(|f| std::fs::read(root.join(f)).unwrap())
+        .collect();
+    std::fs::write(&key, text).unwrap();
+    cached_folder(name, &key, make)
+}
+
 /// A folder made once per version of `key_file` (by its SHA-256) in the
 /// user's cache folder under `name/HASH`: `make` fills a private folder
 /// beside it, which is then moved in place, so a half-made one is never

@@ -339,14 +339,7 @@ fn js_fetch_component() -> std::path::PathBuf {
         "host/runners/js/package-lock.json",
         "Cargo.toml",
     ];
-    let key_dir = tempfile::tempdir().unwrap();
-    let key = key_dir.path().join("key");
-    let text: Vec<u8> = inputs
-        .iter()
-        .flat_map(|f| std::fs::read(root.join(f)).unwrap())
-        .collect();
-    std::fs::write(&key, text).unwrap();
-    let dir = sbx_wasm_tests::cached_folder("js-fetch-component", &key, |tmp| {
+    let dir = sbx_wasm_tests::cached_build("js-fetch-component", &inputs, |tmp| {
         std::fs::create_dir_all(tmp).unwrap();
         let built = Command::new("bash")
             .arg(root.join("tests/components/js_fetch/build.sh"))

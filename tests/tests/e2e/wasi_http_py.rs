@@ -3,31 +3,23 @@
 //! `wasi:http/outgoing-handler`. Its requests go through the same broker
 //! and rules as `sbx.fetch`, each beside its allowed neighbour.
 
-use sbx_wasm_tests::{LoopbackServer, audit_records, cached_folder, repo_root, sbx_bin, utf8};
+use sbx_wasm_tests::{LoopbackServer, audit_records, cached_build, repo_root, sbx_bin, utf8};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 /// The client, built once per version of its inputs into the user's cache
 /// folder (componentize-py installed beside it from PyPI).
 fn py_fetch_component() -> PathBuf {
-    let root = repo_root();
     let inputs = [
         "tests/components/py_fetch/app.py",
         "tests/components/py_fetch/build.sh",
         "host/runners/python/build.sh",
         "Cargo.lock",
     ];
-    let key_dir = tempfile::tempdir().unwrap();
-    let key = key_dir.path().join("key");
-    let text: Vec<u8> = inputs
-        .iter()
-        .flat_map(|f| std::fs::read(root.join(f)).unwrap())
-        .collect();
-    std::fs::write(&key, text).unwrap();
-    let dir = cached_folder("py-fetch-component", &key, |tmp| {
+    let dir = cached_build("py-fetch-component", &inputs, |tmp| {
         std::fs::create_dir_all(tmp).unwrap();
         let built = Command::new("bash")
-            .arg(root.join("tests/components/py_fetch/build.sh"))
+            .arg(repo_root().join("tests/components/py_fetch/build.sh"))
             .arg(tmp.join("app.wasm"))
             .output()
             .unwrap();

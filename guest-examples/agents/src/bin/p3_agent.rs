@@ -267,22 +267,28 @@ async fn put(
 }
 
 /// Write `bytes` at `offset` into a new file `name` in `dir`.
+/// The file `name` in `dir`, created (or emptied) for writing.
+async fn create(
+    dir: &wasip3::filesystem::types::Descriptor,
+    name: &str,
+) -> Result<wasip3::filesystem::types::Descriptor, wasip3::filesystem::types::ErrorCode> {
+    use wasip3::filesystem::types::{DescriptorFlags, OpenFlags, PathFlags};
+    dir.open_at(
+        PathFlags::empty(),
+        name.into(),
+        OpenFlags::CREATE | OpenFlags::TRUNCATE,
+        DescriptorFlags::WRITE,
+    )
+    .await
+}
+
 /// A new file `name` in `dir` grown to `size` bytes by `set-size`.
 async fn resize(
     dir: &wasip3::filesystem::types::Descriptor,
     name: &str,
     size: u64,
 ) -> Result<(), wasip3::filesystem::types::ErrorCode> {
-    use wasip3::filesystem::types::{DescriptorFlags, OpenFlags, PathFlags};
-    let f = dir
-        .open_at(
-            PathFlags::empty(),
-            name.into(),
-            OpenFlags::CREATE | OpenFlags::TRUNCATE,
-            DescriptorFlags::WRITE,
-        )
-        .await?;
-    f.set_size(size).await
+    create(dir, name).await?.set_size(size).await
 }
 
 async fn put_at(
@@ -291,15 +297,7 @@ async fn put_at(
     bytes: Vec<u8>,
     offset: u64,
 ) -> Result<(), wasip3::filesystem::types::ErrorCode> {
-    use wasip3::filesystem::types::{DescriptorFlags, OpenFlags, PathFlags};
-    let f = dir
-        .open_at(
-            PathFlags::empty(),
-            name.into(),
-            OpenFlags::CREATE | OpenFlags::TRUNCATE,
-            DescriptorFlags::WRITE,
-        )
-        .await?;
+    let f = create(dir, name).await?;
     let (mut tx, rx) = wasip3::wit_stream::new();
     let done = f.write_via_stream(rx, offset);
     let left = tx.write_all(bytes).await;
