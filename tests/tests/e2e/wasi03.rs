@@ -152,6 +152,37 @@ fn a_wasi_0_3_command_reads_granted_folders_through_the_gate_and_changes_nothing
     assert_eq!(out(&bare), "1 folders\n/\n");
 }
 
+/// What the `writes` mode prints under a write mount at `/out`.
+const WRITES: &str = "put: ok\nstat: 15 bytes\nmkdir: ok\nrename: ok\nlink: ok\n\
+                      link itself: ErrorCode::NotPermitted\n\
+                      unlink missing: ErrorCode::NoEntry\nsymlink out: ErrorCode::NotPermitted\n";
+
+/// The same under the CLI with its kernel wall up: a hard link from a
+/// mount's root is refused as the OS refuses a link to any folder, where
+/// the wall alone would answer `io` (Landlock's `EXDEV`: the root's parent
+/// is outside the grant).
+#[test]
+fn under_the_kernel_wall_a_0_3_command_gets_the_same_answers() {
+    let t = mount_tree(&[]);
+    std::fs::write(
+        t.path().join("caps.toml"),
+        "[fs]\nwrite = [{ host = \"out\", guest = \"/out\" }]\n",
+    )
+    .unwrap();
+    let ran = std::process::Command::new(sbx_wasm_tests::sbx_bin())
+        .current_dir(t.path())
+        .args(["run", "--summary", "--caps", "caps.toml"])
+        .arg(guest("p3_agent"))
+        .args(["--", "writes", "/out"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert!(stderr.contains("kernel wall up"), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&ran.stdout), WRITES, "{stderr}");
+    assert!(!t.path().join("out/self").exists());
+}
+
 #[test]
 fn a_wasi_0_3_command_writes_through_the_gate_within_the_quota() {
     let host = WasmHost::new().unwrap();
@@ -163,11 +194,7 @@ fn a_wasi_0_3_command_writes_through_the_gate_within_the_quota() {
     };
     let wrote = run(&host, caps(), &["writes", "/out"]);
     assert!(wrote.trap.is_none(), "{:?}", wrote.trap);
-    assert_eq!(
-        out(&wrote),
-        "put: ok\nstat: 15 bytes\nmkdir: ok\nrename: ok\n\
-         unlink missing: ErrorCode::NoEntry\nsymlink out: ErrorCode::NotPermitted\n"
-    );
+    assert_eq!(out(&wrote), WRITES);
     // What the host folder holds now: the file, moved, and nothing else
     // (the link out of the grant was never made).
     let out_dir = t.path().join("out");
@@ -175,11 +202,16 @@ fn a_wasi_0_3_command_writes_through_the_gate_within_the_quota() {
         std::fs::read_to_string(out_dir.join("dir/moved.txt")).unwrap(),
         "written by 0.3\n"
     );
-    assert_eq!(std::fs::read_dir(&out_dir).unwrap().count(), 1);
+    assert_eq!(
+        std::fs::read_to_string(out_dir.join("alias.txt")).unwrap(),
+        "written by 0.3\n"
+    );
+    assert_eq!(std::fs::read_dir(&out_dir).unwrap().count(), 2);
     assert!(!out_dir.join("link").exists());
+    assert!(!out_dir.join("self").exists());
     // Bytes and creations charged as 0.2's are; the link on record.
     assert_eq!(wrote.report.usage.write_bytes, 15);
-    assert_eq!(wrote.report.usage.files, 2);
+    assert_eq!(wrote.report.usage.files, 3);
     let said: Vec<Violation> = wrote.report.denials.iter().map(|d| d.violation).collect();
     assert_eq!(said, [Violation::FsWriteDenied]);
 

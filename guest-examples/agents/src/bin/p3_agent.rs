@@ -335,6 +335,19 @@ async fn writes(path: &str) -> String {
         .rename_at("new.txt".into(), &d, "dir/moved.txt".into())
         .await;
     text += &format!("rename: {}\n", show(moved));
+    let alias = d
+        .link_at(
+            PathFlags::empty(),
+            "dir/moved.txt".into(),
+            &d,
+            "alias.txt".into(),
+        )
+        .await;
+    text += &format!("link: {}\n", show(alias));
+    let itself = d
+        .link_at(PathFlags::empty(), ".".into(), &d, "self".into())
+        .await;
+    text += &format!("link itself: {}\n", show(itself));
     text += &format!(
         "unlink missing: {}\n",
         show(d.unlink_file_at("gone.txt".into()).await)

@@ -221,6 +221,17 @@ impl HostState {
         self.charge_bytes(fd, bytes.saturating_add(hole))
     }
 
+    /// Whether `path` names the very directory it is relative to (`.`,
+    /// `./.`). A hard link from it is a link to a directory, which the OS
+    /// refuses (`not-permitted`, `EPERM`); answered so here, before the
+    /// OS: under the kernel wall the OS answers otherwise for a mount's
+    /// root (Landlock will not give a name inside the grant to a folder
+    /// whose parent is outside it: `EXDEV`, which the guest saw as `io`),
+    /// and the same call must not depend on the wall.
+    pub(super) fn names_itself(path: &str) -> bool {
+        !path.is_empty() && path.split('/').all(|c| c.is_empty() || c == ".")
+    }
+
     /// Whether no file on any host could reach `end` bytes: a file offset
     /// is a signed 64-bit number, so past `i64::MAX` the OS itself answers
     /// `invalid` (`EINVAL`) and writes nothing. Such a call is answered so

@@ -358,6 +358,9 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
                 // through the new name, so the old one must be writable too.
                 let a = admit_or_return!(state, fd.rep(), old, write);
                 let b = admit_or_return!(state, new_fd.rep(), new, write);
+                if HostState::names_itself(&old) {
+                    return Ok((Err(ErrorCode::NotPermitted),));
+                }
                 state.charge_files(&b, 1)?;
                 let r = state.filesystem().link_at(fd, pf, old, new_fd, new).await;
                 state.settle_any(&[&a, &b], r)

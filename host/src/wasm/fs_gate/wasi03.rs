@@ -422,6 +422,9 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
                 // new name, so the old one must be writable too.
                 let a = admitted!(acc, fd.rep(), old, write);
                 let b = admitted!(acc, new_fd.rep(), new, write);
+                if HostState::names_itself(&old) {
+                    return Ok((Err(ErrorCode::NotPermitted),));
+                }
                 charge_files(acc, &b, 1)?;
                 let r = <WasiFilesystem as HostDescriptorWithStore<HostState>>::link_at(
                     &fs(acc),
