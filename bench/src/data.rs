@@ -45,7 +45,8 @@ pub(crate) fn data_rows(
     for (i, (what, source, goal, limit)) in WORK.iter().enumerate() {
         let script = scratch.join(format!("data{i}.py"));
         std::fs::write(&script, source)?;
-        let run = |server: bool| {
+        // `run --data` of the script, asking for a server or not.
+        let command = |server: bool| {
             let mut cmd = Command::new(sbx);
             cmd.env("SBX_WASM_DATA_RUNNER", runner)
                 .args(["run", "--data", "--no-stdin", "--caps"])
@@ -54,8 +55,9 @@ pub(crate) fn data_rows(
             if !server {
                 cmd.arg("--no-server");
             }
-            spawn_ok(&mut cmd)
+            cmd
         };
+        let run = |server: bool| spawn_ok(&mut command(server));
         let ours = || run(false);
         if let Some(peer) = peer {
             let (a, b) = side_by_side(10, ours, || {
@@ -101,12 +103,7 @@ pub(crate) fn data_rows(
         )?;
         // A row that says "served" must be: a run the server does not
         // take would be timed in its own process.
-        let told = Command::new(sbx)
-            .env("SBX_WASM_DATA_RUNNER", runner)
-            .args(["run", "--data", "--no-stdin", "--summary", "--caps"])
-            .arg(&caps)
-            .arg(&script)
-            .output()?;
+        let told = command(true).arg("--summary").output()?;
         if !String::from_utf8_lossy(&told.stderr).contains("; warm worker") {
             return Err(format!(
                 "`python serve --data` did not take the run: {}",

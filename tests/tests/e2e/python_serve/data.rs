@@ -4,7 +4,7 @@
 //! runner's own folders, lent read-only, lie inside the artifact cache.
 
 use super::served::{Ran, first_line, tree};
-use sbx_wasm_tests::{data_runner, sbx_bin, snapshot};
+use sbx_wasm_tests::{data_runner, sbx_bin, snapshot, user_cache};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -24,11 +24,7 @@ except OSError as e:
 fn kept_runner() -> PathBuf {
     let built = data_runner();
     let stamp = std::fs::read_to_string(built.with_extension("wasm.stamp")).unwrap();
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache"))
-        .join("sbx-wasm");
-    let kept = cache
+    let kept = user_cache()
         .join("data-runners")
         .join(stamp.trim())
         .join("sbx-data.wasm");
