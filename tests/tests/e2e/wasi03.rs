@@ -247,6 +247,12 @@ fn a_wasi_0_3_command_writes_through_the_gate_within_the_quota() {
         1001
     );
     assert_eq!(near.report.usage.write_bytes, 1001);
+    // A stream from where no file can reach (past a signed 64-bit offset)
+    // is `invalid`, as the OS answers: nothing charged, the run going on.
+    let past = run(&host, quota(), &["hole", &(1u64 << 63).to_string()]);
+    assert_eq!(out(&past), "hole: Err(ErrorCode::Invalid)\n");
+    assert_eq!(past.report.violation, None, "{:?}", past.trap);
+    assert_eq!(past.report.usage.write_bytes, 0);
     // Growth by `set-size` likewise; a size no file can have (past a
     // signed 64-bit offset) is `invalid`, as the OS answers, nothing
     // charged and the run going on.

@@ -9,6 +9,9 @@
 //! - `grow BYTES`: extends one file to BYTES with `set_len` (sparse growth);
 //! - `hole AT` / `hole-at AT`: writes one byte at offset AT of a new file,
 //!   after a seek (a stream from AT) or positioned (`write_at`);
+//! - `stream-at AT`: writes one byte at offset AT of a new file through
+//!   WASI's `write-via-stream` itself (a `u64` offset, which libc's
+//!   signed one cannot carry past `i64::MAX`);
 //! - `times`: creates a file and prints the times it sees;
 //! - `rename-root`: tries to rename and remove the write mount itself, then
 //!   renames a file inside it there and back;
@@ -180,7 +183,39 @@ fn main() {
             }
             println!("made {}", kept.len());
         }
+        Some("stream-at") => {
+            let at: u64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(0);
+            println!("stream-at: {:?}", stream_at("/work/out", "hole.bin", at));
+        }
         Some("hoard") => hoard(args.get(2).map_or("/", String::as_str), num(3)),
         other => eprintln!("abuse: unknown mode {other:?}"),
+    }
+}
+
+/// One byte at `at` of a new file `name` in the preopen `dir`, through
+/// `write-via-stream`; the stream's failure as the file system's code.
+fn stream_at(dir: &str, name: &str, at: u64) -> Result<(), String> {
+    use wasip2::filesystem::types::{DescriptorFlags, OpenFlags, PathFlags};
+    let dirs = wasip2::filesystem::preopens::get_directories();
+    let (d, _) = dirs
+        .iter()
+        .find(|(_, p)| p == dir)
+        .ok_or("no such preopen")?;
+    let f = d
+        .open_at(
+            PathFlags::empty(),
+            name,
+            OpenFlags::CREATE | OpenFlags::TRUNCATE,
+            DescriptorFlags::WRITE,
+        )
+        .map_err(|e| format!("{e:?}"))?;
+    let out = f.write_via_stream(at).map_err(|e| format!("{e:?}"))?;
+    match out.blocking_write_and_flush(b"x") {
+        Ok(()) => Ok(()),
+        Err(wasip2::io::streams::StreamError::LastOperationFailed(e)) => {
+            let code = wasip2::filesystem::types::filesystem_error_code(&e);
+            Err(code.map_or("other".into(), |c| c.name().to_string()))
+        }
+        Err(e) => Err(format!("{e:?}")),
     }
 }

@@ -31,7 +31,7 @@ use crate::op::Op;
 use crate::violation::{Denial, Violation};
 use link::check_link_target;
 use printed::printed;
-use quota::metered;
+use quota::{Start, metered};
 use wasmtime::component::{Linker, LinkerInstance, Resource};
 use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemView};
 use wasmtime_wasi::p2::FsError;
@@ -462,10 +462,16 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
             let state = store.data_mut();
             let rep = fd.rep();
             // A stream starting past the end leaves a hole at its first
-            // write, charged with that write.
-            let hole = state.hole_at(rep, offset);
+            // write, charged with that write; one starting where no file
+            // can reach writes nothing and is charged nothing (each write
+            // answered `invalid`, as the OS answers).
+            let start = if HostState::past_any_file(offset) {
+                Start::PastAnyFile
+            } else {
+                Start::Hole(state.hole_at(rep, offset))
+            };
             let r = state.filesystem().write_via_stream(fd, offset);
-            metered(state, rep, r, hole)
+            metered(state, rep, r, start)
         },
     )?;
     t.func_wrap(
@@ -474,7 +480,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
             let state = store.data_mut();
             let rep = fd.rep();
             let r = state.filesystem().append_via_stream(fd);
-            metered(state, rep, r, 0)
+            metered(state, rep, r, Start::Hole(0))
         },
     )?;
     Ok(())

@@ -21,10 +21,28 @@ pub(super) struct QuotaStream {
     /// The hole a stream starting past the end leaves, charged with the
     /// first bytes written (then 0).
     hole: u64,
+    /// Started where no file can reach: every write fails as the OS's
+    /// would (`invalid`), nothing charged.
+    past_any_file: bool,
+}
+
+/// Where a metered stream starts.
+pub(super) enum Start {
+    /// At or past the file's end: the hole left, charged with the first
+    /// bytes written (0 at the end, or for appends).
+    Hole(u64),
+    /// Past a signed 64-bit offset, where no file can be written.
+    PastAnyFile,
 }
 
 impl QuotaStream {
     fn charge(&mut self, n: usize) -> Result<(), StreamError> {
+        if self.past_any_file {
+            let invalid = std::io::Error::from_raw_os_error(libc::EINVAL);
+            return Err(StreamError::LastOperationFailed(wasmtime::Error::new(
+                invalid,
+            )));
+        }
         if let Some((flow, sink, name)) = &self.flow
             && let Err(d) = flow.stream_write(sink, crate::OpKind::FsWrite.name(), name)
         {
@@ -81,7 +99,7 @@ pub(super) fn metered(
     state: &mut HostState,
     fd: u32,
     r: Result<Resource<DynOutputStream>, FsError>,
-    hole: u64,
+    start: Start,
 ) -> Res<Resource<DynOutputStream>> {
     let stream = match r {
         Ok(s) => s,
@@ -96,7 +114,11 @@ pub(super) fn metered(
         inner,
         meter,
         flow,
-        hole,
+        hole: match start {
+            Start::Hole(n) => n,
+            Start::PastAnyFile => 0,
+        },
+        past_any_file: matches!(start, Start::PastAnyFile),
     });
     Ok((Ok(state.table.push(wrapped)?),))
 }

@@ -72,6 +72,15 @@ impl StreamConsumer<HostState> for MeteredWrite {
         _finish: bool,
     ) -> Poll<wasmtime::Result<StreamResult>> {
         let n = src.remaining(&mut store).min(CHUNK);
+        // Past a signed 64-bit offset no file can be written: the OS
+        // answers `invalid` and writes nothing, so nothing is charged
+        // (the hole such a write would leave is no file's).
+        if let At::Offset(o) = self.at
+            && HostState::past_any_file(o.saturating_add(n as u64))
+        {
+            self.close(Err(ErrorCode::Invalid));
+            return Poll::Ready(Ok(StreamResult::Dropped));
+        }
         // Charged before it is written, with the hole a write past the end
         // leaves: a spent quota writes nothing more.
         let state = store.data_mut();

@@ -245,6 +245,35 @@ fn guest_writes_stop_at_the_write_quota() {
         assert_eq!(std::fs::metadata(&hole).unwrap().len(), 1001, "{mode}");
         assert_eq!(r.report["usage"]["write_bytes"].as_u64(), Some(1001));
     }
+    // A stream started where no file can reach (past a signed 64-bit
+    // offset, which only WASI's own call can ask for): its write is
+    // `invalid`, as the OS answers, nothing charged and the run going on.
+    // The neighbour, a stream at a short hole, lands and is charged.
+    let r = cli(
+        t.path(),
+        "[budget]\nmax_write_bytes = 1000000\n",
+        &[],
+        "abuse",
+        &["stream-at", &(1u64 << 63).to_string()],
+    );
+    assert_eq!(r.stdout, "stream-at: Err(\"invalid\")\n");
+    assert_eq!(r.report["violation"], serde_json::Value::Null);
+    assert_eq!(r.report["usage"]["write_bytes"].as_u64(), Some(0));
+    let r = cli(
+        t.path(),
+        "[budget]\nmax_write_bytes = 1000000\n",
+        &[],
+        "abuse",
+        &["stream-at", "1000"],
+    );
+    assert_eq!(r.stdout, "stream-at: Ok(())\n");
+    assert_eq!(
+        std::fs::metadata(t.path().join("out/hole.bin"))
+            .unwrap()
+            .len(),
+        1001
+    );
+    assert_eq!(r.report["usage"]["write_bytes"].as_u64(), Some(1001));
     // The neighbour: within the quota, writes land and are counted.
     std::fs::remove_dir_all(t.path().join("out")).unwrap();
     std::fs::create_dir(t.path().join("out")).unwrap();
