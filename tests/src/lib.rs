@@ -5,6 +5,7 @@
 mod api;
 mod built;
 mod results;
+pub mod served;
 mod server;
 
 pub use results::{assert_denied, result_text, said, utf8};

@@ -1,5 +1,5 @@
 //! `sbx-wasm serve`: an HTTP app an agent wrote (a component exporting
-//! `wasi:http/incoming-handler` 0.2), served on a loopback address. Each
+//! `wasi:http/incoming-handler` 0.2 or `wasi:http/handler` 0.3), served on a loopback address. Each
 //! request is a run of a fresh instance under the grant, with the grant's
 //! budgets for that request alone and its decisions in the audit stream
 //! (tagged `session: "serve"`, `call: "rN"`, `tool: "METHOD PATH"`).
@@ -56,7 +56,8 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = 256,
           value_parser = clap::value_parser!(u32).range(1..=65536))]
     max_connections: u32,
-    /// The component: it exports `wasi:http/incoming-handler` 0.2.
+    /// The component: it exports `wasi:http/incoming-handler` 0.2 or
+    /// `wasi:http/handler` 0.3.
     component: PathBuf,
 }
 
@@ -240,6 +241,10 @@ async fn handle(server: &Server, req: hyper::Request<Incoming>) -> hyper::Respon
             .unwrap_or_default(),
         report.denials.len()
     );
+    // Why a trapped request trapped (the guest's own failure, not a limit).
+    if let Some(trap) = &served.run.trap {
+        let _ = writeln!(err, "r{n}   trap: {}", printable(trap));
+    }
     served.response.map(Full::new)
 }
 

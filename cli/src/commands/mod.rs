@@ -67,8 +67,8 @@ enum Command {
     /// Serve the grant to MCP clients (stdio, or streamable HTTP with
     /// --http): run_python, run_wasm, file ops, fetch and granted tools.
     Mcp(crate::mcp::McpArgs),
-    /// Serve an HTTP app (a component exporting wasi:http/incoming-handler)
-    /// on a loopback address: each request a fresh instance under the grant.
+    /// Serve an HTTP app (a component exporting wasi:http's handler, 0.2 or
+    /// 0.3) on a loopback address: each request a fresh instance under the grant.
     Serve(http_serve::ServeArgs),
     /// Policy tools over grants and audit logs: what-if, learn, diff, lint.
     Policy(policy::PolicyArgs),

@@ -243,12 +243,14 @@ const PROVIDED: &[&str] = &[
 ];
 
 /// The WASI 0.3 families linked for 0.3 guests (`wasi03.rs`); 0.3's
-/// sockets and wasi:http are not.
+/// sockets are not.
 const PROVIDED_03: &[&str] = &[
     "wasi:cli/",
     "wasi:clocks/",
     "wasi:random/",
     "wasi:filesystem/",
+    "wasi:http/types",
+    "wasi:http/client",
 ];
 
 /// The first import of a component (its top level, not those of the
@@ -410,13 +412,13 @@ fn unprovided(extern_name: &wasmparser::ComponentExternName<'_>) -> Option<Strin
 }
 
 /// wasmtime's message, or what it means for a WASI 0.3 import the host
-/// does not link (0.3's sockets and wasi:http).
+/// does not link (0.3's sockets).
 fn explain(message: String) -> String {
     match message.contains("@0.3.") {
         true => format!(
-            "{message}; of WASI 0.3 this host links cli, clocks, random and filesystem \
-             (through the gate), not sockets or http: build the component for WASI \
-             0.2 (e.g. wasm32-wasip2) to use those"
+            "{message}; of WASI 0.3 this host links cli, clocks, random, filesystem \
+             (through the gate) and http's client (through the egress rules), not \
+             sockets: build the component for WASI 0.2 (e.g. wasm32-wasip2) to use them"
         ),
         false => message,
     }

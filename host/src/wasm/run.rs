@@ -287,18 +287,9 @@ impl WasmHost {
         Ok(run)
     }
 
-    /// The store with the run's limits: memory, fuel (in slices), and the
-    /// wall deadline read from the run's clock at every epoch tick.
-    pub(super) fn store(
-        &self,
-        state: HostState,
-        deterministic: bool,
-    ) -> Result<Store<HostState>, LoadError> {
-        self.store_on(&self.shared.engine, state, deterministic)
-    }
-
-    /// [`WasmHost::store`] on `engine` (this host's, or its WASI 0.3 one).
-    fn store_on(
+    /// A store on `engine` (this host's, or its WASI 0.3 one) for a run's
+    /// state, with the run's limits, fuel and clock set.
+    pub(super) fn store_on(
         &self,
         engine: &wasmtime::Engine,
         state: HostState,

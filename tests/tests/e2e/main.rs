@@ -42,6 +42,7 @@ mod telemetry;
 mod typed_tools;
 mod wasi;
 mod wasi03;
+mod wasi03_http;
 mod wasi_http;
 mod wasi_http_py;
 mod wasm;

@@ -18,7 +18,10 @@ mod outcome;
 mod sockets;
 mod tools;
 
-pub(crate) use http::{HttpDoor, add_to_linker as add_http_to_linker};
+pub(crate) use http::{
+    HttpDoor, add_03_to_linker as add_http_03_to_linker, add_to_linker as add_http_to_linker,
+    incoming_03,
+};
 pub use http::{MAX_BODIES as MAX_HTTP_BODIES, MAX_BODY_BYTES_HELD as MAX_HTTP_BODY_BYTES_HELD};
 pub(crate) use sockets::{SocketDoor, add_to_linker as add_sockets_to_linker};
 

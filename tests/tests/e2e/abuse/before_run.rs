@@ -182,9 +182,9 @@ fn an_import_no_host_provides_is_refused_by_name_before_compiling() {
             "wasi:http/incoming-handler@0.2.0",
         ),
         ("acme:secrets/vault@1.0.0", "acme:secrets/vault@1.0.0"),
-        // WASI 0.3's sockets and wasi:http are not linked (yet).
-        ("wasi:sockets/types@0.3.0", "not sockets or http"),
-        ("wasi:http/types@0.3.0", "wasi:http/types@0.3.0"),
+        // WASI 0.3's sockets are not linked (yet).
+        ("wasi:sockets/types@0.3.0", "not sockets:"),
+        ("wasi:http/handler@0.3.0", "wasi:http/handler@0.3.0"),
     ] {
         let err = host
             .load_bytes(&importing(name), "c.wasm")
@@ -198,6 +198,8 @@ fn an_import_no_host_provides_is_refused_by_name_before_compiling() {
         "wasi:cli/environment@0.2.0",
         "wasi:http/types@0.2.3",
         "wasi:cli/environment@0.3.0",
+        "wasi:http/types@0.3.0",
+        "wasi:http/client@0.3.0",
         "sbx:agent/net",
     ] {
         host.load_bytes(&importing(name), "c.wasm")

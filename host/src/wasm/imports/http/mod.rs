@@ -46,9 +46,11 @@ use wasmtime_wasi_http::{
 
 mod body;
 mod decide;
+mod wasi03;
 
 use body::{Collected, Held};
 use decide::ready;
+pub(crate) use wasi03::{add_to_linker as add_03_to_linker, incoming_03};
 
 /// Request bodies a run may have at once (asked for and not yet decided
 /// or dropped). Each holds up to [`CHUNK_BYTES`] in flight besides what
@@ -95,8 +97,9 @@ struct Pending {
 }
 
 /// What wasmtime-wasi-http asks its embedder: the forbidden headers are the
-/// broker's (a guest setting one gets `header-error.forbidden` at once),
-/// but for `content-length`, which wasi:http gives the guest to declare.
+/// broker's and wasi:http's own (a guest setting one gets
+/// `header-error.forbidden` at once), but for `content-length`, which
+/// wasi:http gives the guest to declare.
 #[derive(Default)]
 struct Hooks;
 
@@ -132,9 +135,11 @@ impl WasiHttpHooks for Hooks {
     }
 }
 
-/// The broker's forbidden headers, but `content-length`.
+/// The broker's forbidden headers, but `content-length`; and those
+/// wasi:http forbids of itself (`http2-settings` among them).
 fn forbidden(name: &http::HeaderName) -> bool {
-    *name != http::header::CONTENT_LENGTH && crate::net::forbidden_header(name.as_str())
+    (*name != http::header::CONTENT_LENGTH && crate::net::forbidden_header(name.as_str()))
+        || wasmtime_wasi_http::DEFAULT_FORBIDDEN_HEADERS.contains(name)
 }
 
 impl WasiHttpView for HostState {
@@ -366,11 +371,16 @@ fn head(req: HostOutgoingRequest) -> HttpResult<(FetchRequest, Option<HyperOutgo
         req.path_with_query.as_deref(),
         headers,
     )
-    .map_err(|e| match e {
+    .map_err(parts_error)?;
+    Ok((head, req.body))
+}
+
+/// Why a request's parts cannot make a request, as wasi:http says it.
+fn parts_error(e: crate::net::WasiHttpPartsError) -> ErrorCode {
+    match e {
         crate::net::WasiHttpPartsError::Path | crate::net::WasiHttpPartsError::Authority => {
             ErrorCode::HttpRequestUriInvalid
         }
         _ => ErrorCode::HttpRequestHeaderSize(None),
-    })?;
-    Ok((head, req.body))
+    }
 }

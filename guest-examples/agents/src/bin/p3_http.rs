@@ -1,0 +1,100 @@
+//! A WASI 0.3 HTTP guest, built with the `wasip3` bindings: both a command
+//! and a service, so one component tries both of the host's 0.3 HTTP doors.
+//!
+//! As a command (`wasi:cli/run@0.3.0`), it fetches each URL among its
+//! arguments through `wasi:http/client@0.3.0` and prints a line for each:
+//! `URL: STATUS BODY` or `URL: Err(CODE)`.
+//!
+//! As a service (`wasi:http/handler@0.3.0`):
+//! - `/fetch?URL`: fetches URL through the client and answers with its
+//!   status and body, or 502 with the error code;
+//! - `/big?N`: answers N bytes of `x`, written after the answer is handed
+//!   back (a body the host reads as it streams);
+//! - anything else: 200 `hello from 0.3: PATH`.
+
+#![no_main]
+
+use wasip3::http::types::{ErrorCode, Fields, Method, Request, Response, Scheme};
+use wasip3::{wit_future, wit_stream};
+
+struct P3Http;
+
+wasip3::cli::command::export!(P3Http);
+wasip3::http::service::export!(P3Http);
+
+impl wasip3::exports::cli::run::Guest for P3Http {
+    async fn run() -> Result<(), ()> {
+        let args = wasip3::cli::environment::get_arguments();
+        for url in args.iter().skip(1) {
+            match fetch(url).await {
+                Ok((status, body)) => {
+                    println!("{url}: {status} {}", String::from_utf8_lossy(&body))
+                }
+                Err(code) => println!("{url}: Err({code:?})"),
+            }
+        }
+        Ok(())
+    }
+}
+
+impl wasip3::exports::http::handler::Guest for P3Http {
+    async fn handle(request: Request) -> Result<Response, ErrorCode> {
+        let path = request.get_path_with_query().unwrap_or_default();
+        let (status, body) = if let Some(url) = path.strip_prefix("/fetch?") {
+            match fetch(url).await {
+                Ok(got) => got,
+                Err(code) => (502, format!("Err({code:?})").into_bytes()),
+            }
+        } else if let Some(n) = path.strip_prefix("/big?") {
+            (200, vec![b'x'; n.parse().unwrap_or(0)])
+        } else {
+            (200, format!("hello from 0.3: {path}").into_bytes())
+        };
+        let (mut contents, rx) = wit_stream::new();
+        let (trailers_tx, trailers) = wit_future::new(|| Ok(None));
+        drop(trailers_tx);
+        let (response, _sent) = Response::new(Fields::new(), Some(rx), trailers);
+        response
+            .set_status_code(status)
+            .map_err(|()| ErrorCode::InternalError(Some(format!("status {status} refused"))))?;
+        // The body is written after the answer is handed back.
+        wasip3::spawn_local(async move {
+            let _ = contents.write_all(body).await;
+        });
+        Ok(response)
+    }
+}
+
+/// A GET of `url` (`http://AUTHORITY/PATH`): its status and whole body.
+async fn fetch(url: &str) -> Result<(u16, Vec<u8>), ErrorCode> {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("http", url));
+    let (authority, path) = match rest.find('/') {
+        Some(i) => rest.split_at(i),
+        None => (rest, "/"),
+    };
+    let (trailers_tx, trailers) = wit_future::new(|| Ok(None));
+    drop(trailers_tx);
+    let (request, _sent) = Request::new(Fields::new(), None, trailers, None);
+    let scheme = match scheme {
+        "https" => Scheme::Https,
+        _ => Scheme::Http,
+    };
+    let bad = |what: &str| ErrorCode::InternalError(Some(format!("{what} refused")));
+    request
+        .set_method(&Method::Get)
+        .map_err(|()| bad("method"))?;
+    request
+        .set_scheme(Some(&scheme))
+        .map_err(|()| bad("scheme"))?;
+    request
+        .set_authority(Some(authority))
+        .map_err(|()| bad("authority"))?;
+    request
+        .set_path_with_query(Some(path))
+        .map_err(|()| bad("path"))?;
+    let response = wasip3::http::client::send(request).await?;
+    let status = response.get_status_code();
+    let (_, done) = wit_future::new(|| Ok(()));
+    let (body, _trailers) = Response::consume_body(response, done);
+    Ok((status, body.collect().await))
+}
