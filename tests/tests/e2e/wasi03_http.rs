@@ -123,3 +123,31 @@ fn a_0_3_service_is_served_each_request_under_the_grant() {
     assert_eq!(violations, ["max_output_bytes"]);
     assert!(audit.contains("\"violation\":\"egress_denied\""), "{audit}");
 }
+
+#[test]
+fn a_recorded_0_3_client_run_replays_without_the_network() {
+    let s = LoopbackServer::start();
+    let g = s.origin();
+    let caps = Capabilities::builder()
+        .allow_egress(g.clone())
+        .max_wall(Duration::from_secs(20))
+        .build()
+        .unwrap();
+    let host = WasmHost::new().unwrap();
+    let agent = host.load(&guest("p3_http")).unwrap();
+    let urls = [format!("{g}/status"), format!("{g}/big")];
+    let first = host
+        .run(&agent, RunOptions::new(caps).args(urls).record(1 << 20))
+        .unwrap();
+    assert!(first.trap.is_none(), "{:?}", first.trap);
+    assert_eq!(s.connections(), 2);
+
+    let replay = sbx_wasm::replay::Replay::new(first.recording.clone().unwrap()).unwrap();
+    let mut again = host.run(&agent, RunOptions::replaying(&replay)).unwrap();
+    let verdict = replay.settle(&again.report, &mut again.audit);
+    assert!(verdict.same_outcome, "{verdict:?}");
+    assert_eq!(again.stdout, first.stdout);
+    assert_eq!(again.audit, first.audit);
+    // Offline: the server heard nothing more.
+    assert_eq!(s.connections(), 2);
+}
