@@ -11,7 +11,9 @@
 //!   absolute path).
 //! - `writes DIR`: through the writable preopen DIR: creates `new.txt`
 //!   with a line written through a stream, stats it, makes a folder, renames
-//!   the file into it, truncates, then unlinks a file that is not there.
+//!   the file into it, links it, tries to link, remove and rename the
+//!   folder itself, unlinks a file that is not there and plants a symlink
+//!   out.
 //! - `fill N FILES`: writes N bytes into each of FILES new files in `/out`.
 //! - `hole AT`: writes one byte at offset AT of a new file in `/out`.
 //! - `resize TO`: sets a new file in `/out` to TO bytes (`set-size`).
@@ -348,6 +350,13 @@ async fn writes(path: &str) -> String {
         .link_at(PathFlags::empty(), ".".into(), &d, "self".into())
         .await;
     text += &format!("link itself: {}\n", show(itself));
+    // The mount's root itself: neither removed nor renamed.
+    text += &format!(
+        "rmdir itself: {}\n",
+        show(d.remove_directory_at(".".into()).await)
+    );
+    let gone = d.rename_at(".".into(), &d, "gone".into()).await;
+    text += &format!("rename itself: {}\n", show(gone));
     text += &format!(
         "unlink missing: {}\n",
         show(d.unlink_file_at("gone.txt".into()).await)

@@ -117,6 +117,7 @@ impl HostState {
         };
         let op = make(full.clone());
         let write = matches!(&op, Op::Fs(r) if r.access() == crate::fs::Access::ReadWrite);
+        let removes = op.kind() == crate::OpKind::FsRemove.name();
         // The runner's own files: checked, not charged or recorded.
         if let Some(checked) = self.gate.admit_runner_read(&op, &via) {
             return Ok(match checked {
@@ -143,6 +144,11 @@ impl HostState {
                 }))
             }
             Err(d) if d.hard => Err(hard(d)),
+            // Removing or renaming the folder the descriptor itself names
+            // (`.`, a mount's root) needs write access to its parent, which
+            // no grant lends: `access`, as the OS answers (`EACCES`) where
+            // the parent may not be written. The record is the denial.
+            Err(_) if removes && Self::names_itself(path) => Ok(Err(ErrorCode::Access)),
             Err(d) => Ok(Err(code(&d, self.gate.mount_access(&via).is_some()))),
         }
     }
