@@ -151,3 +151,36 @@ fn a_recorded_0_3_client_run_replays_without_the_network() {
     // Offline: the server heard nothing more.
     assert_eq!(s.connections(), 2);
 }
+
+#[test]
+fn a_0_3_guests_timeouts_are_its_own_and_never_outlast_the_wall() {
+    let s = LoopbackServer::start();
+    let g = s.origin();
+    let caps = |wall| {
+        Capabilities::builder()
+            .allow_egress(g.clone())
+            .max_wall(wall)
+            .build()
+            .unwrap()
+    };
+    // Shorter than the budget: the guest's own error, and the run goes
+    // on to the neighbour under the same timeout.
+    let run = fetch(
+        caps(Duration::from_secs(20)),
+        &[format!("400@{g}/stall"), format!("400@{g}/status")],
+    );
+    let out = String::from_utf8_lossy(&run.stdout).into_owned();
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines[0],
+        format!("{g}/stall: Err(ErrorCode::ConnectionReadTimeout)"),
+        "{out}"
+    );
+    assert_eq!(lines[1], format!("{g}/status: 200 ok"), "{out}");
+    assert_eq!(run.report.violation, None);
+    // 600 s asked for, a 2 s wall granted: the wall ends it.
+    let started = std::time::Instant::now();
+    let long = fetch_trapping(caps(Duration::from_secs(2)), &[format!("600000@{g}/stall")]);
+    assert_eq!(long.report.violation, Some(Violation::MaxWall));
+    assert!(started.elapsed() < Duration::from_secs(60));
+}

@@ -3,7 +3,8 @@
 //!
 //! As a command (`wasi:cli/run@0.3.0`), it fetches each URL among its
 //! arguments through `wasi:http/client@0.3.0` and prints a line for each:
-//! `URL: STATUS BODY` or `URL: Err(CODE)`.
+//! `URL: STATUS BODY` or `URL: Err(CODE)`. A URL written `MS@URL` is asked
+//! for with connect and first-byte timeouts of MS milliseconds.
 //!
 //! As a service (`wasi:http/handler@0.3.0`):
 //! - `/fetch?URL`: fetches URL through the client and answers with its
@@ -14,7 +15,7 @@
 
 #![no_main]
 
-use wasip3::http::types::{ErrorCode, Fields, Method, Request, Response, Scheme};
+use wasip3::http::types::{ErrorCode, Fields, Method, Request, RequestOptions, Response, Scheme};
 use wasip3::{wit_future, wit_stream};
 
 struct P3Http;
@@ -25,8 +26,12 @@ wasip3::http::service::export!(P3Http);
 impl wasip3::exports::cli::run::Guest for P3Http {
     async fn run() -> Result<(), ()> {
         let args = wasip3::cli::environment::get_arguments();
-        for url in args.iter().skip(1) {
-            match fetch(url).await {
+        for arg in args.iter().skip(1) {
+            let (timeout, url) = match arg.split_once('@') {
+                Some((ms, url)) if ms.bytes().all(|b| b.is_ascii_digit()) => (ms.parse().ok(), url),
+                _ => (None, arg.as_str()),
+            };
+            match fetch_within(url, timeout).await {
                 Ok((status, body)) => {
                     println!("{url}: {status} {}", String::from_utf8_lossy(&body))
                 }
@@ -67,6 +72,11 @@ impl wasip3::exports::http::handler::Guest for P3Http {
 
 /// A GET of `url` (`http://AUTHORITY/PATH`): its status and whole body.
 async fn fetch(url: &str) -> Result<(u16, Vec<u8>), ErrorCode> {
+    fetch_within(url, None).await
+}
+
+/// [`fetch`], with connect and first-byte timeouts of `ms` milliseconds.
+async fn fetch_within(url: &str, ms: Option<u64>) -> Result<(u16, Vec<u8>), ErrorCode> {
     let (scheme, rest) = url.split_once("://").unwrap_or(("http", url));
     let (authority, path) = match rest.find('/') {
         Some(i) => rest.split_at(i),
@@ -74,7 +84,14 @@ async fn fetch(url: &str) -> Result<(u16, Vec<u8>), ErrorCode> {
     };
     let (trailers_tx, trailers) = wit_future::new(|| Ok(None));
     drop(trailers_tx);
-    let (request, _sent) = Request::new(Fields::new(), None, trailers, None);
+    let options = ms.map(|ms| {
+        let o = RequestOptions::new();
+        let ns = Some(ms.saturating_mul(1_000_000));
+        let _ = o.set_connect_timeout(ns);
+        let _ = o.set_first_byte_timeout(ns);
+        o
+    });
+    let (request, _sent) = Request::new(Fields::new(), None, trailers, options);
     let scheme = match scheme {
         "https" => Scheme::Https,
         _ => Scheme::Http,
