@@ -11,12 +11,9 @@ use sbx_wasm_tests::served::{request, serve, text};
 use sbx_wasm_tests::{LoopbackServer, audit_records, guest};
 use std::time::Duration;
 
+/// A run of the guest's command over `urls`, which must not trap.
 fn fetch(caps: Capabilities, urls: &[String]) -> WasmRun {
-    let host = WasmHost::new().unwrap();
-    let agent = host.load(&guest("p3_http")).unwrap();
-    let run = host
-        .run(&agent, RunOptions::new(caps).args(urls.iter().cloned()))
-        .unwrap();
+    let run = fetch_trapping(caps, urls);
     assert!(run.trap.is_none(), "{:?}", run.trap);
     run
 }
@@ -68,6 +65,7 @@ fn a_0_3_client_reaches_the_granted_origin_and_nothing_else() {
     assert_eq!(big.report.violation, Some(Violation::MaxOutputBytes));
 }
 
+/// A run of the guest's command over `urls`, however it ends.
 fn fetch_trapping(caps: Capabilities, urls: &[String]) -> WasmRun {
     let host = WasmHost::new().unwrap();
     let agent = host.load(&guest("p3_http")).unwrap();
