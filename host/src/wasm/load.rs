@@ -242,13 +242,13 @@ const PROVIDED: &[&str] = &[
     "sbx:agent/",
 ];
 
-/// The WASI 0.3 families linked for 0.3 guests (`wasi03.rs`); 0.3's
-/// sockets are not.
+/// The WASI 0.3 families linked for 0.3 guests (`wasi03.rs`).
 const PROVIDED_03: &[&str] = &[
     "wasi:cli/",
     "wasi:clocks/",
     "wasi:random/",
     "wasi:filesystem/",
+    "wasi:sockets/",
     "wasi:http/types",
     "wasi:http/client",
 ];
@@ -411,14 +411,14 @@ fn unprovided(extern_name: &wasmparser::ComponentExternName<'_>) -> Option<Strin
     })
 }
 
-/// wasmtime's message, or what it means for a WASI 0.3 import the host
-/// does not link (0.3's sockets).
+/// wasmtime's message, with what of WASI 0.3 the host links for a 0.3
+/// import it does not.
 fn explain(message: String) -> String {
     match message.contains("@0.3.") {
         true => format!(
             "{message}; of WASI 0.3 this host links cli, clocks, random, filesystem \
-             (through the gate) and http's client (through the egress rules), not \
-             sockets: build the component for WASI 0.2 (e.g. wasm32-wasip2) to use them"
+             (through the gate) and the clients of http and sockets (through the egress \
+             rules)"
         ),
         false => message,
     }

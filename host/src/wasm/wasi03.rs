@@ -7,9 +7,8 @@
 //! under `--deterministic`) are the same as a 0.2 guest's. Its folders go
 //! through the gate as 0.2's do (`fs_gate/wasi03.rs`: every path call
 //! admitted, writes metered against the write quota).
-//! Its wasi:http client goes through the egress broker as 0.2's does
-//! (`imports/http/wasi03.rs`). 0.3's sockets are not linked: a guest
-//! importing them is refused before compiling, by name.
+//! Its wasi:http client and its TCP connections go through the egress
+//! rules as 0.2's do (`imports/http/wasi03.rs`, `imports/sockets/wasi03.rs`).
 
 use super::{HostState, LoadError, setup};
 use wasmtime::component::{Component, Linker};
@@ -34,7 +33,8 @@ pub(super) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
         <HostState as wasmtime_wasi::filesystem::WasiFilesystemView>::filesystem,
     )?;
     super::fs_gate::wasi03::add_to_linker(linker)?;
-    super::imports::add_http_03_to_linker(linker)
+    super::imports::add_http_03_to_linker(linker)?;
+    super::imports::add_sockets_03_to_linker(linker)
 }
 
 /// What a prepared command's `run` export is: 0.2's or 0.3's.

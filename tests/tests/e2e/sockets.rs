@@ -316,3 +316,98 @@ fn a_run_holds_at_most_max_open_sockets_at_once() {
         .count();
     assert_eq!(connects, max + 1);
 }
+
+/// The same door for a WASI 0.3 client (`guest-examples/agents/src/bin/p3_socket.rs`,
+/// the `wasip3` bindings): its service reached, every other port and an
+/// unruled name refused on record and never dialled, its received bytes
+/// charged to the output budget.
+#[test]
+fn a_wasi_0_3_client_meets_the_same_rules() {
+    let (granted, other) = (LineServer::start(), LineServer::start());
+    let (g, o) = (granted.port, other.port);
+    let host = WasmHost::new().unwrap();
+    let agent = host.load(&guest("p3_socket")).unwrap();
+    let run = |caps: Capabilities, steps: &[String]| {
+        let resolver = StaticResolver::new().with("db.test", [ip("127.0.0.1")]);
+        let opts = RunOptions::new(caps)
+            .args(steps.iter().cloned())
+            .services(Services::new().resolver(Arc::new(resolver)));
+        let run = host.run(&agent, opts).unwrap();
+        let out = String::from_utf8_lossy(&run.stdout).into_owned();
+        (run, out)
+    };
+    let rules = |max: u64| {
+        builder()
+            .allow_egress(format!("tcp://127.0.0.1:{g}"))
+            .allow_egress(format!("tcp://db.test:{g}"))
+            .max_output_bytes(max)
+            .build()
+            .unwrap()
+    };
+    let steps = [
+        format!("127.0.0.1:{g}=hello"),
+        format!("127.0.0.1:{o}=leak"),
+        format!("db.test:{g}=named"),
+        format!("exfil.test:{g}=leak"),
+    ];
+    let (r, out) = run(rules(1 << 20), &steps);
+    assert!(r.trap.is_none(), "{out} {:?}", r.trap);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines[0],
+        format!("{}: got echo: hello (12 bytes)", steps[0]),
+        "{out}"
+    );
+    assert_eq!(
+        lines[1],
+        format!("{}: Err(ErrorCode::AccessDenied)", steps[1]),
+        "{out}"
+    );
+    assert_eq!(
+        lines[2],
+        format!("{}: got echo: named (12 bytes)", steps[2]),
+        "{out}"
+    );
+    assert_eq!(
+        lines[3],
+        format!("{}: Err(ErrorCode::AccessDenied)", steps[3]),
+        "{out}"
+    );
+    assert_eq!(granted.connections(), 2);
+    assert_eq!(other.connections(), 0);
+    assert_eq!(
+        ops(&r),
+        vec![
+            ("net_connect".into(), format!("127.0.0.1:{g}"), None),
+            (
+                "net_connect".into(),
+                format!("127.0.0.1:{o}"),
+                Some(Violation::EgressDenied)
+            ),
+            ("net_lookup".into(), "db.test".into(), None),
+            ("net_connect".into(), format!("db.test:{g}"), None),
+            (
+                "net_lookup".into(),
+                "exfil.test".into(),
+                Some(Violation::EgressDenied)
+            ),
+        ]
+    );
+    // 64 KiB received: within a 1 MiB budget, and past a 32 KiB one the
+    // run halts.
+    let big = [format!("127.0.0.1:{g}=big")];
+    let (r, out) = run(rules(1 << 20), &big);
+    assert_eq!(
+        out.trim(),
+        format!("{}: got {} (65536 bytes)", big[0], "x".repeat(40))
+    );
+    assert!(r.trap.is_none(), "{:?}", r.trap);
+    let (r, out) = run(rules(32 * 1024), &big);
+    assert_eq!(
+        r.report.violation,
+        Some(Violation::MaxOutputBytes),
+        "{out} {:?}",
+        r.trap
+    );
+    assert!(!out.contains("65536"), "{out}");
+}

@@ -2,8 +2,8 @@
 //! with the `wasip3` bindings): they run under the same budgets as 0.2
 //! guests, see the run's arguments, environment, clocks and randomness
 //! (deterministic mode included), read and write granted folders through
-//! the gate (ops, audit, the write quota), and one importing 0.3's sockets
-//! is refused before compiling. 0.2 components keep their own
+//! the gate (ops, audit, the write quota), and one importing what no host
+//! lends is refused before compiling. 0.2 components keep their own
 //! engine beside them.
 
 use sbx_wasm::wasm::{RunOptions, WasmHost, WasmRun};
@@ -326,17 +326,17 @@ fn wasi_0_3_components_keep_an_engine_of_their_own() {
 }
 
 #[test]
-fn a_wasi_0_3_component_importing_sockets_is_refused_before_compiling_by_name() {
+fn a_wasi_0_3_component_importing_what_no_host_lends_is_refused_before_compiling_by_name() {
     let t = tempfile::tempdir().unwrap();
     std::fs::write(t.path().join("caps.toml"), "").unwrap();
-    let socket = guest("p3_socket");
-    let out = sbx_in(
-        t.path(),
-        &["run", "--caps", "caps.toml", socket.to_str().unwrap()],
-    );
+    // A service's handler, imported: exported by services, never lent.
+    let importing =
+        wat::parse_str(r#"(component (import "wasi:http/handler@0.3.0" (instance)))"#).unwrap();
+    std::fs::write(t.path().join("handler.wasm"), importing).unwrap();
+    let out = sbx_in(t.path(), &["run", "--caps", "caps.toml", "handler.wasm"]);
     assert_eq!(out.status.code(), Some(125));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("\"wasi:sockets/types@0.3.0\""), "{err}");
+    assert!(err.contains("\"wasi:http/handler@0.3.0\""), "{err}");
     assert!(err.contains("refused before compiling"), "{err}");
     // The neighbour through the same door: the 0.3 command without
     // sockets runs, exit 0; compiled (on the 0.3 engine) and cached the

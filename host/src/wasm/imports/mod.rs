@@ -23,7 +23,10 @@ pub(crate) use http::{
     incoming_03,
 };
 pub use http::{MAX_BODIES as MAX_HTTP_BODIES, MAX_BODY_BYTES_HELD as MAX_HTTP_BODY_BYTES_HELD};
-pub(crate) use sockets::{SocketDoor, add_to_linker as add_sockets_to_linker};
+pub(crate) use sockets::{
+    SocketDoor, add_03_to_linker as add_sockets_03_to_linker,
+    add_to_linker as add_sockets_to_linker,
+};
 
 wasmtime::component::bindgen!({
     path: "wit",

@@ -26,6 +26,9 @@
 //!   any-address bind a connect makes, so they fail with `access-denied`.
 
 mod charged;
+mod wasi03;
+
+pub(crate) use wasi03::add_to_linker as add_03_to_linker;
 
 use super::super::held::{Held, on_drop};
 use super::super::{HardLimit, HostState};
