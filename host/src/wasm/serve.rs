@@ -1,10 +1,10 @@
 //! Services: components that export `wasi:http/incoming-handler` 0.2 or
-//! `wasi:http/handler` 0.3 (an HTTP app an agent wrote). Each request is handled by a fresh instance
-//! under the grant, as one run: its own gate, budgets and audit records;
-//! the request's body is handed in whole, and the answer is read whole
-//! (its body charged to `max_output_bytes` as it arrives) before any of it
-//! is sent, so a service that breaks a budget answers 500, never half an
-//! answer.
+//! `wasi:http/handler` 0.3 (an HTTP app an agent wrote). Each request is
+//! handled by a fresh instance under the grant, as one run: its own gate,
+//! budgets and audit records; the request's body is handed in whole, and
+//! the answer is read whole (its body charged to `max_output_bytes` as it
+//! arrives) before any of it is sent, so a service that breaks a budget
+//! answers 500, never half an answer.
 
 use super::outcome::{End, classify, finish};
 use super::{LoadError, WasmHost, WasmRun, setup};

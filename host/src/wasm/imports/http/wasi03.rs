@@ -61,10 +61,11 @@ async fn send(
         if held.bodies.load(Ordering::SeqCst) >= MAX_BODIES {
             // Dropped through wasmtime-wasi-http, which closes the body's
             // stream in the store.
-            let _ = req.into_http(&mut access, async { Ok(()) });
-            return Ok(Err(ErrorCode::InternalError(Some(format!(
-                "more than {MAX_BODIES} requests at once"
-            )))));
+            let code =
+                ErrorCode::InternalError(Some(format!("more than {MAX_BODIES} requests at once")));
+            let unsent = Err(code.clone().into());
+            let _ = req.into_http(&mut access, async { unsent });
+            return Ok(Err(code));
         }
         let body = match req.into_http(&mut access, sent) {
             Ok((http, _)) => http.into_body(),
@@ -80,19 +81,24 @@ async fn send(
     // The guest writes its body while this waits (its store runs on).
     let body = match body.collect().await {
         Ok(b) => b.to_bytes().to_vec(),
-        Err(e) => return Ok(Err(from_error(e))),
+        Err(e) => {
+            let code = from_error(e);
+            let _ = sent_tx.send(Err(code.clone().into()));
+            return Ok(Err(code));
+        }
     };
     store.with(|mut access| {
         let state = access.data_mut();
         let mut head = match head {
             Ok(h) => h,
             Err(code) => {
+                let code = to_03(code);
                 let _ = sent_tx.send(Err(code.clone().into()));
-                return Ok(Err(to_03(code)));
+                return Ok(Err(code));
             }
         };
         head.body = body;
-        let answer = state.send(head)?;
+        let answer = state.send(head)?.map_err(to_03);
         let _ = sent_tx.send(match &answer {
             Ok(_) => Ok(()),
             Err(code) => Err(code.clone().into()),
@@ -102,7 +108,7 @@ async fn send(
                 let (resp, _io) = Response::from_http(&mut state.http.hooks, resp);
                 Ok(Ok(state.table.push(resp)?))
             }
-            Err(code) => Ok(Err(to_03(code))),
+            Err(code) => Ok(Err(code)),
         }
     })
 }

@@ -189,6 +189,8 @@ struct Relay {
     held: VecDeque<u8>,
     /// The socket's stream has ended (or was dropped).
     ended: bool,
+    /// The guest dropped its end: nothing more is taken from the socket.
+    abandoned: bool,
     /// Waiting for bytes, and for room.
     reader: Option<Waker>,
     writer: Option<Waker>,
@@ -223,6 +225,9 @@ impl StreamConsumer<HostState> for RelayIn {
     ) -> Poll<wasmtime::Result<StreamResult>> {
         let offered = src.remaining(&mut store);
         let mut r = lock(&self.0);
+        if r.abandoned {
+            return Poll::Ready(Ok(StreamResult::Dropped));
+        }
         let room = RELAY_BYTES - r.held.len();
         if room == 0 || offered == 0 {
             return if room > 0 {
@@ -251,6 +256,17 @@ impl StreamConsumer<HostState> for RelayIn {
 struct RelayOut {
     relay: Arc<Mutex<Relay>>,
     meter: Arc<OutputMeter>,
+}
+
+impl Drop for RelayOut {
+    fn drop(&mut self) {
+        let mut r = lock(&self.relay);
+        r.abandoned = true;
+        r.held.clear();
+        if let Some(w) = r.writer.take() {
+            w.wake();
+        }
+    }
 }
 
 impl StreamProducer<HostState> for RelayOut {
