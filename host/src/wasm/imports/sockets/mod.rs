@@ -357,16 +357,21 @@ fn ready_to_connect(
         Ok(f) => f,
         Err(_) => return Err(ErrorCode::InvalidArgument),
     };
-    let ip = addr.ip();
-    let mapped = matches!(ip, IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some());
-    let same_family = matches!(
-        (family, ip),
-        (IpAddressFamily::Ipv4, IpAddr::V4(_)) | (IpAddressFamily::Ipv6, IpAddr::V6(_))
-    );
-    if addr.port() == 0 || ip.is_unspecified() || ip.is_multicast() || mapped || !same_family {
+    if !dialable(matches!(family, IpAddressFamily::Ipv4), addr) {
         return Err(ErrorCode::InvalidArgument);
     }
     Ok(())
+}
+
+/// Whether a socket of the IPv4 family (`v4`) or the IPv6 one may dial
+/// `addr` at all: not port 0, an unspecified, multicast or IPv4-mapped
+/// IPv6 address, or one of the other family (0.2's and 0.3's doors both
+/// answer those `invalid-argument`, as wasmtime-wasi does, before any op).
+fn dialable(v4: bool, addr: SocketAddr) -> bool {
+    let ip = addr.ip();
+    let mapped = matches!(ip, IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some());
+    let same_family = v4 == ip.is_ipv4();
+    addr.port() != 0 && !ip.is_unspecified() && !ip.is_multicast() && !mapped && same_family
 }
 
 /// A wasmtime-wasi socket result as the guest's: its error code, or the
@@ -430,6 +435,19 @@ mod tests {
         assert!(take(&proofs, addr(MAX_PROOFS + 2)));
         assert!(!take(&proofs, addr(MAX_PROOFS + 2)));
         assert!(take(&proofs, addr(3)));
+    }
+
+    #[test]
+    fn only_an_address_of_the_sockets_family_and_a_real_port_is_dialled() {
+        let a = |s: &str| s.parse::<SocketAddr>().unwrap();
+        assert!(dialable(true, a("127.0.0.1:5432")));
+        assert!(dialable(false, a("[::1]:5432")));
+        assert!(!dialable(true, a("127.0.0.1:0")));
+        assert!(!dialable(true, a("0.0.0.0:5432")));
+        assert!(!dialable(true, a("224.0.0.1:5432")));
+        assert!(!dialable(false, a("[::ffff:127.0.0.1]:5432")));
+        assert!(!dialable(false, a("127.0.0.1:5432")));
+        assert!(!dialable(true, a("[::1]:5432")));
     }
 
     #[test]

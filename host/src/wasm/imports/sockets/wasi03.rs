@@ -13,7 +13,7 @@ use crate::budget::OutputMeter;
 use crate::violation::Violation;
 use crate::wasm::{HardLimit, HostState, MAX_OPEN_SOCKETS};
 use std::collections::VecDeque;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
@@ -148,13 +148,7 @@ fn ready_to_connect(
         Ok(f) => f,
         Err(_) => return Ok(Err(ErrorCode::InvalidArgument)),
     };
-    let ip = addr.ip();
-    let mapped = matches!(ip, IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some());
-    let same_family = matches!(
-        (family, ip),
-        (IpAddressFamily::Ipv4, IpAddr::V4(_)) | (IpAddressFamily::Ipv6, IpAddr::V6(_))
-    );
-    if addr.port() == 0 || ip.is_unspecified() || ip.is_multicast() || mapped || !same_family {
+    if !super::dialable(matches!(family, IpAddressFamily::Ipv4), addr) {
         return Ok(Err(ErrorCode::InvalidArgument));
     }
     Ok(Ok(()))
