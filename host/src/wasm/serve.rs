@@ -142,11 +142,12 @@ impl WasmHost {
     }
 }
 
-/// A request's handling: how the guest's call ended, and its answer if it
+/// How a request's handling ended: the guest's call, and its answer if it
 /// gave a whole one within the output budget.
-type Answered<'a> = std::pin::Pin<
-    Box<dyn Future<Output = (wasmtime::Result<()>, Option<http::Response<Bytes>>)> + Send + 'a>,
->;
+type Handled = (wasmtime::Result<()>, Option<http::Response<Bytes>>);
+
+/// A request's handling, under way.
+type Answered<'a> = std::pin::Pin<Box<dyn Future<Output = Handled> + Send + 'a>>;
 
 /// A 0.2 service's handling: the request handed in as an incoming request,
 /// the answer read from the response outparam while the guest writes it.
@@ -156,7 +157,7 @@ async fn answer_02(
     scheme: http::uri::Scheme,
     request: http::Request<Bytes>,
     meter: &OutputMeter,
-) -> (wasmtime::Result<()>, Option<http::Response<Bytes>>) {
+) -> Handled {
     let scheme = if scheme == http::uri::Scheme::HTTPS {
         Scheme::Https
     } else {
@@ -199,7 +200,7 @@ async fn answer_03(
     scheme: http::uri::Scheme,
     request: http::Request<Bytes>,
     meter: &OutputMeter,
-) -> (wasmtime::Result<()>, Option<http::Response<Bytes>>) {
+) -> Handled {
     store.set_max_component_handles(super::wasi03::MAX_WASI03_HANDLES);
     let service = match pre.instantiate_async(&mut *store).await {
         Ok(s) => s,

@@ -62,8 +62,18 @@ fn builder() -> CapabilitiesBuilder {
 }
 
 fn run_steps(caps: Capabilities, resolver: StaticResolver, steps: &[String]) -> (WasmRun, String) {
+    run_guest("tcp_client", caps, resolver, steps)
+}
+
+/// A run of guest `name` over `steps`, names answered by `resolver`.
+fn run_guest(
+    name: &str,
+    caps: Capabilities,
+    resolver: StaticResolver,
+    steps: &[String],
+) -> (WasmRun, String) {
     let host = WasmHost::new().unwrap();
-    let agent = host.load(&guest("tcp_client")).unwrap();
+    let agent = host.load(&guest(name)).unwrap();
     let opts = RunOptions::new(caps)
         .args(steps.iter().cloned())
         .services(Services::new().resolver(Arc::new(resolver)));
@@ -325,16 +335,9 @@ fn a_run_holds_at_most_max_open_sockets_at_once() {
 fn a_wasi_0_3_client_meets_the_same_rules() {
     let (granted, other) = (LineServer::start(), LineServer::start());
     let (g, o) = (granted.port, other.port);
-    let host = WasmHost::new().unwrap();
-    let agent = host.load(&guest("p3_socket")).unwrap();
     let run = |caps: Capabilities, steps: &[String]| {
         let resolver = StaticResolver::new().with("db.test", [ip("127.0.0.1")]);
-        let opts = RunOptions::new(caps)
-            .args(steps.iter().cloned())
-            .services(Services::new().resolver(Arc::new(resolver)));
-        let run = host.run(&agent, opts).unwrap();
-        let out = String::from_utf8_lossy(&run.stdout).into_owned();
-        (run, out)
+        run_guest("p3_socket", caps, resolver, steps)
     };
     let rules = |max: u64| {
         builder()

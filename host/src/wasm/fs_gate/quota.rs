@@ -18,12 +18,10 @@ pub(super) struct QuotaStream {
     /// when the grant labels anything: a write the mark does not let reach
     /// the mount is refused (soft).
     flow: Option<(Arc<FlowState>, Sink, String)>,
-    /// The hole a stream starting past the end leaves, charged with the
-    /// first bytes written (then 0).
-    hole: u64,
-    /// Started where no file can reach: every write fails as the OS's
-    /// would (`invalid`), nothing charged.
-    past_any_file: bool,
+    /// Where it started: the hole still to charge (with the first bytes
+    /// written, then 0), or where no file can reach (every write fails as
+    /// the OS's would, `invalid`, nothing charged).
+    start: Start,
 }
 
 /// Where a metered stream starts.
@@ -37,12 +35,15 @@ pub(super) enum Start {
 
 impl QuotaStream {
     fn charge(&mut self, n: usize) -> Result<(), StreamError> {
-        if self.past_any_file {
-            let invalid = std::io::Error::from_raw_os_error(libc::EINVAL);
-            return Err(StreamError::LastOperationFailed(wasmtime::Error::new(
-                invalid,
-            )));
-        }
+        let hole = match self.start {
+            Start::Hole(hole) => hole,
+            Start::PastAnyFile => {
+                let invalid = std::io::Error::from_raw_os_error(libc::EINVAL);
+                return Err(StreamError::LastOperationFailed(wasmtime::Error::new(
+                    invalid,
+                )));
+            }
+        };
         if let Some((flow, sink, name)) = &self.flow
             && let Err(d) = flow.stream_write(sink, crate::OpKind::FsWrite.name(), name)
         {
@@ -50,9 +51,9 @@ impl QuotaStream {
                 format!("flow_denied: {}", d.message),
             )));
         }
-        let due = (n as u64).saturating_add(self.hole);
+        let due = (n as u64).saturating_add(hole);
         if self.meter.try_bytes(due) {
-            self.hole = 0;
+            self.start = Start::Hole(0);
             Ok(())
         } else {
             Err(StreamError::Trap(wasmtime::Error::new(HardLimit(
@@ -114,11 +115,7 @@ pub(super) fn metered(
         inner,
         meter,
         flow,
-        hole: match start {
-            Start::Hole(n) => n,
-            Start::PastAnyFile => 0,
-        },
-        past_any_file: matches!(start, Start::PastAnyFile),
+        start,
     });
     Ok((Ok(state.table.push(wrapped)?),))
 }

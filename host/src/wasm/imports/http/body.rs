@@ -160,10 +160,16 @@ pub(super) fn whole_now(body: &mut HyperOutgoingBody) -> Option<Result<Vec<u8>, 
         Poll::Ready(Some(Ok(frame))) => {
             Some(Ok(frame.into_data().map(Vec::from).unwrap_or_default()))
         }
-        Poll::Ready(Some(Err(e))) => Some(Err(match e {
-            wasmtime_wasi_http::Error::InternalError(m) => ErrorCode::InternalError(m),
-            wasmtime_wasi_http::Error::HttpRequestBodySize(n) => ErrorCode::HttpRequestBodySize(n),
-            _ => ErrorCode::HttpRequestBodySize(None),
-        })),
+        Poll::Ready(Some(Err(e))) => Some(Err(failed(e))),
+    }
+}
+
+/// A collected body's failure as the guest is told it (0.2's and, through
+/// its code's twin, 0.3's).
+pub(super) fn failed(e: wasmtime_wasi_http::Error) -> ErrorCode {
+    match e {
+        wasmtime_wasi_http::Error::InternalError(m) => ErrorCode::InternalError(m),
+        wasmtime_wasi_http::Error::HttpRequestBodySize(n) => ErrorCode::HttpRequestBodySize(n),
+        _ => ErrorCode::HttpRequestBodySize(None),
     }
 }

@@ -173,16 +173,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
             // table. Their connect and first-byte timeouts go with the
             // request (each used when shorter than the wall budget left).
             let timeouts = match options {
-                Some(options) => {
-                    let o = store.data_mut().table.delete(options)?;
-                    let ms = |d: Option<Duration>| {
-                        d.map(|d| d.as_millis().min(u128::from(u64::MAX)) as u64)
-                    };
-                    crate::net::RequestTimeouts {
-                        connect_ms: ms(o.connect_timeout),
-                        first_byte_ms: ms(o.first_byte_timeout),
-                    }
-                }
+                Some(options) => timeouts(&store.data_mut().table.delete(options)?),
                 None => Default::default(),
             };
             match store.data_mut().handle(req, timeouts) {
@@ -373,6 +364,16 @@ fn head(req: HostOutgoingRequest) -> HttpResult<(FetchRequest, Option<HyperOutgo
     )
     .map_err(parts_error)?;
     Ok((head, req.body))
+}
+
+/// A request's connect and first-byte timeouts as the broker takes them
+/// (0.2's and 0.3's options alike).
+fn timeouts(o: &RequestOptions) -> crate::net::RequestTimeouts {
+    let ms = |d: Option<Duration>| d.map(|d| d.as_millis().min(u128::from(u64::MAX)) as u64);
+    crate::net::RequestTimeouts {
+        connect_ms: ms(o.connect_timeout),
+        first_byte_ms: ms(o.first_byte_timeout),
+    }
 }
 
 /// Why a request's parts cannot make a request, as wasi:http says it.

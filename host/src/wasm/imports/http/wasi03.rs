@@ -14,12 +14,11 @@
 
 use super::MAX_BODIES;
 use super::body::Collected;
-use crate::net::{FetchRequest, RequestTimeouts};
+use crate::net::FetchRequest;
 use crate::wasm::HostState;
 use http_body_util::BodyExt;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 use tokio::sync::oneshot;
 use wasmtime::component::{Accessor, Linker, Resource};
 use wasmtime_wasi_http::p2::bindings::http::types::ErrorCode as Code02;
@@ -82,7 +81,7 @@ async fn send(
     let body = match body.collect().await {
         Ok(b) => b.to_bytes().to_vec(),
         Err(e) => {
-            let code = from_error(e);
+            let code = to_03(super::body::failed(e));
             let _ = sent_tx.send(Err(code.clone().into()));
             return Ok(Err(code));
         }
@@ -131,22 +130,9 @@ fn head(req: &Request) -> Result<FetchRequest, Code02> {
     )
     .map_err(super::parts_error)?;
     if let Some(o) = &req.options {
-        let ms = |d: Option<Duration>| d.map(|d| d.as_millis().min(u128::from(u64::MAX)) as u64);
-        head.timeouts = RequestTimeouts {
-            connect_ms: ms(o.connect_timeout),
-            first_byte_ms: ms(o.first_byte_timeout),
-        };
+        head.timeouts = super::timeouts(o);
     }
     Ok(head)
-}
-
-/// A body's failure as the guest is told it.
-fn from_error(e: wasmtime_wasi_http::Error) -> ErrorCode {
-    match e {
-        wasmtime_wasi_http::Error::InternalError(m) => ErrorCode::InternalError(m),
-        wasmtime_wasi_http::Error::HttpRequestBodySize(n) => ErrorCode::HttpRequestBodySize(n),
-        _ => ErrorCode::HttpRequestBodySize(None),
-    }
 }
 
 /// The codes the gate's answer can carry (0.2's, as the door shares them
