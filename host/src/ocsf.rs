@@ -11,6 +11,8 @@
 //! | `fs_remove` | File System Activity (1001) | Delete (4) |
 //! | `net_fetch` | HTTP Activity (4002) | Other (99): the record does not keep the method |
 //! | `net_connect` | Network Activity (4001) | Open (1), `dst_endpoint` the host, port and address dialled |
+//! | `net_datagram` | Network Activity (4001) | Traffic (6), `dst_endpoint` the peer's host, port and address |
+//! | `net_listen` | Network Activity (4001) | Listen (7), `src_endpoint` the local address and port bound |
 //! | `net_lookup` | DNS Activity (4003) | Query (1), `query.hostname` the name |
 //! | `tool_call` | API Activity (6003) | Other (99), `api.operation` the tool |
 //! | `kv_get`/`kv_list`, `kv_put`, `kv_delete` | API Activity (6003) | Read (2), Update (3), Delete (4) |
@@ -76,6 +78,8 @@ fn activity_of(e: &AuditEvent) -> (u32, &'static str, Named) {
         "fs_remove" => (FS, (4, "Delete")),
         "net_fetch" => (HTTP, (99, "Other")),
         "net_connect" => (NETWORK, (1, "Open")),
+        "net_datagram" => (NETWORK, (6, "Traffic")),
+        "net_listen" => (NETWORK, (7, "Listen")),
         "net_lookup" => (DNS, (1, "Query")),
         "kv_get" | "kv_list" => (API, (2, "Read")),
         "kv_put" => (API, (3, "Update")),
@@ -238,6 +242,19 @@ pub fn event(e: &AuditEvent, ctx: &Context) -> Value {
             if let Some(addr) = dialled(e) {
                 put(
                     "dst_endpoint",
+                    json!({ "ip": addr.ip().to_string(), "port": addr.port() }),
+                );
+            }
+        }
+        4001 if e.op == OpKind::NetListen => {
+            // `tcp://ip:port` or `udp://ip:port`: the local side.
+            let bound = e
+                .target
+                .split_once("://")
+                .map_or(e.target.as_str(), |(_, a)| a);
+            if let Ok(addr) = bound.parse::<std::net::SocketAddr>() {
+                put(
+                    "src_endpoint",
                     json!({ "ip": addr.ip().to_string(), "port": addr.port() }),
                 );
             }

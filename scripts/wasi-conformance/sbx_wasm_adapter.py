@@ -52,15 +52,25 @@ def _toml_string(s: str) -> str:
     return json.dumps(s, ensure_ascii=False)
 
 
-def _caps(env: Dict[str, str], root: Optional[str]) -> str:
+# What a sockets test gets: its own loopback listeners and peers, TCP and
+# UDP, on both families, and nothing off this machine.
+SOCKETS_ALLOW = ["tcp://127.0.0.1:*", "tcp://[::1]:*", "udp://127.0.0.1:*", "udp://[::1]:*"]
+SOCKETS_LISTEN = ["127.0.0.1:*", "[::1]:*"]
+
+
+def _caps(env: Dict[str, str], root: Optional[str], sockets: bool) -> str:
     lines = []
     if root:
         host = os.path.abspath(root)
         lines += ["[fs]", f"write = [{{ host = {_toml_string(host)}, guest = \"/\" }}]"]
     servers = sorted(v for k, v in env.items() if k.startswith("HTTP_SERVER_"))
-    if servers:
-        allow = ", ".join(_toml_string(f"http://{s}") for s in servers)
+    rules = [f"http://{s}" for s in servers] + (SOCKETS_ALLOW if sockets else [])
+    if rules:
+        allow = ", ".join(_toml_string(r) for r in rules)
         lines += ["[net]", f"allow = [{allow}]"]
+        if sockets:
+            listen = ", ".join(_toml_string(r) for r in SOCKETS_LISTEN)
+            lines.append(f"listen = [{listen}]")
     if env:
         lines.append("[env]")
         lines += [f"{_toml_string(k)} = {_toml_string(v)}" for k, v in sorted(env.items())]
@@ -74,7 +84,7 @@ def compute_argv(test_path: str,
                  wasi_world: str,
                  wasi_version: str) -> List[str]:
     args, env, root = args_env_root
-    text = _caps(env, root)
+    text = _caps(env, root, "sockets" in proposals)
     key = hashlib.sha256((test_path + text).encode()).hexdigest()[:16]
     WORK.mkdir(parents=True, exist_ok=True)
     caps = WORK / f"{key}.toml"

@@ -48,6 +48,12 @@ pub enum OpKind {
     NetLookup,
     /// A component's TCP connection through `wasi:sockets` (`net_connect`).
     NetConnect,
+    /// A component's UDP peer through `wasi:sockets` (`net_datagram`): its
+    /// datagrams to and from one address, decided once a run.
+    NetDatagram,
+    /// A component's bind of a loopback address through `wasi:sockets`,
+    /// to listen (TCP) or to receive datagrams (UDP) there (`net_listen`).
+    NetListen,
     /// A tool call (`tool_call`).
     ToolCall,
     /// Read a key of the run's key-value store (`kv_get`).
@@ -72,6 +78,8 @@ impl OpKind {
         OpKind::NetFetch,
         OpKind::NetLookup,
         OpKind::NetConnect,
+        OpKind::NetDatagram,
+        OpKind::NetListen,
         OpKind::ToolCall,
         OpKind::KvGet,
         OpKind::KvPut,
@@ -91,6 +99,8 @@ impl OpKind {
             OpKind::NetFetch => "net_fetch",
             OpKind::NetLookup => "net_lookup",
             OpKind::NetConnect => "net_connect",
+            OpKind::NetDatagram => "net_datagram",
+            OpKind::NetListen => "net_listen",
             OpKind::ToolCall => "tool_call",
             OpKind::KvGet => "kv_get",
             OpKind::KvPut => "kv_put",
@@ -114,7 +124,11 @@ impl OpKind {
             | OpKind::FsStat
             | OpKind::FsRemove
             | OpKind::FsMkdir => "fs",
-            OpKind::NetFetch | OpKind::NetLookup | OpKind::NetConnect => "net",
+            OpKind::NetFetch
+            | OpKind::NetLookup
+            | OpKind::NetConnect
+            | OpKind::NetDatagram
+            | OpKind::NetListen => "net",
             OpKind::ToolCall => "tools",
             OpKind::KvGet | OpKind::KvPut | OpKind::KvDelete | OpKind::KvList => "kv",
         }
@@ -135,6 +149,8 @@ impl OpKind {
             | OpKind::NetFetch
             | OpKind::NetLookup
             | OpKind::NetConnect
+            | OpKind::NetDatagram
+            | OpKind::NetListen
             | OpKind::ToolCall
             | OpKind::KvGet
             | OpKind::KvList => false,
@@ -154,6 +170,8 @@ impl OpKind {
             | OpKind::NetFetch
             | OpKind::NetLookup
             | OpKind::NetConnect
+            | OpKind::NetDatagram
+            | OpKind::NetListen
             | OpKind::ToolCall
             | OpKind::KvPut
             | OpKind::KvDelete => false,
@@ -161,11 +179,14 @@ impl OpKind {
     }
 
     /// Whether a plan may ask for it. A component's socket calls
-    /// (`net_lookup`, `net_connect`) are decided by the gate and audited
-    /// like every op, but only a socket can use what they allow, so a plan
-    /// cannot name them.
+    /// (`net_lookup`, `net_connect`, `net_datagram`, `net_listen`) are
+    /// decided by the gate and audited like every op, but only a socket can
+    /// use what they allow, so a plan cannot name them.
     pub fn plannable(self) -> bool {
-        !matches!(self, OpKind::NetLookup | OpKind::NetConnect)
+        !matches!(
+            self,
+            OpKind::NetLookup | OpKind::NetConnect | OpKind::NetDatagram | OpKind::NetListen
+        )
     }
 
     /// What it does, in a few words (for a tool listing or a summary).
@@ -178,8 +199,14 @@ impl OpKind {
             OpKind::FsRemove => "Remove a file or an empty folder",
             OpKind::FsMkdir => "Make a folder",
             OpKind::NetFetch => "Fetch an HTTP or HTTPS URL the grant's egress rules allow",
-            OpKind::NetLookup => "Look up a name a tcp rule covers (a component's sockets)",
+            OpKind::NetLookup => "Look up a name a tcp or udp rule covers (a component's sockets)",
             OpKind::NetConnect => "Open a TCP connection a tcp rule allows (a component's sockets)",
+            OpKind::NetDatagram => {
+                "Exchange UDP datagrams with a peer a udp rule allows (a component's sockets)"
+            }
+            OpKind::NetListen => {
+                "Bind a loopback address a listen rule allows (a component's sockets)"
+            }
             OpKind::ToolCall => "Call a granted tool",
             OpKind::KvGet => "Read a key of the key-value store",
             OpKind::KvPut => "Set a key of the key-value store",

@@ -198,6 +198,15 @@ impl CapabilitiesBuilder {
         self
     }
 
+    /// Let a component's sockets bind the loopback address `rule`
+    /// (`127.0.0.1:8080`, `[::1]:*`; see
+    /// [`LISTEN_FORM`](crate::net::LISTEN_FORM)): listen there over TCP,
+    /// or receive datagrams there over UDP.
+    pub fn allow_listen(mut self, rule: impl Into<String>) -> Self {
+        self.egress.listen(rule.into());
+        self
+    }
+
     /// Follow up to `n` redirects per fetch (default 0, at most
     /// [`LIMIT_MAX_REDIRECTS`](crate::net::LIMIT_MAX_REDIRECTS)); every hop
     /// passes the whole egress decision.

@@ -97,6 +97,25 @@ fn effective_grant_round_trips() {
 }
 
 #[test]
+fn socket_rules_and_listen_addresses_load_and_round_trip() {
+    let t = Tree::new();
+    let caps = t
+        .load(
+            "[net]\nallow = [\"udp://127.0.0.1:*\"]\nlisten = [\"127.0.0.1:*\", \"[::1]:8080\"]\n",
+        )
+        .unwrap();
+    let e = caps.egress();
+    assert!(e.grants_udp() && e.grants_sockets());
+    assert!(e.listen_rule("127.0.0.1:0".parse().unwrap()).is_some());
+    assert!(e.listen_rule("[::1]:8081".parse().unwrap()).is_none());
+    let again = Capabilities::from_toml(&caps.to_toml(), Path::new("/nonexistent"), None).unwrap();
+    assert_eq!(caps, again);
+    // No socket rule, no listen address: no socket at all.
+    let none = t.load("[net]\nallow = [\"https://x.test\"]\n").unwrap();
+    assert!(!none.egress().grants_sockets() && !none.egress().grants_udp());
+}
+
+#[test]
 fn errors_name_the_file_the_key_and_the_form() {
     let t = Tree::new();
     let cases: &[(&str, &[&str])] = &[
@@ -154,9 +173,13 @@ fn errors_name_the_file_the_key_and_the_form() {
             "[net]\nallow = [\"ftp://x.com\"]\n",
             &[
                 "`net.allow[0]`",
-                "http, https or tcp",
+                "http, https, tcp or udp",
                 "scheme://host[:port]",
             ],
+        ),
+        (
+            "[net]\nlisten = [\"0.0.0.0:8080\"]\n",
+            &["`net.listen[0]`", "not a loopback address", "127.0.0.1:*"],
         ),
         (
             "[net]\nallow = [\"https://x.com/path\"]\n",

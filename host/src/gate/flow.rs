@@ -20,7 +20,7 @@ fn sent(op: &Op) -> Vec<&[u8]> {
             parts
         }
         Op::Tool(call) => vec![call.input.as_bytes()],
-        Op::Socket(s) if s.is_connect() => vec![op.target().as_bytes()],
+        Op::Socket(s) if s.reaches_peer() => vec![op.target().as_bytes()],
         Op::Fs(crate::fs::FsOp::Write { content, .. }) => vec![content.as_slice()],
         _ => Vec::new(),
     }
@@ -129,7 +129,7 @@ impl Sandbox {
             Op::Net(_) => Some(Sink::Egress(rule.to_string())),
             // A connection sends what the guest writes to it, unseen by
             // the gate: decided as a sink when it opens.
-            Op::Socket(s) if s.is_connect() => Some(Sink::Egress(rule.to_string())),
+            Op::Socket(s) if s.reaches_peer() => Some(Sink::Egress(rule.to_string())),
             Op::Tool(call) => Some(Sink::Tool(call.name.clone())),
             Op::Kv(_) if op.op_kind().is_some_and(OpKind::writes) => Some(Sink::Kv),
             _ => None,
@@ -146,7 +146,7 @@ impl Sandbox {
                 Some(Source::Mount(mount.mount.guest.to_string()))
             }
             Op::Net(_) => Some(Source::Egress(rule.to_string())),
-            Op::Socket(s) if s.is_connect() => Some(Source::Egress(rule.to_string())),
+            Op::Socket(s) if s.reaches_peer() => Some(Source::Egress(rule.to_string())),
             Op::Tool(call) => Some(Source::Tool(call.name.clone())),
             _ => None,
         }

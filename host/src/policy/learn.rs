@@ -66,8 +66,11 @@ enum Need<'a> {
     Folder((bool, String, PathBuf), &'a str),
     /// A fetch of this URL.
     Origin(&'a str),
-    /// A TCP connection to this `host:port`, and the address dialled.
-    Connect(&'a str, Option<&'a str>),
+    /// A TCP connection (`tcp`) or a UDP peer (`udp`) at this
+    /// `host:port`, and the address dialled.
+    Connect(&'static str, &'a str, Option<&'a str>),
+    /// A bind of this `tcp://ip:port` or `udp://ip:port`.
+    Listen(&'a str),
     /// A lookup of this name (covered by a connection's rule, when the run
     /// made one to it).
     Lookup(&'a str),
@@ -97,7 +100,9 @@ fn need(e: &AuditEvent) -> Option<Need<'_>> {
             Need::Folder((true, g, h), parent(&e.target))
         }
         OpKind::NetFetch => Need::Origin(&e.target),
-        OpKind::NetConnect => Need::Connect(&e.target, e.address.as_deref()),
+        OpKind::NetConnect => Need::Connect("tcp", &e.target, e.address.as_deref()),
+        OpKind::NetDatagram => Need::Connect("udp", &e.target, e.address.as_deref()),
+        OpKind::NetListen => Need::Listen(&e.target),
         OpKind::NetLookup => Need::Lookup(&e.target),
         OpKind::ToolCall => Need::Tool(&e.target),
         OpKind::KvGet | OpKind::KvPut | OpKind::KvDelete | OpKind::KvList => Need::Kv,
@@ -176,8 +181,12 @@ pub fn learn(audit: &[AuditEvent], report: Option<&RunReport>) -> Result<Learned
             .collect(),
         origin: &origin,
     };
-    for o in origins.into_iter().chain(tcp_rules(audit)) {
+    let (socket_rules, listen) = socket_rules(audit);
+    for o in origins.into_iter().chain(socket_rules) {
         b = b.allow_egress(o);
+    }
+    for l in listen {
+        b = b.allow_listen(l);
     }
     let tools: BTreeSet<&str> = allowed()
         .filter_map(|e| match need(e) {
@@ -222,24 +231,32 @@ pub fn learn(audit: &[AuditEvent], report: Option<&RunReport>) -> Result<Learned
     Ok(Learned { toml, caps })
 }
 
-/// The tcp rules a drafted grant allows the run's connections by: each
-/// `host:port` connected to, the address itself too when a name gave a
-/// special-purpose one (which only an IP rule allows), and a name looked
-/// up but never connected to at any port.
-fn tcp_rules(audit: &[AuditEvent]) -> BTreeSet<String> {
+/// The socket rules a drafted grant allows the run's sockets by: each
+/// `host:port` connected to (tcp) or exchanged datagrams with (udp), the
+/// address itself too when a name gave a special-purpose one (which only
+/// an IP rule allows), and a name looked up but never dialled at any
+/// port; and the listen rules of its binds, as bound (an ephemeral bind
+/// as port 0).
+fn socket_rules(audit: &[AuditEvent]) -> (BTreeSet<String>, BTreeSet<String>) {
     let mut rules = BTreeSet::new();
+    let mut listen = BTreeSet::new();
     let mut connected = BTreeSet::new();
     let mut looked_up = BTreeSet::new();
     for e in audit.iter().filter(|e| passed(e)) {
         match need(e) {
-            Some(Need::Connect(target, address)) => {
-                rules.insert(format!("tcp://{target}"));
+            Some(Need::Connect(scheme, target, address)) => {
+                rules.insert(format!("{scheme}://{target}"));
                 connected.insert(target.rsplit_once(':').map_or(target, |(h, _)| h));
                 let special = address
                     .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
                     .filter(|a| crate::net::special_range(a.ip()).is_some());
                 if let Some(a) = special {
-                    rules.insert(format!("tcp://{a}"));
+                    rules.insert(format!("{scheme}://{a}"));
+                }
+            }
+            Some(Need::Listen(target)) => {
+                if let Some((_, addr)) = target.split_once("://") {
+                    listen.insert(addr.to_string());
                 }
             }
             Some(Need::Lookup(name)) => {
@@ -251,7 +268,7 @@ fn tcp_rules(audit: &[AuditEvent]) -> BTreeSet<String> {
     for name in looked_up.difference(&connected) {
         rules.insert(format!("tcp://{name}:*"));
     }
-    rules
+    (rules, listen)
 }
 
 /// The egress rule a drafted grant allows `url` by: its exact origin.

@@ -33,6 +33,7 @@ impl Drafted<'_> {
         match kind.capability() {
             "fs" => self.mount(&e.target),
             "net" if kind == OpKind::NetConnect => Some(format!("tcp://{}", e.target)),
+            "net" if kind == OpKind::NetDatagram => Some(format!("udp://{}", e.target)),
             "net" if kind == OpKind::NetFetch => (self.origin)(&e.target),
             "net" => None,
             "tools" => Some(format!("tool:{}", e.target)),
@@ -61,7 +62,7 @@ pub(super) fn learn_flow(
         let sends = kind.writes()
             || matches!(
                 kind,
-                OpKind::NetFetch | OpKind::NetConnect | OpKind::ToolCall
+                OpKind::NetFetch | OpKind::NetConnect | OpKind::NetDatagram | OpKind::ToolCall
             );
         if sends && let Some(sink) = drafted.place(e, kind) {
             for l in &held {

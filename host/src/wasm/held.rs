@@ -57,9 +57,9 @@ impl Held {
     }
 
     /// `rep` is gone (a rep the run did not hold, such as a preopen, is
-    /// ignored: only what `hold` counted is released).
-    pub(crate) fn release(&mut self, rep: u32) {
-        self.reps.remove(&rep);
+    /// ignored: only what `hold` counted is released); whether it held it.
+    pub(crate) fn release(&mut self, rep: u32) -> bool {
+        self.reps.remove(&rep)
     }
 }
 

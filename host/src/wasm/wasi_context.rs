@@ -98,9 +98,12 @@ impl WasmHost {
         }
         // wasmtime-wasi's defaults are no TCP, no UDP, no lookups (the
         // door replaces those) and an address check that refuses all.
-        let tcp = if opts.caps.egress().grants_sockets() {
-            let (door, check) = SocketDoor::granted(meter.clone());
-            wasi.allow_tcp(true).socket_addr_check(check);
+        let egress = opts.caps.egress();
+        let tcp = if egress.grants_sockets() || egress.grants_udp() {
+            let (door, check) = SocketDoor::granted(meter.clone(), egress);
+            wasi.allow_tcp(egress.grants_sockets())
+                .allow_udp(egress.grants_udp())
+                .socket_addr_check(check);
             door
         } else {
             SocketDoor::default()

@@ -19,6 +19,7 @@ mod javascript;
 mod javascript_errors;
 mod kernel;
 mod kv;
+mod listen;
 mod mcp;
 mod policy;
 mod pool_swap;

@@ -6,6 +6,8 @@
 //! - `drain HOST:PORT`: connect, send `big`, read until the server closes;
 //! - `lookup NAME`: look `NAME` up; prints how many addresses came back;
 //! - `listen ADDR`: bind a listener at `ADDR`;
+//! - `self ADDR`: listen at `ADDR`, connect to that listener, send `ping`,
+//!   accept and read what arrived;
 //! - `udp ADDR`: bind a UDP socket at `ADDR`;
 //! - `hold HOST:PORT N`: connect `N` times, keeping every connection open;
 //!   prints how many connected and the first error, then whether one more
@@ -37,6 +39,16 @@ fn step(words: &[&str]) -> Result<String, std::io::Error> {
             Ok(format!("{n} addresses"))
         }
         ["listen", addr] => TcpListener::bind(*addr).map(|_| "listening".to_string()),
+        ["self", addr] => {
+            let listener = TcpListener::bind(*addr)?;
+            let mut client = TcpStream::connect(listener.local_addr()?)?;
+            client.write_all(b"ping")?;
+            drop(client);
+            let (mut accepted, _) = listener.accept()?;
+            let mut got = String::new();
+            accepted.read_to_string(&mut got)?;
+            Ok(format!("got {got}"))
+        }
         ["udp", addr] => UdpSocket::bind(*addr).map(|_| "bound".to_string()),
         ["hold", target, n] => {
             let n: usize = n.parse().unwrap_or(1);

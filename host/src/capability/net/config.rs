@@ -4,20 +4,24 @@
 //!
 //! ```toml
 //! [net]
-//! allow = ["https://api.example.com", "http://127.0.0.1:8080/v1/*"]
+//! allow = ["https://api.example.com", "tcp://db.internal:5432"]
+//! listen = ["127.0.0.1:*"]
 //! max_redirects = 3
 //! ```
 
-use super::{Egress, EgressRule, LIMIT_MAX_REDIRECTS, RULE_FORM};
+use super::{Egress, EgressRule, LIMIT_MAX_REDIRECTS, LISTEN_FORM, ListenRule, RULE_FORM};
 use crate::error::{CapsError, non_negative};
 use serde::{Deserialize, Serialize};
 
-/// `[net]`: allow rules, redirects, the loudly named allow-all switch.
+/// `[net]`: allow rules, listen addresses, redirects, the loudly named
+/// allow-all switch.
 #[derive(Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct NetSection {
     #[serde(default)]
     allow: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    listen: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     max_redirects: Option<i64>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -28,6 +32,7 @@ pub(crate) struct NetSection {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct RequestedEgress {
     rules: Vec<String>,
+    listen: Vec<String>,
     max_redirects: u32,
     allow_all: bool,
 }
@@ -36,6 +41,7 @@ impl NetSection {
     /// Request this section's grant.
     pub(crate) fn apply(self, to: &mut RequestedEgress) -> Result<(), CapsError> {
         to.rules.extend(self.allow);
+        to.listen.extend(self.listen);
         if let Some(n) = non_negative("net.max_redirects", self.max_redirects)? {
             to.max_redirects = u32::try_from(n).unwrap_or(u32::MAX);
         }
@@ -51,6 +57,11 @@ impl NetSection {
                 .iter()
                 .map(|r| r.as_str().to_string())
                 .collect(),
+            listen: egress
+                .listen()
+                .iter()
+                .map(|r| r.as_str().to_string())
+                .collect(),
             max_redirects: Some(i64::from(egress.max_redirects())),
             dangerous_allow_all: egress.allows_all(),
         }
@@ -61,6 +72,11 @@ impl RequestedEgress {
     /// Allow fetches matching `rule`.
     pub(crate) fn allow(&mut self, rule: String) {
         self.rules.push(rule);
+    }
+
+    /// Let a component's sockets bind the loopback address `rule`.
+    pub(crate) fn listen(&mut self, rule: String) {
+        self.listen.push(rule);
     }
 
     /// Follow up to `n` redirects per fetch.
@@ -79,6 +95,16 @@ impl RequestedEgress {
         for (i, text) in self.rules.iter().enumerate() {
             rules.push(parse_rule(format!("net.allow[{i}]"), text)?);
         }
+        let mut listen = Vec::new();
+        for (i, text) in self.listen.iter().enumerate() {
+            listen.push(ListenRule::parse(text).map_err(|e| {
+                CapsError::invalid(
+                    format!("net.listen[{i}]"),
+                    format!("{text:?}: {e}"),
+                    LISTEN_FORM,
+                )
+            })?);
+        }
         if self.max_redirects > LIMIT_MAX_REDIRECTS {
             return Err(CapsError::invalid(
                 "net.max_redirects",
@@ -95,6 +121,7 @@ impl RequestedEgress {
         }
         Ok(Egress {
             rules,
+            listen,
             dangerous_allow_all: self.allow_all,
             max_redirects: self.max_redirects,
         })

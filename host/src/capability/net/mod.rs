@@ -9,6 +9,7 @@ mod fetch;
 mod http;
 #[cfg(feature = "wasm")]
 pub(crate) mod kernel;
+mod listen;
 mod plan;
 mod request;
 mod resolve;
@@ -22,6 +23,7 @@ pub(crate) use check::check_fetch;
 pub(crate) use effect::fetch;
 pub(crate) use fetch::{FetchFailure, gated_fetch};
 pub use http::HttpNet;
+pub use listen::{LISTEN_FORM, ListenRule};
 pub(crate) use plan::{aimed_at, from_plan, plan_schema};
 pub(crate) use request::check_request;
 pub use request::{
@@ -46,11 +48,12 @@ use url::{Host, Url};
 /// Most redirects a caps file may allow following.
 pub const LIMIT_MAX_REDIRECTS: u32 = 10;
 
-/// The egress grant: allow rules, the redirect limit, and the loudly named
-/// allow-all switch.
+/// The egress grant: allow rules, the loopback addresses a component may
+/// listen on, the redirect limit, and the loudly named allow-all switch.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Egress {
     pub(crate) rules: Vec<EgressRule>,
+    pub(crate) listen: Vec<ListenRule>,
     pub(crate) dangerous_allow_all: bool,
     pub(crate) max_redirects: u32,
 }
@@ -85,6 +88,12 @@ impl Egress {
     /// The allow rules, in caps-file order.
     pub fn rules(&self) -> &[EgressRule] {
         &self.rules
+    }
+
+    /// The loopback addresses a component's sockets may bind, in
+    /// caps-file order.
+    pub fn listen(&self) -> &[ListenRule] {
+        &self.listen
     }
 
     /// Whether every http(s) URL is allowed.

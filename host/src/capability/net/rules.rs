@@ -1,8 +1,9 @@
 //! Egress allow rules: `scheme://host[:port]` where host is a name, a `*.`
 //! subdomain wildcard, an IP literal or a CIDR range; and the match of a
 //! parsed URL against them. A `tcp://host:port` rule allows a component's
-//! TCP connection (`wasi:sockets`), never an HTTP request, and an http(s)
-//! rule never allows a connection: the scheme is part of every match.
+//! TCP connection (`wasi:sockets`) and a `udp://host:port` rule its
+//! datagrams to and from that peer, never an HTTP request; an http(s) rule
+//! never allows a socket: the scheme is part of every match.
 //!
 //! URLs are parsed with the `url` crate (WHATWG), so `http://ok@evil.com`,
 //! backslashes, `#`/`?` tricks, IDN and exotic IPv4 spellings all reduce to
@@ -14,10 +15,10 @@ use std::net::IpAddr;
 use url::{Host, Url};
 
 /// The accepted form of a rule, quoted in errors.
-pub const RULE_FORM: &str = "scheme://host[:port] with scheme http, https or tcp; host a name \
-(api.example.com), a subdomain wildcard (*.example.com), an IP (127.0.0.1, [::1]) or a \
+pub const RULE_FORM: &str = "scheme://host[:port] with scheme http, https, tcp or udp; host a \
+name (api.example.com), a subdomain wildcard (*.example.com), an IP (127.0.0.1, [::1]) or a \
 CIDR range (10.0.0.0/8, [fd00::/8]); port a number or * (default: the scheme's port; a tcp \
-rule must name its port)";
+or udp rule must name its port)";
 
 /// URL schemes a rule may name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -29,6 +30,9 @@ pub enum Scheme {
     /// `tcp`: a TCP connection from a component's sockets (no default
     /// port: a rule names one, or `*`).
     Tcp,
+    /// `udp`: datagrams to and from a peer of a component's sockets (no
+    /// default port either).
+    Udp,
 }
 
 impl Scheme {
@@ -37,6 +41,7 @@ impl Scheme {
             "http" => Some(Scheme::Http),
             "https" => Some(Scheme::Https),
             "tcp" => Some(Scheme::Tcp),
+            "udp" => Some(Scheme::Udp),
             _ => None,
         }
     }
@@ -47,24 +52,31 @@ impl Scheme {
             Scheme::Http => "http",
             Scheme::Https => "https",
             Scheme::Tcp => "tcp",
+            Scheme::Udp => "udp",
         }
     }
 
-    /// 80 or 443; 0 for `tcp`, which has none (its rules name a port).
+    /// 80 or 443; 0 for `tcp` and `udp`, which have none (their rules name
+    /// a port).
     pub fn default_port(self) -> u16 {
         match self {
             Scheme::Http => 80,
             Scheme::Https => 443,
-            Scheme::Tcp => 0,
+            Scheme::Tcp | Scheme::Udp => 0,
         }
     }
 
-    /// The scheme a host is read under: `tcp` hosts as `http` hosts (IDN,
+    /// Whether it is a socket's scheme (`tcp`, `udp`), not a fetch's.
+    pub fn is_socket(self) -> bool {
+        matches!(self, Scheme::Tcp | Scheme::Udp)
+    }
+
+    /// The scheme a host is read under: socket hosts as `http` hosts (IDN,
     /// lowercase, IPv4 spellings), since the URL parser leaves the hosts of
     /// schemes it does not know as written.
     fn host_scheme(self) -> &'static str {
         match self {
-            Scheme::Tcp => "http",
+            Scheme::Tcp | Scheme::Udp => "http",
             s => s.as_str(),
         }
     }
@@ -159,7 +171,7 @@ impl EgressRule {
             return err("missing `scheme://`");
         };
         let Some(scheme) = Scheme::parse(&scheme.to_ascii_lowercase()) else {
-            return err(format!("scheme {scheme:?} is not http, https or tcp"));
+            return err(format!("scheme {scheme:?} is not http, https, tcp or udp"));
         };
         let rest = rest.strip_suffix('/').unwrap_or(rest);
         if rest.is_empty() {
@@ -189,8 +201,11 @@ impl EgressRule {
             }
         };
         let port = match port {
-            None if scheme == Scheme::Tcp => {
-                return err("a tcp rule names its port (`tcp://db.example.com:5432`, or `:*`)");
+            None if scheme.is_socket() => {
+                return err(format!(
+                    "a {0} rule names its port (`{0}://db.example.com:5432`, or `:*`)",
+                    scheme.as_str()
+                ));
             }
             None => PortPattern::Port(scheme.default_port()),
             Some("*") => PortPattern::Any,
@@ -259,11 +274,12 @@ impl EgressRule {
         url.scheme() == self.scheme.as_str() && self.covers(url)
     }
 
-    /// Whether this `tcp` rule allows a connection to `host` (a name or an
-    /// IP literal, `[...]` for IPv6) at `port`. Always false for an http(s)
-    /// rule.
-    pub fn allows_connect(&self, host: &str, port: u16) -> bool {
-        self.scheme == Scheme::Tcp
+    /// Whether this rule, of the socket scheme `scheme` (`tcp` or `udp`),
+    /// allows a connection or datagrams to `host` (a name or an IP literal,
+    /// `[...]` for IPv6) at `port`. Always false for an http(s) rule.
+    pub fn allows_peer(&self, scheme: Scheme, host: &str, port: u16) -> bool {
+        self.scheme == scheme
+            && scheme.is_socket()
             && plain_host(host)
             && Url::parse(&format!("http://{host}:{port}/")).is_ok_and(|probe| {
                 // The probe's port is the one asked for (the URL drops an

@@ -1,18 +1,20 @@
-//! The network capability's TCP part: a component's `wasi:sockets` name
-//! lookups and connections, decided by the grant's `tcp://host:port` rules
-//! (no rule, no socket; an http(s) rule never allows one).
+//! The network capability's socket part: a component's `wasi:sockets`
+//! name lookups, TCP connections and UDP peers, decided by the grant's
+//! `tcp://host:port` and `udp://host:port` rules (no rule, no socket; an
+//! http(s) rule never allows one), and its binds, decided by the
+//! `net.listen` loopback addresses.
 //!
-//! A lookup is allowed for a name some tcp rule covers (at any of its
-//! ports), and is answered by the broker's resolver, once. A connection is
-//! decided on the address the guest dials: it must come from an allowed
-//! lookup of a name whose rule covers the port (a special-purpose address,
-//! loopback or private, only when an IP or CIDR tcp rule names it, as for
-//! fetches), or be an IP literal an IP or CIDR tcp rule covers. The guest
-//! dials exactly the address decided; no name is looked up again between
-//! decision and connection, so DNS rebinding gets nowhere.
-
+//! A lookup is allowed for a name some socket rule covers (at any of its
+//! ports), and is answered by the broker's resolver, once. A connection
+//! (or a UDP peer) is decided on the address the guest dials: it must come
+//! from an allowed lookup of a name whose rule covers the port (a
+//! special-purpose address, loopback or private, only when an IP or CIDR
+//! rule names it, as for fetches), or be an IP literal an IP or CIDR rule
+//! covers. The guest dials exactly the address decided; no name is looked
+//! up again between decision and connection, so DNS rebinding gets
+//! nowhere. A bind names a local address; only a listen rule allows one.
 use super::rules::canonical_ip;
-use super::{Egress, special_range};
+use super::{Egress, Scheme, special_range};
 use crate::capability::{Grant, Held, Lent, OpKind, Output, Permit, Request, Trace};
 use crate::failure::{ErrorKind, Failure, OpError};
 use crate::violation::{Denial, Violation};
@@ -24,25 +26,31 @@ pub const MAX_LOOKUP_ADDRESSES: usize = 32;
 /// The longest one lookup may take, whatever is left of the wall budget.
 const LOOKUP_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A socket request of a component: a name lookup or a TCP connection.
+/// A socket request of a component: a name lookup, a TCP connection, a
+/// UDP peer, or a bind of a local address.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SocketOp {
     what: What,
-    /// `name`, or `host:port` (`[v6]:port`).
+    /// `name`; `host:port` (`[v6]:port`) for a connection or a peer;
+    /// `tcp://ip:port` or `udp://ip:port` for a bind.
     target: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum What {
     Lookup,
+    /// A TCP connection (`Scheme::Tcp`) or a UDP peer (`Scheme::Udp`).
     /// `host` is the looked-up name the address came from, or the address
     /// itself; `addr` the address to dial (none when only the rules are
     /// asked, as `check --explain` does).
     Connect {
+        scheme: Scheme,
         host: String,
         port: u16,
         addr: Option<IpAddr>,
     },
+    /// A bind of a local address, for TCP or UDP.
+    Bind(SocketAddr),
 }
 
 impl SocketOp {
@@ -58,11 +66,33 @@ impl SocketOp {
     /// Connect to `addr` at `port`; `name` is the name whose lookup gave
     /// the address, if one did.
     pub fn connect(name: Option<&str>, addr: IpAddr, port: u16) -> Self {
+        Self::peer(Scheme::Tcp, name, addr, port)
+    }
+
+    /// Exchange UDP datagrams with `addr` at `port`; `name` as for
+    /// [`connect`](Self::connect).
+    pub fn datagram(name: Option<&str>, addr: IpAddr, port: u16) -> Self {
+        Self::peer(Scheme::Udp, name, addr, port)
+    }
+
+    /// Bind the local address `addr` (port 0: an ephemeral port) for a TCP
+    /// socket (to listen, or to connect from) or a UDP one (`udp`).
+    pub fn bind(addr: SocketAddr, udp: bool) -> Self {
+        let addr = SocketAddr::new(canonical_ip(addr.ip()), addr.port());
+        let scheme = if udp { Scheme::Udp } else { Scheme::Tcp };
+        SocketOp {
+            target: format!("{}://{addr}", scheme.as_str()),
+            what: What::Bind(addr),
+        }
+    }
+
+    fn peer(scheme: Scheme, name: Option<&str>, addr: IpAddr, port: u16) -> Self {
         let addr = canonical_ip(addr);
         let host = name.map_or_else(|| bracketed(addr), str::to_string);
         SocketOp {
             target: format!("{host}:{port}"),
             what: What::Connect {
+                scheme,
                 host,
                 port,
                 addr: Some(addr),
@@ -81,6 +111,7 @@ impl SocketOp {
         Some(SocketOp {
             target: target.to_string(),
             what: What::Connect {
+                scheme: Scheme::Tcp,
                 host: host.to_string(),
                 port,
                 addr: None,
@@ -88,7 +119,7 @@ impl SocketOp {
         })
     }
 
-    /// The address a connection dials, if it names one.
+    /// The address a connection dials or a bind binds, if it names one.
     pub fn address(&self) -> Option<SocketAddr> {
         match &self.what {
             What::Connect {
@@ -96,12 +127,15 @@ impl SocketOp {
                 addr: Some(ip),
                 ..
             } => Some(SocketAddr::new(*ip, *port)),
+            What::Bind(addr) => Some(*addr),
             _ => None,
         }
     }
 
-    /// Whether it is a connection (else a lookup).
-    pub fn is_connect(&self) -> bool {
+    /// Whether it reaches another host: a TCP connection or a UDP peer
+    /// (else a lookup or a bind), so the flow rules see it as a sink and
+    /// a source.
+    pub fn reaches_peer(&self) -> bool {
         matches!(self.what, What::Connect { .. })
     }
 }
@@ -118,13 +152,19 @@ impl Egress {
     /// The tcp rule that allows a connection to `host` (a name or an IP
     /// literal) at `port`, if one does.
     pub fn connect_rule(&self, host: &str, port: u16) -> Option<&str> {
+        self.peer_rule(Scheme::Tcp, host, port)
+    }
+
+    /// The rule of the socket scheme `scheme` that allows `host` at
+    /// `port`, if one does.
+    pub fn peer_rule(&self, scheme: Scheme, host: &str, port: u16) -> Option<&str> {
         self.rules
             .iter()
-            .find(|r| r.allows_connect(host, port))
+            .find(|r| r.allows_peer(scheme, host, port))
             .map(|r| r.as_str())
     }
 
-    /// The tcp rule that covers `name` at any port, if one does.
+    /// The tcp or udp rule that covers `name` at any port, if one does.
     fn lookup_rule(&self, name: &str) -> Option<&str> {
         self.rules
             .iter()
@@ -133,14 +173,29 @@ impl Egress {
                     super::PortPattern::Port(p) => p,
                     super::PortPattern::Any => 1,
                 };
-                r.allows_connect(name, port)
+                r.allows_peer(r.scheme(), name, port)
             })
             .map(|r| r.as_str())
     }
 
-    /// Whether any tcp rule is granted (else a component gets no socket).
+    /// The listen rule that allows binding `addr`, if one does.
+    pub fn listen_rule(&self, addr: SocketAddr) -> Option<&str> {
+        self.listen
+            .iter()
+            .find(|r| r.covers(addr))
+            .map(|r| r.as_str())
+    }
+
+    /// Whether any tcp rule or listen address is granted (else a
+    /// component gets no TCP socket).
     pub fn grants_sockets(&self) -> bool {
-        self.rules.iter().any(|r| r.scheme() == super::Scheme::Tcp)
+        !self.listen.is_empty() || self.rules.iter().any(|r| r.scheme() == Scheme::Tcp)
+    }
+
+    /// Whether any udp rule is granted (else a component gets no UDP
+    /// socket).
+    pub fn grants_udp(&self) -> bool {
+        self.rules.iter().any(|r| r.scheme() == Scheme::Udp)
     }
 }
 
@@ -148,18 +203,21 @@ fn denied(message: String) -> Denial {
     Denial::new(Violation::EgressDenied, message)
 }
 
-/// The check of a connection: the rule for host and port, then, for an
-/// address a name gave, the special-purpose address check.
+/// The check of a connection or a UDP peer: the rule of its scheme for
+/// host and port, then, for an address a name gave, the special-purpose
+/// address check.
 fn check_connect(
     egress: &Egress,
+    scheme: Scheme,
     host: &str,
     port: u16,
     addr: Option<IpAddr>,
 ) -> Result<Permit, Denial> {
-    let Some(rule) = egress.connect_rule(host, port) else {
+    let Some(rule) = egress.peer_rule(scheme, host, port) else {
         return Err(denied(format!(
-            "{}:{port} is not covered by any tcp rule",
-            crate::bound::clip(host)
+            "{}:{port} is not covered by any {} rule",
+            crate::bound::clip(host),
+            scheme.as_str()
         )));
     };
     let Some(ip) = addr else {
@@ -176,7 +234,7 @@ fn check_connect(
     }
     let named = written.is_none();
     if named && let Some(range) = special_range(ip) {
-        let Some(ip_rule) = egress.connect_rule(&bracketed(ip), port) else {
+        let Some(ip_rule) = egress.peer_rule(scheme, &bracketed(ip), port) else {
             return Err(denied(format!(
                 "{} resolves to {range} address {ip}",
                 crate::bound::clip(host)
@@ -197,7 +255,12 @@ impl Request for SocketOp {
     fn kind(&self) -> OpKind {
         match self.what {
             What::Lookup => OpKind::NetLookup,
+            What::Connect {
+                scheme: Scheme::Udp,
+                ..
+            } => OpKind::NetDatagram,
             What::Connect { .. } => OpKind::NetConnect,
+            What::Bind(_) => OpKind::NetListen,
         }
     }
 
@@ -213,11 +276,22 @@ impl Request for SocketOp {
                     Grant::Lookup(self.target.clone()),
                 )),
                 None => Err(denied(format!(
-                    "{} is not covered by any tcp rule",
+                    "{} is not covered by any tcp or udp rule",
                     crate::bound::clip(&self.target)
                 ))),
             },
-            What::Connect { host, port, addr } => check_connect(held.egress, host, *port, *addr),
+            What::Connect {
+                scheme,
+                host,
+                port,
+                addr,
+            } => check_connect(held.egress, *scheme, host, *port, *addr),
+            What::Bind(addr) => match held.egress.listen_rule(*addr) {
+                Some(rule) => Ok(Permit::new(rule.to_string(), Grant::Socket(*addr))),
+                None => Err(denied(format!(
+                    "{addr} is not a loopback address a listen rule covers"
+                ))),
+            },
         }
     }
 
@@ -301,115 +375,5 @@ fn lookup(held: &Held<'_>, name: &str, wall_left: Duration) -> Result<Output, Fa
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::net::EgressRule;
-
-    fn egress(rules: &[&str]) -> Egress {
-        Egress {
-            rules: rules
-                .iter()
-                .map(|r| EgressRule::parse(r).unwrap())
-                .collect(),
-            ..Egress::default()
-        }
-    }
-
-    #[test]
-    fn tcp_rules_allow_connections_and_http_rules_never_do() {
-        let e = egress(&["tcp://db.example.com:5432", "https://db.example.com"]);
-        assert_eq!(
-            e.connect_rule("db.example.com", 5432),
-            Some("tcp://db.example.com:5432")
-        );
-        assert!(e.connect_rule("DB.Example.com.", 5432).is_some());
-        assert!(e.connect_rule("db.example.com", 5433).is_none());
-        assert!(e.connect_rule("db.example.com", 443).is_none());
-        assert!(e.connect_rule("evil.com", 5432).is_none());
-        // And a tcp rule never allows a fetch.
-        let tcp_only = egress(&["tcp://api.example.com:443"]);
-        assert!(tcp_only.check("https://api.example.com/").is_err());
-        assert!(!egress(&["https://x.example"]).grants_sockets());
-        assert!(tcp_only.grants_sockets());
-    }
-
-    #[test]
-    fn a_name_that_resolves_to_a_special_address_needs_an_ip_rule() {
-        let lo: IpAddr = "127.0.0.1".parse().unwrap();
-        let public: IpAddr = "93.184.216.34".parse().unwrap();
-        let e = egress(&["tcp://db.test:5432"]);
-        assert!(check_connect(&e, "db.test", 5432, Some(public)).is_ok());
-        let d = check_connect(&e, "db.test", 5432, Some(lo)).unwrap_err();
-        assert!(d.message.contains("loopback"), "{}", d.message);
-        let e = egress(&["tcp://db.test:5432", "tcp://127.0.0.1:5432"]);
-        let p = check_connect(&e, "db.test", 5432, Some(lo)).unwrap();
-        assert_eq!(p.rule(), "tcp://127.0.0.1:5432");
-        // The IP rule covers its port only.
-        let e = egress(&["tcp://db.test:*", "tcp://127.0.0.1:5432"]);
-        assert!(check_connect(&e, "db.test", 6379, Some(lo)).is_err());
-        // An address dialled without a lookup needs an IP or CIDR rule.
-        let e = egress(&["tcp://db.test:5432"]);
-        assert!(check_connect(&e, "127.0.0.1", 5432, Some(lo)).is_err());
-        let e = egress(&["tcp://10.0.0.0/8:5432"]);
-        let ten: IpAddr = "10.1.2.3".parse().unwrap();
-        assert!(check_connect(&e, "10.1.2.3", 5432, Some(ten)).is_ok());
-        assert!(check_connect(&e, "[::1]", 5432, Some("::1".parse().unwrap())).is_err());
-        // A host written as an address is that address: another one is
-        // refused, whatever the rule.
-        let e = egress(&["tcp://127.0.0.1:25"]);
-        assert!(check_connect(&e, "0x7f.1", 25, Some(lo)).is_ok());
-        assert!(check_connect(&e, "0x7f.1", 25, Some(public)).is_err());
-        assert!(check_connect(&e, "127.0.0.1", 25, Some(public)).is_err());
-    }
-
-    #[test]
-    fn hosts_with_url_syntax_are_never_read_as_another_host() {
-        let e = egress(&["tcp://db.test:5432", "tcp://*.svc.test:*"]);
-        for bad in [
-            "evil@db.test",
-            "db.test/x",
-            "db.test:5432",
-            "db.test#",
-            "db.test?",
-            "db\\.test",
-            "db.test ",
-            "d%62.test",
-            "a.svc.test@evil",
-            "db.teſt",
-            "",
-        ] {
-            assert!(e.connect_rule(bad, 5432).is_none(), "{bad:?}");
-            assert!(e.lookup_rule(bad).is_none(), "{bad:?}");
-        }
-        assert!(e.connect_rule("DB.test.", 5432).is_some());
-    }
-
-    #[test]
-    fn lookups_need_a_rule_covering_the_name() {
-        let e = egress(&["tcp://*.db.test:*", "tcp://cache.test:6379"]);
-        assert!(e.lookup_rule("a.db.test").is_some());
-        assert!(e.lookup_rule("cache.test").is_some());
-        assert!(e.lookup_rule("db.test").is_none());
-        assert!(e.lookup_rule("exfil.attacker.example").is_none());
-    }
-
-    #[test]
-    fn tcp_rules_name_their_port() {
-        assert!(EgressRule::parse("tcp://db.test").is_err());
-        assert!(EgressRule::parse("tcp://db.test:5432").is_ok());
-        assert!(EgressRule::parse("tcp://[::1]:25").is_ok());
-        assert!(EgressRule::parse("udp://db.test:53").is_err());
-    }
-
-    #[test]
-    fn targets_read_back() {
-        let op = SocketOp::connect(Some("db.test"), "::ffff:10.0.0.1".parse().unwrap(), 5432);
-        assert_eq!(op.target, "db.test:5432");
-        assert_eq!(op.address().unwrap().to_string(), "10.0.0.1:5432");
-        let op = SocketOp::connect(None, "::1".parse().unwrap(), 25);
-        assert_eq!(op.target, "[::1]:25");
-        assert!(SocketOp::connect_to("db.test:5432").is_some());
-        assert!(SocketOp::connect_to("db.test").is_none());
-        assert!(SocketOp::connect_to(":5432").is_none());
-    }
-}
+#[path = "socket_tests.rs"]
+mod tests;

@@ -1,74 +1,57 @@
-//! The network capability's third door: `wasi:sockets@0.2` for standard
-//! components (database and mail clients, anything written against
-//! `std::net`). Off unless the grant holds a `tcp://host:port` rule: then
-//! TCP is enabled in the guest's WASI context and every name lookup and
-//! connection goes through the run's gate as one [`Op::Socket`] (rules,
-//! the special-address check, audit, `max_ops`).
+//! The network capability's third door: `wasi:sockets` for standard
+//! components (database and mail clients, DNS, a server a guest runs for
+//! itself on loopback). Off unless the grant holds a `tcp://` or `udp://`
+//! rule or a `net.listen` address: then every name lookup, connection,
+//! UDP peer and bind goes through the run's gate as one [`Op::Socket`]
+//! (rules, the special-address check, audit, `max_ops`), before
+//! wasmtime-wasi makes any syscall.
 //!
-//! - **Lookups** are this door's own (`ip-name-lookup` is replaced whole,
-//!   its stream resource included): the gate allows a name some tcp rule
-//!   covers and the broker's resolver answers it once. The door keeps
+//! - **Lookups** are this door's own: the gate allows a name some socket
+//!   rule covers and the broker's resolver answers it once. The door keeps
 //!   which name each answered address came from.
-//! - **Connections**: `start-connect` is decided here, on the address the
-//!   guest dials and the name it came from; an allowed one leaves a proof
-//!   for that address, which wasmtime-wasi's own address check (run when
-//!   its socket connects) takes, once. No proof, no connection: the check
-//!   refuses every address the gate did not allow just before.
-//! - **Bytes**: what a connection receives is charged to
-//!   `max_output_bytes` as the guest reads it (its input stream is
-//!   wrapped in `finish-connect`); past the budget the run halts.
+//! - **Connections, peers, binds** are decided in the guest's call, on the
+//!   address it asks for and the name it came from; what an allowed
+//!   decision leaves (`shared.rs`) is what wasmtime-wasi's own address
+//!   check, run before its syscall, lets through. No decision, no socket.
+//! - **Bytes**: what a socket receives is charged to `max_output_bytes`
+//!   before the guest reads it; past the budget the run halts.
 //! - **Held**: a run holds at most [`MAX_OPEN_SOCKETS`](crate::wasm::MAX_OPEN_SOCKETS)
-//!   TCP sockets at once (`create-tcp-socket` is shadowed to count them,
-//!   the socket's drop to free them): each is a descriptor of the host
-//!   process. Past it, `new-socket-limit`.
-//! - Not provided: binding a chosen address, listening, UDP. wasmtime-wasi
-//!   asks the same address check, which allows only the ephemeral
-//!   any-address bind a connect makes, so they fail with `access-denied`.
+//!   sockets it made (`create` is shadowed to count them, the socket's
+//!   drop to free them), and as many connections accepted: each is a
+//!   descriptor of the host process. Past it, `new-socket-limit`.
+//!
+//! `wasi02.rs` and `wasi03.rs` link the two versions (0.2 has no UDP
+//! here), `udp03.rs` 0.3's UDP, `relay.rs` and `charged.rs` the charging.
 
 mod charged;
+mod relay;
+mod shared;
+mod udp03;
+mod wasi02;
 mod wasi03;
 
+pub(crate) use wasi02::add_to_linker;
 pub(crate) use wasi03::add_to_linker as add_03_to_linker;
 
 use super::super::held::{Held, on_drop};
 use super::super::{HardLimit, HostState};
 use crate::budget::OutputMeter;
 use crate::gate::Decided;
-use crate::net::SocketOp;
+use crate::net::{Egress, SocketOp};
 use crate::op::{Failure, Op, Output};
 use charged::Charged;
+use shared::{Proof, Shared, Verdict};
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::{Arc, Mutex};
-use wasmtime::component::{Linker, Resource};
-use wasmtime_wasi::p2::bindings::sockets::network::{
-    ErrorCode, IpAddress, IpAddressFamily, IpSocketAddress, Network,
-};
-use wasmtime_wasi::p2::bindings::sockets::tcp::HostTcpSocket as _;
-use wasmtime_wasi::p2::bindings::sockets::tcp_create_socket::Host as _;
-use wasmtime_wasi::p2::{DynInputStream, DynPollable, Pollable, TcpSocket};
-use wasmtime_wasi::sockets::{SocketAddrUse, WasiSocketsView};
-
-/// The interfaces' versions as this wasmtime-wasi links them.
-const IP_NAME_LOOKUP: &str = "wasi:sockets/ip-name-lookup@0.2.12";
-const TCP: &str = "wasi:sockets/tcp@0.2.12";
-const TCP_CREATE_SOCKET: &str = "wasi:sockets/tcp-create-socket@0.2.12";
+use std::sync::Arc;
+use wasmtime_wasi::p2::Pollable;
+use wasmtime_wasi::p2::bindings::sockets::network::ErrorCode;
+use wasmtime_wasi::sockets::SocketAddrUse;
 
 /// Looked-up addresses the door remembers for a run (each lookup is an op,
 /// so `max_ops` bounds them too; past this, the oldest are forgotten and
 /// connecting to one needs an IP rule).
 const MAX_REMEMBERED: usize = 4096;
-
-/// Addresses the gate allowed a connection to that no socket has dialled
-/// yet, shared with the address check wasmtime-wasi runs when a socket
-/// connects.
-type Proofs = Arc<Mutex<Vec<SocketAddr>>>;
-
-/// wasmtime-wasi's address check's answer.
-type Verdict = std::pin::Pin<Box<dyn Future<Output = bool> + Send + Sync>>;
-
-/// Allowed connections not yet dialled a run may have at once.
-const MAX_PROOFS: usize = 256;
 
 /// The socket state of one run.
 pub(crate) struct SocketDoor {
@@ -78,6 +61,8 @@ pub(crate) struct SocketDoor {
     looked_up: HashMap<IpAddr, String>,
     /// In the order they were answered, to forget the oldest.
     order: std::collections::VecDeque<IpAddr>,
+    /// The 0.3 TCP sockets whose one `receive` was taken (by rep).
+    receiving: std::collections::HashSet<u32>,
     /// `None` when the grant holds no tcp rule (no socket can exist; a run
     /// pays nothing for the door).
     granted: Option<Granted>,
@@ -89,6 +74,7 @@ impl Default for SocketDoor {
             open: Held::sockets(),
             looked_up: HashMap::new(),
             order: Default::default(),
+            receiving: Default::default(),
             granted: None,
         }
     }
@@ -96,39 +82,71 @@ impl Default for SocketDoor {
 
 /// What a run whose grant allows sockets holds.
 struct Granted {
-    proofs: Proofs,
+    /// What the door shares with wasmtime-wasi's address check.
+    shared: Arc<Shared>,
     /// What received bytes are charged to.
     meter: Arc<OutputMeter>,
 }
 
 impl SocketDoor {
-    /// The door of a run whose grant allows sockets, charging received
-    /// bytes to `meter`; and the address check for its WASI context.
+    /// The door of a run whose grant (`egress`) allows sockets, charging
+    /// received bytes to `meter`; and the address check for its WASI
+    /// context.
     pub(crate) fn granted(
         meter: Arc<OutputMeter>,
+        egress: &Egress,
     ) -> (
         Self,
         impl Fn(SocketAddr, SocketAddrUse) -> Verdict + Send + Sync + 'static,
     ) {
-        let proofs = Proofs::default();
+        let shared = Arc::new(Shared::new(egress.clone()));
         let door = SocketDoor {
             granted: Some(Granted {
-                proofs: proofs.clone(),
+                shared: shared.clone(),
                 meter,
             }),
             ..SocketDoor::default()
         };
-        let check = move |addr: SocketAddr, used: SocketAddrUse| {
-            let ok = match used {
-                SocketAddrUse::TcpConnect => take(&proofs, addr),
-                // What a connect of an unbound socket asks: the OS picks
-                // the local address and port.
-                SocketAddrUse::TcpBind => addr.ip().is_unspecified() && addr.port() == 0,
-                _ => false,
-            };
-            Box::pin(async move { ok }) as Verdict
+        (door, shared::checker(shared))
+    }
+
+    /// A socket is gone: its place among those the run holds (made, or
+    /// accepted) is free.
+    fn release(&mut self, rep: u32) {
+        self.receiving.remove(&rep);
+        if !self.open.release(rep)
+            && let Some(g) = &self.granted
+        {
+            g.shared.unaccept();
+        }
+    }
+
+    /// What the address check shares, when sockets are granted.
+    fn shared(&self) -> Option<&Shared> {
+        self.granted.as_ref().map(|g| &*g.shared)
+    }
+
+    /// What received bytes are charged to, when sockets are granted.
+    fn meter(&self) -> Option<Arc<OutputMeter>> {
+        self.granted.as_ref().map(|g| g.meter.clone())
+    }
+
+    /// A bind of `asked` was tried: bound at `now`, `listen` may use it
+    /// (when a decision chose it: an any-address bind is never listened
+    /// on); not bound, its proof is not left behind.
+    fn after_bind(&self, asked: SocketAddr, proof: Proof, now: Option<SocketAddr>) {
+        let Some(shared) = self.shared() else {
+            return;
         };
-        (door, check)
+        match now {
+            Some(local) if !asked.ip().is_unspecified() && local.ip().is_loopback() => {
+                shared.bound(local)
+            }
+            Some(_) => {}
+            None => {
+                shared.take(asked, proof);
+            }
+        }
     }
 
     fn remember(&mut self, name: &str, addrs: &[IpAddr]) {
@@ -142,28 +160,6 @@ impl SocketDoor {
                 }
             }
         }
-    }
-}
-
-/// Leave a proof for `addr`. Past [`MAX_PROOFS`] (connections decided and
-/// never dialled: a guest dropping sockets unpolled), the oldest goes.
-fn leave(proofs: &Proofs, addr: SocketAddr) {
-    let mut p = proofs.lock().unwrap_or_else(|e| e.into_inner());
-    p.push(addr);
-    if p.len() > MAX_PROOFS {
-        p.remove(0);
-    }
-}
-
-/// Take one proof for `addr`, if there is one.
-fn take(proofs: &Proofs, addr: SocketAddr) -> bool {
-    let mut p = proofs.lock().unwrap_or_else(|e| e.into_inner());
-    match p.iter().position(|a| *a == addr) {
-        Some(i) => {
-            p.swap_remove(i);
-            true
-        }
-        None => false,
     }
 }
 
@@ -219,170 +215,117 @@ impl HostState {
         let ip = crate::net::canonical_ip(addr.ip());
         let name = self.tcp.looked_up.get(&ip).cloned();
         let op = SocketOp::connect(name.as_deref(), ip, addr.port());
+        // As the guest wrote it, which is what the check sees (an
+        // IPv4-mapped spelling never gets here: refused as an argument
+        // before the decision).
+        self.decide_socket(op, |s| s.leave(addr, Proof::Connect))
+    }
+
+    /// Decide datagrams with `addr` (once a run: a peer already allowed
+    /// is not asked again); an allowed peer is kept for the check.
+    fn decide_peer(&mut self, addr: SocketAddr) -> wasmtime::Result<Result<(), ErrorCode>> {
+        if self.tcp.shared().is_some_and(|s| s.is_peer(addr)) {
+            return Ok(Ok(()));
+        }
+        let ip = crate::net::canonical_ip(addr.ip());
+        let name = self.tcp.looked_up.get(&ip).cloned();
+        let op = SocketOp::datagram(name.as_deref(), ip, addr.port());
+        self.decide_socket(op, |s| s.add_peer(addr))
+    }
+
+    /// Decide a bind of the local address `addr` (TCP, or UDP when `udp`);
+    /// an allowed one leaves its proof. The ephemeral any-address bind is
+    /// no op: it is what a connect or a first datagram binds anyway.
+    fn decide_bind(
+        &mut self,
+        addr: SocketAddr,
+        udp: bool,
+    ) -> wasmtime::Result<Result<(), ErrorCode>> {
+        if addr.ip().is_unspecified() && addr.port() == 0 {
+            return Ok(Ok(()));
+        }
+        let proof = if udp { Proof::UdpBind } else { Proof::TcpBind };
+        self.decide_socket(SocketOp::bind(addr, udp), |s| s.leave(addr, proof))
+    }
+
+    /// Decide `op`; `allowed` leaves what it allows for the check. A
+    /// replayed run makes no socket.
+    fn decide_socket(
+        &mut self,
+        op: SocketOp,
+        allowed: impl FnOnce(&Shared),
+    ) -> wasmtime::Result<Result<(), ErrorCode>> {
         let decided = self.gate.decide(Op::Socket(op));
         Ok(match refused(decided)? {
             Ok(_) if self.gate.replaying() => Err(ErrorCode::AccessDenied),
-            Ok(_) => {
-                let Some(granted) = &self.tcp.granted else {
-                    return Ok(Err(ErrorCode::AccessDenied));
-                };
-                // As the guest wrote it, which is what the check sees (an
-                // IPv4-mapped spelling never gets here: refused as an
-                // argument before the decision).
-                leave(&granted.proofs, addr);
-                Ok(())
-            }
+            Ok(_) => match self.tcp.shared() {
+                Some(shared) => {
+                    allowed(shared);
+                    Ok(())
+                }
+                None => Err(ErrorCode::AccessDenied),
+            },
             Err(code) => Err(code),
         })
     }
 }
 
-/// Link the door: `ip-name-lookup` replaced whole, `tcp-socket`'s
-/// `start-connect` and `finish-connect` wrapped. Called after
-/// wasmtime-wasi's own sockets are linked.
-pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
-    linker.allow_shadowing(true);
-    let mut lookup = linker.instance(IP_NAME_LOOKUP)?;
-    on_drop::<Answer>(&mut lookup, "resolve-address-stream", |_, _| {})?;
-    lookup.func_wrap(
-        "resolve-addresses",
-        |mut store, (network, name): (Resource<Network>, String)| {
-            let state = store.data_mut();
-            state.table.get(&network)?;
-            Ok((match state.resolve(name)? {
-                Ok(answer) => Ok(state.table.push(answer)?),
-                Err(code) => Err(code),
-            },))
-        },
-    )?;
-    lookup.func_wrap(
-        "[method]resolve-address-stream.resolve-next-address",
-        |mut store, (stream,): (Resource<Answer>,)| {
-            let answer = store.data_mut().table.get_mut(&stream)?;
-            let next: Option<IpAddress> = answer.0.next().map(Into::into);
-            Ok((Ok::<_, ErrorCode>(next),))
-        },
-    )?;
-    lookup.func_wrap(
-        "[method]resolve-address-stream.subscribe",
-        |mut store, (stream,): (Resource<Answer>,)| {
-            let p: Resource<DynPollable> =
-                wasmtime_wasi::p2::subscribe(&mut store.data_mut().table, stream)?;
-            Ok((p,))
-        },
-    )?;
-    let mut create = linker.instance(TCP_CREATE_SOCKET)?;
-    create.func_wrap(
-        "create-tcp-socket",
-        |mut store, (family,): (IpAddressFamily,)| {
-            let state = store.data_mut();
-            if state.tcp.open.full() {
-                return Ok((Err(ErrorCode::NewSocketLimit),));
-            }
-            let made = answer(state.sockets().create_tcp_socket(family))?;
-            if let Ok(socket) = &made {
-                state.tcp.open.hold(socket.rep());
-            }
-            Ok((made,))
-        },
-    )?;
-    let mut tcp = linker.instance(TCP)?;
-    // A socket's drop, as wasmtime-wasi's, and its place among the sockets
-    // the run holds made free.
-    on_drop::<TcpSocket>(&mut tcp, "tcp-socket", |state, rep| {
-        state.tcp.open.release(rep)
-    })?;
-    tcp.func_wrap(
-        "[method]tcp-socket.start-connect",
-        |mut store,
-         (socket, network, remote): (Resource<TcpSocket>, Resource<Network>, IpSocketAddress)| {
-            let state = store.data_mut();
-            let addr = SocketAddr::from(remote);
-            // A socket in the wrong state, or an address no socket may
-            // dial, is answered as wasmtime-wasi answers it, before any op.
-            if let Err(code) = ready_to_connect(state, &socket, addr) {
-                return Ok((Err(code),));
-            }
-            if let Err(code) = state.decide_connect(addr)? {
-                return Ok((Err(code),));
-            }
-            let started = answer(state.sockets().start_connect(socket, network, remote))?;
-            if started.is_err() {
-                // Refused by the socket itself (busy, wrong state): its
-                // proof is not left behind.
-                if let Some(granted) = &state.tcp.granted {
-                    take(&granted.proofs, addr);
-                }
-            }
-            Ok((started,))
-        },
-    )?;
-    tcp.func_wrap(
-        "[method]tcp-socket.finish-connect",
-        |mut store, (socket,): (Resource<TcpSocket>,)| {
-            let state = store.data_mut();
-            let parent = Resource::<TcpSocket>::new_borrow(socket.rep());
-            let (input, output) = match answer(state.sockets().finish_connect(socket))? {
-                Ok(pair) => pair,
-                Err(code) => return Ok((Err(code),)),
-            };
-            let input = match state.tcp.granted.as_ref().map(|g| g.meter.clone()) {
-                Some(meter) => {
-                    let inner = state.table.delete(input)?;
-                    let charged: DynInputStream = Box::new(Charged { inner, meter });
-                    // Where wasmtime-wasi put it: a child of the socket.
-                    state.table.push_child(charged, &parent)?
-                }
-                None => input,
-            };
-            Ok((Ok((input, output)),))
-        },
-    )?;
-    linker.allow_shadowing(false);
-    Ok(())
-}
-
-/// `Err` with wasmtime-wasi's own answer when `socket` cannot start a
-/// connection to `addr` at all (so a malformed call costs no op and leaves
-/// no allowed record of a connection that could never be made): an
-/// unknown socket, port 0, an unspecified, multicast or IPv4-mapped IPv6
-/// address, or one of the other family than the socket's.
-fn ready_to_connect(
-    state: &mut HostState,
-    socket: &Resource<TcpSocket>,
-    addr: SocketAddr,
-) -> Result<(), ErrorCode> {
-    let borrowed = Resource::<TcpSocket>::new_borrow(socket.rep());
-    let family = match state.sockets().address_family(borrowed) {
-        Ok(f) => f,
-        Err(_) => return Err(ErrorCode::InvalidArgument),
+/// The address a bind asks for, as a grant can allow it: the any-address
+/// at a chosen port (every interface) narrowed to the loopback address of
+/// its family, the only interface a listen rule names, so a server written
+/// to bind `0.0.0.0:8080` serves on `127.0.0.1:8080`. The any-address at
+/// port 0 is left as it is: that is a client's bind, whose source address
+/// the OS picks by route.
+fn narrowed(addr: SocketAddr) -> SocketAddr {
+    if !addr.ip().is_unspecified() || addr.port() == 0 {
+        return addr;
+    }
+    let lo = match addr.ip() {
+        IpAddr::V4(_) => IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+        IpAddr::V6(_) => IpAddr::V6(std::net::Ipv6Addr::LOCALHOST),
     };
-    if !dialable(matches!(family, IpAddressFamily::Ipv4), addr) {
-        return Err(ErrorCode::InvalidArgument);
-    }
-    Ok(())
+    SocketAddr::new(lo, addr.port())
 }
 
-/// Whether a socket of the IPv4 family (`v4`) or the IPv6 one may dial
-/// `addr` at all: not port 0, an unspecified, multicast or IPv4-mapped
-/// IPv6 address, or one of the other family (0.2's and 0.3's doors both
-/// answer those `invalid-argument`, as wasmtime-wasi does, before any op).
-fn dialable(v4: bool, addr: SocketAddr) -> bool {
+/// What a socket is about to do with an address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Aim {
+    /// Connect to it, or send it datagrams.
+    Dial,
+    /// Bind a TCP socket there.
+    BindTcp,
+    /// Bind a UDP socket there.
+    BindUdp,
+}
+
+/// Whether a socket of the IPv4 family (`v4`) or the IPv6 one may use
+/// `addr` for `aim` at all: of the socket's family (an IPv6 one neither
+/// IPv4-mapped nor the deprecated IPv4-compatible form); a TCP socket's
+/// address no multicast or broadcast one; a dialled one neither
+/// unspecified nor at port 0. 0.2's and 0.3's doors both answer the rest
+/// `invalid-argument`, as wasmtime-wasi does, before any op.
+fn fits(v4: bool, addr: SocketAddr, aim: Aim) -> bool {
     let ip = addr.ip();
-    let mapped = matches!(ip, IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some());
-    let same_family = v4 == ip.is_ipv4();
-    addr.port() != 0 && !ip.is_unspecified() && !ip.is_multicast() && !mapped && same_family
-}
-
-/// A wasmtime-wasi socket result as the guest's: its error code, or the
-/// trap it carries.
-fn answer<T>(
-    r: Result<T, wasmtime_wasi::p2::SocketError>,
-) -> wasmtime::Result<Result<T, ErrorCode>> {
-    match r {
-        Ok(v) => Ok(Ok(v)),
-        Err(e) => Ok(Err(e.downcast()?)),
-    }
+    let family = match ip {
+        IpAddr::V4(_) => v4,
+        IpAddr::V6(v6) => {
+            let compatible = matches!(v6.segments(), [0, 0, 0, 0, 0, 0, _, _])
+                && !v6.is_unspecified()
+                && !v6.is_loopback();
+            !v4 && v6.to_ipv4_mapped().is_none() && !compatible
+        }
+    };
+    let unicast = match ip {
+        IpAddr::V4(v4) => !v4.is_multicast() && !v4.is_broadcast(),
+        IpAddr::V6(v6) => !v6.is_multicast(),
+    };
+    let remote = addr.port() != 0 && !ip.is_unspecified();
+    family
+        && match aim {
+            Aim::Dial => remote && unicast,
+            Aim::BindTcp => unicast,
+            Aim::BindUdp => true,
+        }
 }
 
 #[cfg(test)]
@@ -390,64 +333,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_address_check_allows_only_what_a_decision_left_once() {
-        let (door, check) = SocketDoor::granted(Arc::new(OutputMeter::new(1 << 20)));
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        let ask = |a: &str, used| rt.block_on(check(a.parse().unwrap(), used));
-        // Nothing decided: nothing connects.
-        assert!(!ask("127.0.0.1:5432", SocketAddrUse::TcpConnect));
-        let proofs = &door.granted.as_ref().unwrap().proofs;
-        proofs
-            .lock()
-            .unwrap()
-            .push("127.0.0.1:5432".parse().unwrap());
-        assert!(!ask("127.0.0.1:5433", SocketAddrUse::TcpConnect));
-        assert!(ask("127.0.0.1:5432", SocketAddrUse::TcpConnect));
-        // Taken: a second connection needs a decision of its own.
-        assert!(!ask("127.0.0.1:5432", SocketAddrUse::TcpConnect));
-        // The ephemeral bind of a connect, and nothing else of binding,
-        // listening or UDP.
-        assert!(ask("0.0.0.0:0", SocketAddrUse::TcpBind));
-        assert!(ask("[::]:0", SocketAddrUse::TcpBind));
-        assert!(!ask("127.0.0.1:0", SocketAddrUse::TcpBind));
-        assert!(!ask("0.0.0.0:8080", SocketAddrUse::TcpBind));
-        assert!(!ask("0.0.0.0:0", SocketAddrUse::TcpListen));
-        assert!(!ask("127.0.0.1:9", SocketAddrUse::TcpAccept));
-        assert!(!ask("0.0.0.0:0", SocketAddrUse::UdpBind));
-        assert!(!ask("127.0.0.1:53", SocketAddrUse::UdpSend));
-        assert!(!ask("127.0.0.1:53", SocketAddrUse::UdpReceive));
-    }
-
-    #[test]
-    fn proofs_left_undialled_are_bounded_oldest_first() {
-        let proofs = Proofs::default();
-        let addr = |i: usize| SocketAddr::from(([10, 0, (i >> 8) as u8, i as u8], 5432));
-        for i in 0..MAX_PROOFS + 3 {
-            leave(&proofs, addr(i));
-        }
-        assert_eq!(proofs.lock().unwrap().len(), MAX_PROOFS);
-        // The three oldest are gone; the newest are still there, once each.
-        for i in 0..3 {
-            assert!(!take(&proofs, addr(i)), "{i}");
-        }
-        assert!(take(&proofs, addr(MAX_PROOFS + 2)));
-        assert!(!take(&proofs, addr(MAX_PROOFS + 2)));
-        assert!(take(&proofs, addr(3)));
-    }
-
-    #[test]
     fn only_an_address_of_the_sockets_family_and_a_real_port_is_dialled() {
         let a = |s: &str| s.parse::<SocketAddr>().unwrap();
-        assert!(dialable(true, a("127.0.0.1:5432")));
-        assert!(dialable(false, a("[::1]:5432")));
-        assert!(!dialable(true, a("127.0.0.1:0")));
-        assert!(!dialable(true, a("0.0.0.0:5432")));
-        assert!(!dialable(true, a("224.0.0.1:5432")));
-        assert!(!dialable(false, a("[::ffff:127.0.0.1]:5432")));
-        assert!(!dialable(false, a("127.0.0.1:5432")));
-        assert!(!dialable(true, a("[::1]:5432")));
+        let dialable = |v4, s| fits(v4, a(s), Aim::Dial);
+        assert!(dialable(true, "127.0.0.1:5432"));
+        assert!(dialable(false, "[::1]:5432"));
+        assert!(!dialable(true, "127.0.0.1:0"));
+        assert!(!dialable(true, "0.0.0.0:5432"));
+        assert!(!dialable(true, "224.0.0.1:5432"));
+        assert!(!dialable(false, "[::ffff:127.0.0.1]:5432"));
+        assert!(!dialable(false, "[::7f00:1]:5432"));
+        assert!(!dialable(false, "127.0.0.1:5432"));
+        assert!(!dialable(true, "[::1]:5432"));
+        // A bind may name port 0 and the any-address; a TCP one no
+        // multicast or broadcast address, a UDP one may.
+        assert!(fits(true, a("127.0.0.1:0"), Aim::BindTcp));
+        assert!(fits(false, a("[::]:0"), Aim::BindTcp));
+        assert!(!fits(true, a("224.0.0.1:0"), Aim::BindTcp));
+        assert!(!fits(true, a("255.255.255.255:0"), Aim::BindTcp));
+        assert!(fits(true, a("224.0.0.1:0"), Aim::BindUdp));
+        assert!(!fits(false, a("127.0.0.1:0"), Aim::BindUdp));
+        assert!(!fits(false, a("[::ffff:127.0.0.1]:0"), Aim::BindUdp));
+        // Every interface narrows to loopback; a client's bind stays.
+        assert_eq!(narrowed(a("0.0.0.0:8080")), a("127.0.0.1:8080"));
+        assert_eq!(narrowed(a("[::]:8080")), a("[::1]:8080"));
+        assert_eq!(narrowed(a("0.0.0.0:0")), a("0.0.0.0:0"));
+        assert_eq!(narrowed(a("10.0.0.1:8080")), a("10.0.0.1:8080"));
     }
 
     #[test]

@@ -1,27 +1,21 @@
-//! wasi:sockets 0.3's TCP client, through the same door as 0.2's
-//! (`mod.rs`): a name lookup is the door's own (the gate allows a name
-//! some tcp rule covers, the broker's resolver answers it); `connect` is
-//! decided on the address dialled and the name it came from, leaving the
-//! proof wasmtime-wasi's address check takes once; what a connection
-//! receives is charged to `max_output_bytes` as the guest reads it; a run
-//! holds at most [`MAX_OPEN_SOCKETS`](crate::wasm::MAX_OPEN_SOCKETS)
-//! sockets. Binding a chosen address, listening and UDP meet the same
-//! address check, which refuses them (`access-denied`).
+//! wasi:sockets 0.3's TCP, through the same door as 0.2's (`mod.rs`): a
+//! name lookup is the door's own (the gate allows a name some tcp or udp
+//! rule covers, the broker's resolver answers it); `bind` and `connect`
+//! are decided on the address asked for (and the name it came from),
+//! leaving the proof wasmtime-wasi's address check takes once; `listen`
+//! is allowed where an allowed bind left the socket; what a connection
+//! receives, dialled or accepted, passes a relay (`relay.rs`) that charges
+//! it to `max_output_bytes`; a run holds at most
+//! [`MAX_OPEN_SOCKETS`](crate::wasm::MAX_OPEN_SOCKETS) sockets it made,
+//! and as many accepted. UDP is `udp03.rs`.
 
-use super::{Answer, take};
-use crate::budget::OutputMeter;
-use crate::violation::Violation;
-use crate::wasm::{HardLimit, HostState, MAX_OPEN_SOCKETS};
-use std::collections::VecDeque;
+use super::relay::{DoneIn, Relay, RelayIn, RelayOut, done_out};
+use super::{Aim, Answer, Proof, fits, narrowed};
+use crate::wasm::{HostState, MAX_OPEN_SOCKETS};
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Waker};
-use wasmtime::component::{
-    Access, Accessor, Destination, Linker, Resource, Source, StreamConsumer, StreamProducer,
-    StreamReader, StreamResult,
-};
-use wasmtime::{AsContextMut, StoreContextMut};
+use wasmtime::AsContextMut;
+use wasmtime::component::{Access, Accessor, FutureReader, Linker, Resource, StreamReader};
 use wasmtime_wasi::p3::bindings::sockets::ip_name_lookup::ErrorCode as LookupCode;
 use wasmtime_wasi::p3::bindings::sockets::types::{
     ErrorCode, HostTcpSocket, HostTcpSocketWithStore, IpAddress, IpAddressFamily, IpSocketAddress,
@@ -32,11 +26,9 @@ use wasmtime_wasi::sockets::{TcpSocket, WasiSockets, WasiSocketsView};
 const TYPES: &str = "wasi:sockets/types@0.3.0";
 const IP_NAME_LOOKUP: &str = "wasi:sockets/ip-name-lookup@0.3.0";
 
-/// Received bytes held between the socket and the guest at most.
-const RELAY_BYTES: usize = 64 << 10;
-
-/// Link 0.3's sockets: wasmtime-wasi's, with the lookup replaced and
-/// `create`, the socket's drop, `connect` and `receive` wrapped.
+/// Link 0.3's sockets: wasmtime-wasi's, with the lookup replaced and the
+/// TCP socket's `create`, drop, `bind`, `connect` and `receive` wrapped,
+/// and UDP's (`udp03.rs`).
 pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
     wasmtime_wasi::p3::sockets::add_to_linker(linker)?;
     linker.allow_shadowing(true);
@@ -54,8 +46,21 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
     )?;
     let mut types = linker.instance(TYPES)?;
     super::on_drop::<TcpSocket>(&mut types, "tcp-socket", |state, rep| {
-        state.tcp.open.release(rep)
+        state.tcp.release(rep)
     })?;
+    types.func_wrap_async(
+        "[method]tcp-socket.bind",
+        |mut store, (socket, local): (Resource<TcpSocket>, IpSocketAddress)| {
+            Box::new(async move {
+                let state = store.data_mut();
+                let addr = narrowed(SocketAddr::from(local));
+                if !fits(is_v4(state, socket.rep()), addr, Aim::BindTcp) {
+                    return Ok((Err(ErrorCode::InvalidArgument),));
+                }
+                Ok((bind_decided(state, socket.rep(), addr).await?,))
+            })
+        },
+    )?;
     types.func_wrap(
         "[static]tcp-socket.create",
         |mut store, (family,): (IpAddressFamily,)| {
@@ -71,6 +76,39 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
             };
             state.tcp.open.hold(made.rep());
             Ok((Ok(made),))
+        },
+    )?;
+    // A listen on a socket never bound would bind every interface: it is
+    // bound first to the loopback address of its family, at a port the OS
+    // picks, as a bind there is decided.
+    types.func_wrap_async(
+        "[method]tcp-socket.listen",
+        |mut store, (socket,): (Resource<TcpSocket>,)| {
+            Box::new(async move {
+                let state = store.data_mut();
+                let borrowed = Resource::<TcpSocket>::new_borrow(socket.rep());
+                if HostTcpSocket::get_local_address(&mut state.sockets(), borrowed).is_err() {
+                    let lo = if is_v4(state, socket.rep()) {
+                        SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, 0))
+                    } else {
+                        SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, 0))
+                    };
+                    if let Err(code) = bind_decided(state, socket.rep(), lo).await? {
+                        return Ok((Err(code),));
+                    }
+                }
+                let access = Access::<HostState, WasiSockets>::new(
+                    store.as_context_mut(),
+                    HostState::sockets,
+                );
+                let listening =
+                    <WasiSockets as HostTcpSocketWithStore<HostState>>::listen(access, socket)
+                        .await;
+                Ok((match listening {
+                    Ok(stream) => Ok(stream),
+                    Err(e) => Err(e.downcast()?),
+                },))
+            })
         },
     )?;
     types.func_wrap_concurrent(
@@ -100,8 +138,8 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
                         // Refused by the socket itself (busy, wrong state,
                         // the peer): its proof is not left behind.
                         acc.with(|mut a| {
-                            if let Some(granted) = &a.get().tcp.granted {
-                                take(&granted.proofs, addr);
+                            if let Some(shared) = a.get().tcp.shared() {
+                                shared.take(addr, Proof::Connect);
                             }
                         });
                         Ok((Err(e.downcast()?),))
@@ -113,7 +151,16 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
     types.func_wrap(
         "[method]tcp-socket.receive",
         |mut store, (socket,): (Resource<TcpSocket>,)| {
-            let meter = store.data().tcp.granted.as_ref().map(|g| g.meter.clone());
+            // A socket not connected, or whose receive was taken, gets
+            // wasmtime-wasi's own closed stream and `invalid-state`: no
+            // byte will flow, so none needs charging.
+            let rep = socket.rep();
+            let state = store.data_mut();
+            let borrowed = Resource::<TcpSocket>::new_borrow(rep);
+            let connected =
+                HostTcpSocket::get_remote_address(&mut state.sockets(), borrowed).is_ok();
+            let first = connected && state.tcp.receiving.insert(rep);
+            let meter = state.tcp.meter().filter(|_| first);
             let (inner, done) = {
                 let access = Access::<HostState, WasiSockets>::new(
                     store.as_context_mut(),
@@ -125,15 +172,56 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
                 return Ok(((inner, done),));
             };
             // The bytes the guest reads pass through a relay that charges
-            // them first.
+            // them first; the `done` future follows them.
             let relay = Arc::new(Mutex::new(Relay::default()));
             inner.pipe(&mut store, RelayIn(relay.clone()))?;
+            done.pipe(&mut store, DoneIn(relay.clone()))?;
+            let guest_done = FutureReader::new(&mut store, done_out(relay.clone()))?;
             let relayed = StreamReader::new(&mut store, RelayOut { relay, meter })?;
-            Ok(((relayed, done),))
+            Ok(((relayed, guest_done),))
         },
     )?;
+    super::udp03::add_to_linker(&mut types)?;
     linker.allow_shadowing(false);
     Ok(())
+}
+
+/// Whether the TCP socket `rep` is of the IPv4 family.
+fn is_v4(state: &mut HostState, rep: u32) -> bool {
+    let borrowed = Resource::<TcpSocket>::new_borrow(rep);
+    matches!(
+        HostTcpSocket::get_address_family(&mut state.sockets(), borrowed),
+        Ok(IpAddressFamily::Ipv4)
+    )
+}
+
+/// Bind the TCP socket `rep` at `addr` as a decision allows: the decision
+/// (refused: `access-denied`), wasmtime-wasi's bind, and where it left the
+/// socket for `listen`.
+async fn bind_decided(
+    state: &mut HostState,
+    rep: u32,
+    addr: SocketAddr,
+) -> wasmtime::Result<Result<(), ErrorCode>> {
+    if let Err(code) = state.decide_bind(addr, false)? {
+        return Ok(Err(socket_code(code)));
+    }
+    let borrowed = Resource::<TcpSocket>::new_borrow(rep);
+    let bound = HostTcpSocket::bind(&mut state.sockets(), borrowed, addr.into()).await;
+    let now = match bound {
+        Ok(()) => {
+            let borrowed = Resource::<TcpSocket>::new_borrow(rep);
+            HostTcpSocket::get_local_address(&mut state.sockets(), borrowed).ok()
+        }
+        Err(_) => None,
+    };
+    state
+        .tcp
+        .after_bind(addr, Proof::TcpBind, now.map(SocketAddr::from));
+    Ok(match bound {
+        Ok(()) => Ok(()),
+        Err(e) => Err(e.downcast()?),
+    })
 }
 
 /// `Err` with wasmtime-wasi's own answer when `socket` cannot start a
@@ -143,19 +231,16 @@ fn ready_to_connect(
     socket: &Resource<TcpSocket>,
     addr: SocketAddr,
 ) -> wasmtime::Result<Result<(), ErrorCode>> {
-    let borrowed = Resource::<TcpSocket>::new_borrow(socket.rep());
-    let family = match HostTcpSocket::get_address_family(&mut state.sockets(), borrowed) {
-        Ok(f) => f,
-        Err(_) => return Ok(Err(ErrorCode::InvalidArgument)),
-    };
-    if !super::dialable(matches!(family, IpAddressFamily::Ipv4), addr) {
+    if !fits(is_v4(state, socket.rep()), addr, Aim::Dial) {
         return Ok(Err(ErrorCode::InvalidArgument));
     }
     Ok(Ok(()))
 }
 
 /// 0.2's code for a refused or failed socket call as 0.3's.
-fn socket_code(code: wasmtime_wasi::p2::bindings::sockets::network::ErrorCode) -> ErrorCode {
+pub(super) fn socket_code(
+    code: wasmtime_wasi::p2::bindings::sockets::network::ErrorCode,
+) -> ErrorCode {
     use wasmtime_wasi::p2::bindings::sockets::network::ErrorCode as C;
     match code {
         C::AccessDenied => ErrorCode::AccessDenied,
@@ -174,136 +259,5 @@ fn lookup_code(code: wasmtime_wasi::p2::bindings::sockets::network::ErrorCode) -
         C::TemporaryResolverFailure => LookupCode::TemporaryResolverFailure,
         C::PermanentResolverFailure => LookupCode::PermanentResolverFailure,
         other => LookupCode::Other(Some(format!("{other:?}"))),
-    }
-}
-
-/// Received bytes on their way from the socket's stream to the guest's.
-#[derive(Default)]
-struct Relay {
-    held: VecDeque<u8>,
-    /// The socket's stream has ended (or was dropped).
-    ended: bool,
-    /// The guest dropped its end: nothing more is taken from the socket.
-    abandoned: bool,
-    /// Waiting for bytes, and for room.
-    reader: Option<Waker>,
-    writer: Option<Waker>,
-}
-
-fn lock(r: &Mutex<Relay>) -> std::sync::MutexGuard<'_, Relay> {
-    r.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// The relay's intake: what wasmtime-wasi's receive stream produces.
-struct RelayIn(Arc<Mutex<Relay>>);
-
-impl Drop for RelayIn {
-    fn drop(&mut self) {
-        let mut r = lock(&self.0);
-        r.ended = true;
-        if let Some(w) = r.reader.take() {
-            w.wake();
-        }
-    }
-}
-
-impl StreamConsumer<HostState> for RelayIn {
-    type Item = u8;
-
-    fn poll_consume(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        mut store: StoreContextMut<HostState>,
-        src: Source<u8>,
-        finish: bool,
-    ) -> Poll<wasmtime::Result<StreamResult>> {
-        let offered = src.remaining(&mut store);
-        let mut r = lock(&self.0);
-        if r.abandoned {
-            return Poll::Ready(Ok(StreamResult::Dropped));
-        }
-        let room = RELAY_BYTES - r.held.len();
-        if room == 0 || offered == 0 {
-            return if room > 0 {
-                Poll::Ready(Ok(StreamResult::Completed))
-            } else if finish {
-                Poll::Ready(Ok(StreamResult::Cancelled))
-            } else {
-                r.writer = Some(cx.waker().clone());
-                Poll::Pending
-            };
-        }
-        let n = offered.min(room);
-        let mut src = src.as_direct(store);
-        r.held.extend(&src.remaining()[..n]);
-        src.mark_read(n);
-        if let Some(w) = r.reader.take() {
-            w.wake();
-        }
-        Poll::Ready(Ok(StreamResult::Completed))
-    }
-}
-
-/// The relay's outlet: the guest's receive stream, each byte charged to
-/// the run's output budget before the guest has it (past the budget the
-/// run halts).
-struct RelayOut {
-    relay: Arc<Mutex<Relay>>,
-    meter: Arc<OutputMeter>,
-}
-
-impl Drop for RelayOut {
-    fn drop(&mut self) {
-        let mut r = lock(&self.relay);
-        r.abandoned = true;
-        r.held.clear();
-        if let Some(w) = r.writer.take() {
-            w.wake();
-        }
-    }
-}
-
-impl StreamProducer<HostState> for RelayOut {
-    type Item = u8;
-    type Buffer = bytes::BytesMut;
-
-    fn poll_produce<'a>(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        mut store: StoreContextMut<'a, HostState>,
-        dst: Destination<'a, u8, bytes::BytesMut>,
-        finish: bool,
-    ) -> Poll<wasmtime::Result<StreamResult>> {
-        let mut r = lock(&self.relay);
-        if r.held.is_empty() {
-            if r.ended {
-                return Poll::Ready(Ok(StreamResult::Dropped));
-            }
-            if finish {
-                return Poll::Ready(Ok(StreamResult::Cancelled));
-            }
-            r.reader = Some(cx.waker().clone());
-            return Poll::Pending;
-        }
-        // A zero-length read asks whether bytes are ready: they are.
-        if dst.remaining(&mut store) == Some(0) {
-            return Poll::Ready(Ok(StreamResult::Completed));
-        }
-        let mut dst = dst.as_direct(store, RELAY_BYTES);
-        let buf = dst.remaining();
-        let n = buf.len().min(r.held.len());
-        if !self.meter.try_charge(n as u64) {
-            return Poll::Ready(Err(wasmtime::Error::new(HardLimit(
-                Violation::MaxOutputBytes,
-            ))));
-        }
-        for (to, from) in buf.iter_mut().zip(r.held.drain(..n)) {
-            *to = from;
-        }
-        dst.mark_written(n);
-        if let Some(w) = r.writer.take() {
-            w.wake();
-        }
-        Poll::Ready(Ok(StreamResult::Completed))
     }
 }

@@ -1,0 +1,216 @@
+//! The relay between a 0.3 socket's receive stream and the guest's: it
+//! holds at most [`RELAY_BYTES`] and charges each byte to the run's output
+//! budget before the guest has it (past the budget the run halts). When
+//! the guest drops its end, it takes nothing more from the socket.
+//!
+//! The receive's `done` future passes through it too: the guest's resolves
+//! with wasmtime-wasi's result once the bytes held are read, or with `Ok`
+//! as soon as the guest drops its end of the stream, as wasmtime-wasi's
+//! own does. (wasmtime-wasi's task, which a dropped relay reaches only
+//! when the socket next offers bytes, cannot tell the guest that alone: a
+//! guest awaiting `done` after dropping a quiet socket's stream would wait
+//! for ever.)
+
+use crate::budget::OutputMeter;
+use crate::violation::Violation;
+use crate::wasm::{HardLimit, HostState};
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+use wasmtime::StoreContextMut;
+use wasmtime::component::{
+    Destination, FutureConsumer, Source, StreamConsumer, StreamProducer, StreamResult,
+};
+use wasmtime_wasi::p3::bindings::sockets::types::ErrorCode;
+
+/// Received bytes held between the socket and the guest at most.
+pub(super) const RELAY_BYTES: usize = 64 << 10;
+
+/// Received bytes on their way from the socket's stream to the guest's.
+#[derive(Default)]
+pub(super) struct Relay {
+    held: VecDeque<u8>,
+    /// The socket's stream has ended (or was dropped).
+    ended: bool,
+    /// The guest dropped its end: nothing more is taken from the socket.
+    abandoned: bool,
+    /// Waiting for bytes, and for room.
+    reader: Option<Waker>,
+    writer: Option<Waker>,
+    /// wasmtime-wasi's `done` result, once it has one.
+    done: Option<Result<(), ErrorCode>>,
+    /// The guest's `done`, waiting.
+    waiting: Option<Waker>,
+}
+
+impl Relay {
+    fn wake_done(&mut self) {
+        if let Some(w) = self.waiting.take() {
+            w.wake();
+        }
+    }
+}
+
+fn lock(r: &Mutex<Relay>) -> std::sync::MutexGuard<'_, Relay> {
+    r.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The relay's intake: what wasmtime-wasi's receive stream produces.
+pub(super) struct RelayIn(pub(super) Arc<Mutex<Relay>>);
+
+impl Drop for RelayIn {
+    fn drop(&mut self) {
+        let mut r = lock(&self.0);
+        r.ended = true;
+        if let Some(w) = r.reader.take() {
+            w.wake();
+        }
+    }
+}
+
+impl StreamConsumer<HostState> for RelayIn {
+    type Item = u8;
+
+    fn poll_consume(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        mut store: StoreContextMut<HostState>,
+        src: Source<u8>,
+        finish: bool,
+    ) -> Poll<wasmtime::Result<StreamResult>> {
+        let offered = src.remaining(&mut store);
+        let mut r = lock(&self.0);
+        if r.abandoned {
+            return Poll::Ready(Ok(StreamResult::Dropped));
+        }
+        let room = RELAY_BYTES - r.held.len();
+        if room == 0 || offered == 0 {
+            return if room > 0 {
+                Poll::Ready(Ok(StreamResult::Completed))
+            } else if finish {
+                Poll::Ready(Ok(StreamResult::Cancelled))
+            } else {
+                r.writer = Some(cx.waker().clone());
+                Poll::Pending
+            };
+        }
+        let n = offered.min(room);
+        let mut src = src.as_direct(store);
+        r.held.extend(&src.remaining()[..n]);
+        src.mark_read(n);
+        if let Some(w) = r.reader.take() {
+            w.wake();
+        }
+        Poll::Ready(Ok(StreamResult::Completed))
+    }
+}
+
+/// The relay's outlet: the guest's receive stream, each byte charged to
+/// the run's output budget before the guest has it (past the budget the
+/// run halts).
+pub(super) struct RelayOut {
+    pub(super) relay: Arc<Mutex<Relay>>,
+    pub(super) meter: Arc<OutputMeter>,
+}
+
+impl Drop for RelayOut {
+    fn drop(&mut self) {
+        let mut r = lock(&self.relay);
+        r.abandoned = true;
+        r.held.clear();
+        if let Some(w) = r.writer.take() {
+            w.wake();
+        }
+        r.wake_done();
+    }
+}
+
+impl StreamProducer<HostState> for RelayOut {
+    type Item = u8;
+    type Buffer = bytes::BytesMut;
+
+    fn poll_produce<'a>(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        mut store: StoreContextMut<'a, HostState>,
+        dst: Destination<'a, u8, bytes::BytesMut>,
+        finish: bool,
+    ) -> Poll<wasmtime::Result<StreamResult>> {
+        let mut r = lock(&self.relay);
+        if r.held.is_empty() {
+            if r.ended {
+                return Poll::Ready(Ok(StreamResult::Dropped));
+            }
+            if finish {
+                return Poll::Ready(Ok(StreamResult::Cancelled));
+            }
+            r.reader = Some(cx.waker().clone());
+            return Poll::Pending;
+        }
+        // A zero-length read asks whether bytes are ready: they are.
+        if dst.remaining(&mut store) == Some(0) {
+            return Poll::Ready(Ok(StreamResult::Completed));
+        }
+        let mut dst = dst.as_direct(store, RELAY_BYTES);
+        let buf = dst.remaining();
+        let n = buf.len().min(r.held.len());
+        if !self.meter.try_charge(n as u64) {
+            return Poll::Ready(Err(wasmtime::Error::new(HardLimit(
+                Violation::MaxOutputBytes,
+            ))));
+        }
+        for (to, from) in buf.iter_mut().zip(r.held.drain(..n)) {
+            *to = from;
+        }
+        dst.mark_written(n);
+        if r.held.is_empty() {
+            r.wake_done();
+        }
+        if let Some(w) = r.writer.take() {
+            w.wake();
+        }
+        Poll::Ready(Ok(StreamResult::Completed))
+    }
+}
+
+/// wasmtime-wasi's `done` future's result, taken into the relay.
+pub(super) struct DoneIn(pub(super) Arc<Mutex<Relay>>);
+
+impl FutureConsumer<HostState> for DoneIn {
+    type Item = Result<(), ErrorCode>;
+
+    fn poll_consume(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        mut store: StoreContextMut<HostState>,
+        mut src: Source<'_, Self::Item>,
+        _: bool,
+    ) -> Poll<wasmtime::Result<()>> {
+        let mut got = None;
+        src.read(&mut store, &mut got)?;
+        let mut r = lock(&self.0);
+        r.done = Some(got.unwrap_or(Ok(())));
+        r.wake_done();
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// The guest's `done`: wasmtime-wasi's result once the bytes held are
+/// read, or `Ok` once the guest dropped its end of the stream.
+pub(super) async fn done_out(relay: Arc<Mutex<Relay>>) -> wasmtime::Result<Result<(), ErrorCode>> {
+    std::future::poll_fn(move |cx| {
+        let mut r = lock(&relay);
+        if r.abandoned {
+            return Poll::Ready(Ok(Ok(())));
+        }
+        if r.held.is_empty()
+            && let Some(done) = r.done.take()
+        {
+            return Poll::Ready(Ok(done));
+        }
+        r.waiting = Some(cx.waker().clone());
+        Poll::Pending
+    })
+    .await
+}
