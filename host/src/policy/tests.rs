@@ -1,5 +1,6 @@
 use super::*;
 use crate::Services;
+use crate::net::SocketOp;
 use crate::tools::ToolRegistry;
 use crate::{Capabilities, Op, Sandbox, Violation};
 
@@ -99,6 +100,56 @@ fn learn_drafts_the_narrowest_grant_that_allows_the_run() {
     );
     // Loading it back and deciding the run again: no allowed op flips.
     let again = Capabilities::from_toml(&learned.toml, dir.path(), None).unwrap();
+    let w = what_if(&audit, again).unwrap();
+    assert!(
+        w.flips
+            .iter()
+            .all(|f| !matches!(f.was, Verdict::Allowed { .. })),
+        "{w:?}"
+    );
+}
+
+#[test]
+fn learn_drafts_socket_rules_and_listen_addresses_from_a_sockets_run() {
+    let caps = Capabilities::builder()
+        .allow_egress("tcp://127.0.0.1:*")
+        .allow_egress("udp://dns.test:53")
+        .allow_egress("udp://10.0.0.0/8:53")
+        .allow_listen("127.0.0.1:*")
+        .build()
+        .unwrap();
+    let mut sb = Sandbox::new(caps).unwrap();
+    let ten: std::net::IpAddr = "10.0.0.5".parse().unwrap();
+    for op in [
+        SocketOp::bind("127.0.0.1:0".parse().unwrap(), false),
+        SocketOp::bind("127.0.0.1:5353".parse().unwrap(), true),
+        SocketOp::connect(None, "127.0.0.1".parse().unwrap(), 8080),
+        SocketOp::datagram(Some("dns.test"), ten, 53),
+        SocketOp::bind("[::1]:0".parse().unwrap(), false),
+    ] {
+        sb.run(Op::Socket(op));
+    }
+    let audit = sb.audit().to_vec();
+    let learned = learn(&audit, None).unwrap();
+    let e = learned.caps.egress();
+    let rules: Vec<&str> = e.rules().iter().map(|r| r.as_str()).collect();
+    assert_eq!(
+        rules,
+        [
+            "tcp://127.0.0.1:8080",
+            "udp://10.0.0.5:53",
+            "udp://dns.test:53"
+        ]
+    );
+    let listen: Vec<&str> = e.listen().iter().map(|r| r.as_str()).collect();
+    // As bound; the refused one is left out.
+    assert_eq!(listen, ["127.0.0.1:0", "127.0.0.1:5353"]);
+    assert!(
+        learned
+            .toml
+            .contains("net_listen tcp://[::1]:0 (egress_denied)")
+    );
+    let again = Capabilities::from_toml(&learned.toml, std::path::Path::new("/"), None).unwrap();
     let w = what_if(&audit, again).unwrap();
     assert!(
         w.flips

@@ -282,6 +282,34 @@ fn explain_answers_for_each_kind_of_op() {
     assert_eq!(ex.server.connections(), 0);
     let (code, text) = explain(&ex, "format /");
     assert_eq!(code, 2, "{text}");
+    // A component's binds and UDP peers, by the listen and udp rules.
+    std::fs::write(
+        ex.path("sock.toml"),
+        "[net]\nallow = [\"udp://127.0.0.1:53\"]\nlisten = [\"127.0.0.1:8080\"]\n",
+    )
+    .unwrap();
+    for (op, code, needle) in [
+        (
+            "listen tcp://127.0.0.1:8080",
+            0,
+            "allowed by 127.0.0.1:8080",
+        ),
+        ("listen udp://127.0.0.1:8081", 1, "egress_denied"),
+        (
+            "net_listen 0.0.0.0:8080",
+            1,
+            "not a loopback address a listen rule covers",
+        ),
+        ("listen 8080", 1, "is not tcp://ip:port"),
+        ("datagram 127.0.0.1:53", 0, "allowed by udp://127.0.0.1:53"),
+        ("datagram 127.0.0.1:54", 1, "not covered by any udp rule"),
+        ("connect 127.0.0.1:53", 1, "not covered by any tcp rule"),
+    ] {
+        let out = ex.sbx(&["check", "--caps", "sock.toml", "--explain", op]);
+        let text = stdout(&out) + &stderr(&out);
+        assert_eq!(out.status.code(), Some(code), "{op}: {text}");
+        assert!(text.contains(needle), "{op}: {text:?} lacks {needle:?}");
+    }
 }
 
 #[test]

@@ -107,18 +107,30 @@ pub(crate) fn from_plan(kind: OpKind, v: Value) -> Result<Op, String> {
     }))
 }
 
-/// `GET url`; a lookup of a name; a connection to `host:port`, the rules
-/// alone deciding it (no address dialled).
+/// `GET url`; a lookup of a name; a connection or a UDP peer at
+/// `host:port`, or a bind of `tcp://ip:port` (`udp://`), the rules alone
+/// deciding it (no address dialled, nothing bound).
 pub(crate) fn aimed_at(kind: OpKind, target: String) -> Op {
-    match kind {
-        OpKind::NetLookup => Op::Socket(super::SocketOp::lookup(target)),
-        OpKind::NetConnect => match super::SocketOp::connect_to(&target) {
-            Some(op) => Op::Socket(op),
-            None => Op::Invalid {
-                op: kind.name().to_string(),
-                reason: format!("{} is not host:port", crate::bound::quote(&target)),
-            },
+    let socket = match kind {
+        OpKind::NetLookup => return Op::Socket(super::SocketOp::lookup(target)),
+        OpKind::NetConnect => super::SocketOp::peer_to(super::Scheme::Tcp, &target),
+        OpKind::NetDatagram => super::SocketOp::peer_to(super::Scheme::Udp, &target),
+        OpKind::NetListen => super::SocketOp::bind_to(&target),
+        _ => return Op::fetch(target),
+    };
+    match socket {
+        Some(op) => Op::Socket(op),
+        None => Op::Invalid {
+            op: kind.name().to_string(),
+            reason: format!(
+                "{} is not {}",
+                crate::bound::quote(&target),
+                if kind == OpKind::NetListen {
+                    "tcp://ip:port or udp://ip:port"
+                } else {
+                    "host:port"
+                }
+            ),
         },
-        _ => Op::fetch(target),
     }
 }

@@ -103,6 +103,12 @@ impl SocketOp {
     /// A connection to `host:port` (`[v6]:port`) as rules alone decide it,
     /// no address dialled; `None` when `target` is not of that form.
     pub fn connect_to(target: &str) -> Option<Self> {
+        Self::peer_to(Scheme::Tcp, target)
+    }
+
+    /// A connection (`Scheme::Tcp`) or UDP peer (`Scheme::Udp`) at
+    /// `host:port` as rules alone decide it.
+    pub(crate) fn peer_to(scheme: Scheme, target: &str) -> Option<Self> {
         let (host, port) = target.rsplit_once(':')?;
         let port = port.parse::<u16>().ok().filter(|p| *p > 0)?;
         if host.is_empty() {
@@ -111,12 +117,24 @@ impl SocketOp {
         Some(SocketOp {
             target: target.to_string(),
             what: What::Connect {
-                scheme: Scheme::Tcp,
+                scheme,
                 host: host.to_string(),
                 port,
                 addr: None,
             },
         })
+    }
+
+    /// A bind of `tcp://ip:port`, `udp://ip:port` or `ip:port` (TCP), as
+    /// written in an audit record; `None` when `target` is not of that form.
+    pub(crate) fn bind_to(target: &str) -> Option<Self> {
+        let (udp, addr) = match target.split_once("://") {
+            Some(("tcp", a)) => (false, a),
+            Some(("udp", a)) => (true, a),
+            Some(_) => return None,
+            None => (false, target),
+        };
+        Some(Self::bind(addr.parse().ok()?, udp))
     }
 
     /// The address a connection dials or a bind binds, if it names one.

@@ -168,6 +168,19 @@ fn targets_read_back() {
     let op = SocketOp::connect(None, "::1".parse().unwrap(), 25);
     assert_eq!(op.target, "[::1]:25");
     assert!(SocketOp::connect_to("db.test:5432").is_some());
+    let bind = SocketOp::bind_to("udp://[::1]:53").unwrap();
+    assert_eq!(
+        (bind.kind(), bind.target()),
+        (OpKind::NetListen, "udp://[::1]:53")
+    );
+    assert_eq!(
+        SocketOp::bind_to("127.0.0.1:80").unwrap().target(),
+        "tcp://127.0.0.1:80"
+    );
+    assert!(SocketOp::bind_to("sctp://127.0.0.1:80").is_none());
+    assert!(SocketOp::bind_to("localhost:80").is_none());
+    let peer = SocketOp::peer_to(Scheme::Udp, "dns.test:53").unwrap();
+    assert_eq!(peer.kind(), OpKind::NetDatagram);
     assert!(SocketOp::connect_to("db.test").is_none());
     assert!(SocketOp::connect_to(":5432").is_none());
 }

@@ -270,6 +270,19 @@ impl HostState {
     }
 }
 
+/// 0.2's code for a refused or failed socket call as 0.3's.
+fn socket_code(
+    code: wasmtime_wasi::p2::bindings::sockets::network::ErrorCode,
+) -> wasmtime_wasi::p3::bindings::sockets::types::ErrorCode {
+    use wasmtime_wasi::p2::bindings::sockets::network::ErrorCode as C;
+    use wasmtime_wasi::p3::bindings::sockets::types::ErrorCode;
+    match code {
+        C::AccessDenied => ErrorCode::AccessDenied,
+        C::InvalidArgument => ErrorCode::InvalidArgument,
+        _ => ErrorCode::Other(Some(format!("{code:?}"))),
+    }
+}
+
 /// The address a bind asks for, as a grant can allow it: the any-address
 /// at a chosen port (every interface) narrowed to the loopback address of
 /// its family, the only interface a listen rule names, so a server written

@@ -14,8 +14,7 @@
 //!   charged to `max_output_bytes` first: past the budget the run halts.
 //! - A UDP socket counts among the sockets a run holds.
 
-use super::wasi03::socket_code;
-use super::{Aim, Proof, fits, narrowed};
+use super::{Aim, Proof, fits, narrowed, socket_code};
 use crate::violation::Violation;
 use crate::wasm::{HardLimit, HostState, MAX_OPEN_SOCKETS};
 use std::net::SocketAddr;

@@ -10,7 +10,7 @@
 //! and as many accepted. UDP is `udp03.rs`.
 
 use super::relay::{DoneIn, Relay, RelayIn, RelayOut, done_out};
-use super::{Aim, Answer, Proof, fits, narrowed};
+use super::{Aim, Answer, Proof, fits, narrowed, socket_code};
 use crate::wasm::{HostState, MAX_OPEN_SOCKETS};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -235,18 +235,6 @@ fn ready_to_connect(
         return Ok(Err(ErrorCode::InvalidArgument));
     }
     Ok(Ok(()))
-}
-
-/// 0.2's code for a refused or failed socket call as 0.3's.
-pub(super) fn socket_code(
-    code: wasmtime_wasi::p2::bindings::sockets::network::ErrorCode,
-) -> ErrorCode {
-    use wasmtime_wasi::p2::bindings::sockets::network::ErrorCode as C;
-    match code {
-        C::AccessDenied => ErrorCode::AccessDenied,
-        C::InvalidArgument => ErrorCode::InvalidArgument,
-        _ => ErrorCode::Other(Some(format!("{code:?}"))),
-    }
 }
 
 /// 0.2's code for a refused or failed lookup as 0.3's lookup code.
