@@ -46,6 +46,9 @@ pub struct Policy {
     pub runtime_write_files: Vec<(PathBuf, String)>,
     /// TCP ports `connect` may reach; `None` leaves TCP unrestricted.
     pub tcp_connect: Option<BTreeSet<u16>>,
+    /// TCP ports `bind` may take (0: an ephemeral one) when TCP is
+    /// restricted: the listen rules' (every other `bind` is refused).
+    pub tcp_bind: BTreeSet<u16>,
     /// Why TCP is unrestricted, when it is.
     pub tcp_note: Option<String>,
     /// Install the seccomp filter.
@@ -67,6 +70,7 @@ impl Policy {
             runtime_read: net.runtime_read,
             runtime_write_files: Vec::new(),
             tcp_connect: net.tcp_connect,
+            tcp_bind: net.tcp_bind,
             tcp_note: net.tcp_note,
             seccomp: true,
         }
@@ -110,14 +114,17 @@ impl Policy {
 
     /// What the TCP part of the policy says, for reports.
     fn network_summary(&self) -> String {
-        match (&self.tcp_connect, &self.tcp_note) {
+        let list = |p: &BTreeSet<u16>| p.iter().map(u16::to_string).collect::<Vec<_>>().join(", ");
+        let connect = match (&self.tcp_connect, &self.tcp_note) {
             (Some(p), _) if p.is_empty() => "none".into(),
-            (Some(p), _) => format!(
-                "ports {}",
-                p.iter().map(u16::to_string).collect::<Vec<_>>().join(", ")
-            ),
-            (None, Some(why)) => format!("not restricted ({why})"),
-            (None, None) => "not restricted".into(),
+            (Some(p), _) => format!("ports {}", list(p)),
+            (None, Some(why)) => return format!("not restricted ({why})"),
+            (None, None) => return "not restricted".into(),
+        };
+        if self.tcp_bind.is_empty() {
+            connect
+        } else {
+            format!("{connect}; bind ports {}", list(&self.tcp_bind))
         }
     }
 }
@@ -218,6 +225,11 @@ mod imp {
         }
         for port in p.tcp_connect.iter().flatten() {
             created = created.add_rule(NetPort::new(*port, AccessNet::ConnectTcp))?;
+        }
+        if p.tcp_connect.is_some() {
+            for port in &p.tcp_bind {
+                created = created.add_rule(NetPort::new(*port, AccessNet::BindTcp))?;
+            }
         }
         let status = created.restrict_self()?;
         Ok((status.ruleset, status.no_new_privs))

@@ -7,7 +7,7 @@ use crate::common::load_caps;
 use anyhow::Result;
 use sbx_wasm::confine::Policy;
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -25,6 +25,9 @@ pub(crate) struct KernelCheckArgs {
     /// Open a TCP connection to this address after confinement (repeatable).
     #[arg(long, value_name = "IP:PORT")]
     connect: Vec<SocketAddr>,
+    /// Bind a TCP listener at this address after confinement (repeatable).
+    #[arg(long, value_name = "IP:PORT")]
+    bind: Vec<SocketAddr>,
     /// Start this program after confinement (repeatable).
     #[arg(long, value_name = "PROGRAM")]
     exec: Vec<PathBuf>,
@@ -70,6 +73,9 @@ fn run(a: &KernelCheckArgs) -> Result<i32> {
     for addr in &a.connect {
         let r = TcpStream::connect_timeout(addr, Duration::from_secs(2));
         println!("connect {addr}: {}", verdict(r));
+    }
+    for addr in &a.bind {
+        println!("bind {addr}: {}", verdict(TcpListener::bind(addr)));
     }
     for p in &a.exec {
         let r = std::process::Command::new(p).status();

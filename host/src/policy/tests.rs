@@ -74,6 +74,17 @@ fn what_if_flips_exactly_what_a_narrower_grant_refuses() {
     assert!(matches!(w.flips[0].now, Verdict::Allowed { .. }));
 }
 
+/// Deciding `audit` again under `caps` flips no op it allowed.
+fn assert_no_allowed_op_flips(audit: &[crate::AuditEvent], caps: Capabilities) {
+    let w = what_if(audit, caps).unwrap();
+    assert!(
+        w.flips
+            .iter()
+            .all(|f| !matches!(f.was, Verdict::Allowed { .. })),
+        "{w:?}"
+    );
+}
+
 #[test]
 fn learn_drafts_the_narrowest_grant_that_allows_the_run() {
     let (dir, audit, _) = recorded();
@@ -100,13 +111,7 @@ fn learn_drafts_the_narrowest_grant_that_allows_the_run() {
     );
     // Loading it back and deciding the run again: no allowed op flips.
     let again = Capabilities::from_toml(&learned.toml, dir.path(), None).unwrap();
-    let w = what_if(&audit, again).unwrap();
-    assert!(
-        w.flips
-            .iter()
-            .all(|f| !matches!(f.was, Verdict::Allowed { .. })),
-        "{w:?}"
-    );
+    assert_no_allowed_op_flips(&audit, again);
 }
 
 #[test]
@@ -150,13 +155,7 @@ fn learn_drafts_socket_rules_and_listen_addresses_from_a_sockets_run() {
             .contains("net_listen tcp://[::1]:0 (egress_denied)")
     );
     let again = Capabilities::from_toml(&learned.toml, std::path::Path::new("/"), None).unwrap();
-    let w = what_if(&audit, again).unwrap();
-    assert!(
-        w.flips
-            .iter()
-            .all(|f| !matches!(f.was, Verdict::Allowed { .. })),
-        "{w:?}"
-    );
+    assert_no_allowed_op_flips(&audit, again);
 }
 
 #[test]

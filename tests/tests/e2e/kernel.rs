@@ -122,6 +122,35 @@ fn without_net_rules_no_tcp_port_is_reachable() {
     assert_eq!(server.connections(), 0);
 }
 
+#[test]
+fn the_kernel_lets_a_bind_take_only_the_ports_listen_rules_name() {
+    let granted = LoopbackServer::start();
+    // Two ports free a moment ago: one a listen rule names, one not.
+    let free = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    };
+    let (named, other) = (free(), free());
+    let t = Tree::new(&format!(
+        "[net]\nallow = [\"{}\"]\nlisten = [\"127.0.0.1:{named}\"]",
+        granted.origin()
+    ));
+    let mut args = Vec::new();
+    args.extend(arg("--bind", format!("127.0.0.1:{named}")));
+    args.extend(arg("--bind", format!("127.0.0.1:{other}")));
+    args.extend(arg("--bind", "127.0.0.1:0"));
+    let (wall, got) = kernel_check(&t, &args);
+    assert_eq!(wall["up"], true, "{wall}");
+    assert_eq!(
+        wall["network"],
+        format!("ports {}; bind ports {named}", granted.port)
+    );
+    assert_eq!(verdicts(&got), ["allowed", "EACCES", "EACCES"], "{got:?}");
+}
+
 fn run(t: &Tree, extra: &[&str]) -> (Option<i32>, String, Value) {
     let out = Command::new(sbx_bin())
         .current_dir(t.dir.path())

@@ -19,6 +19,16 @@ fn run(caps: Capabilities, steps: &[String]) -> (WasmRun, String) {
     run_guest("p3_listen", caps, StaticResolver::new(), steps)
 }
 
+/// Loopback for a guest of its own: listen on 127.0.0.1, any port, and
+/// reach it over `scheme` (`tcp` or `udp`).
+fn loopback(scheme: &str) -> Capabilities {
+    builder()
+        .allow_listen("127.0.0.1:*")
+        .allow_egress(format!("{scheme}://127.0.0.1:*"))
+        .build()
+        .unwrap()
+}
+
 /// A loopback port free a moment ago.
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -70,11 +80,7 @@ fn a_listen_rule_lets_a_guest_serve_on_loopback_and_nowhere_else() {
         "tcp-bind=192.0.2.1:0".to_string(),
         "tcp-bind=127.0.0.2:0".to_string(),
     ];
-    let granted = builder()
-        .allow_listen("127.0.0.1:*")
-        .allow_egress("tcp://127.0.0.1:*")
-        .build()
-        .unwrap();
+    let granted = loopback("tcp");
     let (r, out) = run(granted, &steps);
     assert!(r.trap.is_none(), "{out} {:?}", r.trap);
     let lines: Vec<&str> = out.lines().collect();
@@ -240,11 +246,7 @@ fn udp_reaches_granted_peers_only_and_what_arrives_is_charged() {
 #[test]
 fn a_guest_receives_its_own_datagram_on_a_granted_address() {
     let steps = ["udp-self".to_string()];
-    let granted = builder()
-        .allow_listen("127.0.0.1:*")
-        .allow_egress("udp://127.0.0.1:*")
-        .build()
-        .unwrap();
+    let granted = loopback("udp");
     let (r, out) = run(granted, &steps);
     assert_eq!(out.trim(), "udp-self: got ping", "{:?}", r.trap);
     let seen = ops(&r);
@@ -278,11 +280,7 @@ fn a_wasi_0_2_listener_takes_the_same_rule() {
         format!("self 0.0.0.0:{port}"),
     ];
     let run = |caps, steps: &[String]| run_guest("tcp_client", caps, StaticResolver::new(), steps);
-    let granted = builder()
-        .allow_listen("127.0.0.1:*")
-        .allow_egress("tcp://127.0.0.1:*")
-        .build()
-        .unwrap();
+    let granted = loopback("tcp");
     let (r, out) = run(granted, &steps);
     // Every interface asked for, loopback bound.
     assert_eq!(out, "0: got ping\n1: got ping\n", "{:?}", r.trap);
@@ -305,5 +303,55 @@ fn a_wasi_0_2_listener_takes_the_same_rule() {
             "tcp://127.0.0.1:0".into(),
             Some(Violation::EgressDenied)
         )]
+    );
+}
+
+/// Under `sbx-wasm run`, with the kernel wall up: the port a listen rule
+/// names is bound (the wall lets that bind through, and only that one),
+/// the next port is refused by the gate first.
+#[test]
+fn under_the_kernel_wall_a_guest_binds_its_granted_port() {
+    let (named, other) = (free_port(), free_port());
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("caps.toml"),
+        format!("[net]\nlisten = [\"127.0.0.1:{named}\"]\n"),
+    )
+    .unwrap();
+    let steps = [
+        format!("tcp-bind=127.0.0.1:{named}"),
+        format!("tcp-bind=127.0.0.1:{other}"),
+    ];
+    let out = std::process::Command::new(sbx_wasm_tests::sbx_bin())
+        .current_dir(dir.path())
+        .args([
+            "run",
+            "--summary",
+            "--caps",
+            "caps.toml",
+            "--report",
+            "r.json",
+        ])
+        .arg(sbx_wasm_tests::guest("p3_listen"))
+        .arg("--")
+        .args(&steps)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout} {stderr}");
+    assert_eq!(
+        stdout,
+        format!(
+            "{}: bound 127.0.0.1:{named}\n{}: Err(ErrorCode::AccessDenied)\n",
+            steps[0], steps[1]
+        )
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    assert_eq!(report["kernel_wall"]["up"], true, "{report}");
+    assert_eq!(
+        report["kernel_wall"]["network"],
+        format!("none; bind ports {named}")
     );
 }

@@ -125,6 +125,7 @@ fn a_confined_run_is_refused_on_an_agent_kept_warm() {
         runtime_read: Vec::new(),
         runtime_write_files: Vec::new(),
         tcp_connect: None,
+        tcp_bind: Default::default(),
         tcp_note: None,
         seccomp: false,
     };

@@ -89,6 +89,15 @@ impl ListenRule {
         &self.text
     }
 
+    /// The one port it covers (0: only an ephemeral one), or `None` for
+    /// every port (`*`).
+    pub fn port(&self) -> Option<u16> {
+        match self.ports {
+            Ports::Any => None,
+            Ports::Port(p) => Some(p),
+        }
+    }
+
     /// Whether a bind of `addr` (port 0: an ephemeral one) is allowed by
     /// this rule.
     pub fn covers(&self, addr: SocketAddr) -> bool {
