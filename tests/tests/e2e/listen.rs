@@ -355,3 +355,23 @@ fn under_the_kernel_wall_a_guest_binds_its_granted_port() {
         format!("none; bind ports {named}")
     );
 }
+
+/// TCP and UDP sockets of a 0.3 guest count together against
+/// `MAX_OPEN_SOCKETS`; past it, `other("new-socket-limit: ...")` (0.3 has
+/// no code of its own), and dropping one makes room.
+#[test]
+fn a_0_3_guest_holds_at_most_max_open_sockets_tcp_and_udp_together() {
+    let max = sbx_wasm::wasm::MAX_OPEN_SOCKETS;
+    let step = format!("hold={}", max + 6);
+    let (r, out) = run(loopback("udp"), std::slice::from_ref(&step));
+    assert!(r.trap.is_none(), "{out} {:?}", r.trap);
+    assert_eq!(
+        out.trim(),
+        format!(
+            "{step}: made {max}, then ErrorCode::Other(Some(\"new-socket-limit: {max} sockets held\")); \
+             one more after a drop: ok"
+        )
+    );
+    // Making sockets is no op: nothing on record.
+    assert!(ops(&r).is_empty());
+}

@@ -122,6 +122,32 @@ fn a_0_3_service_is_served_each_request_under_the_grant() {
     assert!(audit.contains("\"violation\":\"egress_denied\""), "{audit}");
 }
 
+/// A 0.3 handler that waits an hour to answer is ended by its request's wall
+/// budget (500, `max_wall` on record), and the server serves the next.
+#[test]
+fn a_0_3_handler_that_never_answers_meets_its_wall() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("caps.toml"),
+        "[budget]\nmax_wall_ms = 800\n",
+    )
+    .unwrap();
+    let server = serve(dir.path(), &guest("p3_http"), &[]);
+    let a = server.addr.as_str();
+    assert_eq!(request(a, "GET", "/hang", b"").0, 500);
+    assert_eq!(
+        text(&request(a, "GET", "/after", b"")),
+        "200 hello from 0.3: /after"
+    );
+    drop(server);
+    let audit = std::fs::read_to_string(dir.path().join("audit.jsonl")).unwrap();
+    let violations: Vec<String> = audit_records(&audit)
+        .iter()
+        .filter_map(|r| r.get("end")?["violation"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(violations, ["max_wall"]);
+}
+
 #[test]
 fn a_recorded_0_3_client_run_replays_without_the_network() {
     let s = LoopbackServer::start();

@@ -50,6 +50,11 @@ impl wasip3::exports::http::handler::Guest for P3Http {
                 Ok(got) => got,
                 Err(code) => (502, format!("Err({code:?})").into_bytes()),
             }
+        } else if path == "/hang" {
+            // Waits an hour before answering: only the request's wall
+            // budget ends it.
+            wasip3::clocks::monotonic_clock::wait_for(3_600_000_000_000).await;
+            (200, b"an hour later".to_vec())
         } else if let Some(n) = path.strip_prefix("/big?") {
             (200, vec![b'x'; n.parse().unwrap_or(0)])
         } else {

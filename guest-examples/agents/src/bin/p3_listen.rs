@@ -14,7 +14,10 @@
 //! - `udp-self`: bind a UDP socket on 127.0.0.1 (ephemeral), send it
 //!   `ping` from another, unbound one, and receive it;
 //! - `udp-send=IP:PORT=TEXT`: send TEXT from an unbound UDP socket, then
-//!   receive one answer.
+//!   receive one answer;
+//! - `hold=N`: make N sockets, TCP and UDP in turn, keeping each; print
+//!   how many were made and the first refusal, then whether one more is
+//!   made once one is dropped.
 
 #![no_main]
 
@@ -121,6 +124,31 @@ async fn step(arg: &str) -> Result<String, String> {
                 "got {} ({} bytes)",
                 &text[..text.len().min(40)],
                 data.len()
+            ))
+        }
+        "hold" => {
+            let n: usize = rest.parse().map_err(|_| "bad count")?;
+            let (mut tcp, mut udp, mut refused) = (Vec::new(), Vec::new(), None);
+            for i in 0..n {
+                let made = if i % 2 == 0 {
+                    TcpSocket::create(IpAddressFamily::Ipv4).map(|s| tcp.push(s))
+                } else {
+                    UdpSocket::create(IpAddressFamily::Ipv4).map(|s| udp.push(s))
+                };
+                if let Err(e) = made {
+                    refused = Some(code(e));
+                    break;
+                }
+            }
+            let held = tcp.len() + udp.len();
+            drop(udp.pop());
+            let again = match UdpSocket::create(IpAddressFamily::Ipv4) {
+                Ok(_) => "ok".to_string(),
+                Err(e) => code(e),
+            };
+            Ok(format!(
+                "made {held}, then {}; one more after a drop: {again}",
+                refused.unwrap_or_else(|| "nothing refused".into())
             ))
         }
         _ => Err(format!("unknown step {what}")),
