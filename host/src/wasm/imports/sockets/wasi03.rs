@@ -151,16 +151,18 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
     types.func_wrap(
         "[method]tcp-socket.receive",
         |mut store, (socket,): (Resource<TcpSocket>,)| {
-            // A socket not connected, or whose receive was taken, gets
-            // wasmtime-wasi's own closed stream and `invalid-state`: no
-            // byte will flow, so none needs charging.
+            // Every receive stream passes the relay, which charges what
+            // it carries. Its `done` is the relay's (resolving when the
+            // guest drops the stream) only for a connected socket's first
+            // receive; any other gets wasmtime-wasi's own, which says
+            // `invalid-state` at once.
             let rep = socket.rep();
             let state = store.data_mut();
             let borrowed = Resource::<TcpSocket>::new_borrow(rep);
             let connected =
                 HostTcpSocket::get_remote_address(&mut state.sockets(), borrowed).is_ok();
             let first = connected && state.tcp.receiving.insert(rep);
-            let meter = state.tcp.meter().filter(|_| first);
+            let meter = state.tcp.meter();
             let (inner, done) = {
                 let access = Access::<HostState, WasiSockets>::new(
                     store.as_context_mut(),
@@ -168,15 +170,18 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
                 );
                 <WasiSockets as HostTcpSocketWithStore<HostState>>::receive(access, socket)?
             };
+            // No grant, no socket: nothing reaches here without a meter.
             let Some(meter) = meter else {
                 return Ok(((inner, done),));
             };
-            // The bytes the guest reads pass through a relay that charges
-            // them first; the `done` future follows them.
             let relay = Arc::new(Mutex::new(Relay::default()));
             inner.pipe(&mut store, RelayIn(relay.clone()))?;
-            done.pipe(&mut store, DoneIn(relay.clone()))?;
-            let guest_done = FutureReader::new(&mut store, done_out(relay.clone()))?;
+            let guest_done = if first {
+                done.pipe(&mut store, DoneIn(relay.clone()))?;
+                FutureReader::new(&mut store, done_out(relay.clone()))?
+            } else {
+                done
+            };
             let relayed = StreamReader::new(&mut store, RelayOut { relay, meter })?;
             Ok(((relayed, guest_done),))
         },
