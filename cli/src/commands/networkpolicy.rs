@@ -13,7 +13,7 @@
 
 use anyhow::{Result, bail};
 use sbx_wasm::Capabilities;
-use sbx_wasm::net::{EgressRule, HostPattern, PortPattern};
+use sbx_wasm::net::{EgressRule, HostPattern, PortPattern, Scheme};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -45,12 +45,21 @@ fn q(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
 }
 
-fn ports(port: PortPattern, out: &mut String) {
-    if let PortPattern::Port(p) = port {
-        let _ = writeln!(
-            out,
-            "      ports:\n        - port: {p}\n          protocol: TCP"
-        );
+/// The rule's ports, of its protocol (UDP for a `udp://` rule, TCP
+/// otherwise); every port of that protocol for `*`, never another
+/// protocol's.
+fn ports(port: PortPattern, scheme: Scheme, out: &mut String) {
+    let protocol = if scheme == Scheme::Udp { "UDP" } else { "TCP" };
+    match port {
+        PortPattern::Port(p) => {
+            let _ = writeln!(
+                out,
+                "      ports:\n        - port: {p}\n          protocol: {protocol}"
+            );
+        }
+        PortPattern::Any => {
+            let _ = writeln!(out, "      ports:\n        - protocol: {protocol}");
+        }
     }
 }
 
@@ -139,7 +148,7 @@ pub(crate) fn render(caps: &Capabilities, shape: &Shape<'_>) -> Result<String> {
                 }
             },
         }
-        ports(rule.port(), &mut out);
+        ports(rule.port(), rule.scheme(), &mut out);
     }
     Ok(out)
 }

@@ -79,15 +79,24 @@ fn every_manifest_and_a_generated_policy_pass_the_kubernetes_schemas() {
     std::fs::write(
         &caps,
         "[net]\nallow = [\"https://api.example.com\", \"https://*.example.org:8443\", \
-         \"http://10.1.2.3:8080\", \"http://192.168.0.0/16:*\", \"http://[fd00::1]:9000\"]\n",
+         \"http://10.1.2.3:8080\", \"http://192.168.0.0/16:*\", \"http://[fd00::1]:9000\", \
+         \"udp://10.0.0.53:53\"]\n",
     )
     .unwrap();
     let made = dir.path().join("networkpolicy.yaml");
-    std::fs::write(
-        &made,
-        networkpolicy(&caps, &["--name", "agents", "--port", "9000"]),
-    )
-    .unwrap();
+    let policy = networkpolicy(&caps, &["--name", "agents", "--port", "9000"]);
+    // A udp rule opens its port for UDP only; a `*` port, one protocol's.
+    assert!(
+        policy.contains(
+            "cidr: 10.0.0.53/32\n      ports:\n        - port: 53\n          protocol: UDP"
+        ),
+        "{policy}"
+    );
+    assert!(
+        policy.contains("cidr: 192.168.0.0/16\n      ports:\n        - protocol: TCP\n"),
+        "{policy}"
+    );
+    std::fs::write(&made, policy).unwrap();
     let none = dir.path().join("none.yaml");
     std::fs::write(&caps, "").unwrap();
     let text = networkpolicy(&caps, &[]);
