@@ -241,7 +241,7 @@ impl HostState {
         addr: SocketAddr,
         udp: bool,
     ) -> wasmtime::Result<Result<(), ErrorCode>> {
-        if addr.ip().is_unspecified() && addr.port() == 0 {
+        if shared::ephemeral(addr) {
             return Ok(Ok(()));
         }
         let proof = if udp { Proof::UdpBind } else { Proof::TcpBind };
@@ -267,6 +267,18 @@ impl HostState {
             },
             Err(code) => Err(code),
         })
+    }
+}
+
+/// A wasmtime-wasi socket result, 0.2's or 0.3's, as the guest's: its
+/// error code, or the trap it carries.
+fn answer<T, C>(r: Result<T, wasmtime_wasi::TrappableError<C>>) -> wasmtime::Result<Result<T, C>>
+where
+    C: std::error::Error + Send + Sync + 'static,
+{
+    match r {
+        Ok(v) => Ok(Ok(v)),
+        Err(e) => Ok(Err(e.downcast()?)),
     }
 }
 

@@ -68,7 +68,7 @@ fn keep<T>(q: &Mutex<VecDeque<T>>, item: T, max: usize) {
 }
 
 /// The ephemeral any-address bind the OS makes for a connect or a send.
-fn ephemeral(addr: SocketAddr) -> bool {
+pub(super) fn ephemeral(addr: SocketAddr) -> bool {
     addr.ip().is_unspecified() && addr.port() == 0
 }
 

@@ -14,7 +14,7 @@
 //!   charged to `max_output_bytes` first: past the budget the run halts.
 //! - A UDP socket counts among the sockets a run holds.
 
-use super::{Aim, Proof, fits, narrowed, socket_code};
+use super::{Aim, Proof, answer, fits, narrowed, socket_code};
 use crate::violation::Violation;
 use crate::wasm::{HardLimit, HostState, MAX_OPEN_SOCKETS};
 use std::net::SocketAddr;
@@ -37,15 +37,11 @@ pub(super) fn add_to_linker(types: &mut LinkerInstance<'_, HostState>) -> wasmti
                     let limit = format!("new-socket-limit: {MAX_OPEN_SOCKETS} sockets held");
                     return Ok((Err(ErrorCode::Other(Some(limit))),));
                 }
-                Ok((
-                    match HostUdpSocket::create(&mut state.sockets(), family).await {
-                        Ok(made) => {
-                            state.tcp.open.hold(made.rep());
-                            Ok(made)
-                        }
-                        Err(e) => Err(e.downcast()?),
-                    },
-                ))
+                let made = answer(HostUdpSocket::create(&mut state.sockets(), family).await)?;
+                if let Ok(socket) = &made {
+                    state.tcp.open.hold(socket.rep());
+                }
+                Ok((made,))
             })
         },
     )?;
@@ -67,7 +63,7 @@ pub(super) fn add_to_linker(types: &mut LinkerInstance<'_, HostState>) -> wasmti
                     // Not bound: its proof is not left behind.
                     state.tcp.after_bind(addr, Proof::UdpBind, None);
                 }
-                Ok((bound.map_err(|e| e.downcast()).transpose_code()?,))
+                Ok((answer(bound)?,))
             })
         },
     )?;
@@ -84,7 +80,7 @@ pub(super) fn add_to_linker(types: &mut LinkerInstance<'_, HostState>) -> wasmti
                     return Ok((Err(socket_code(code)),));
                 }
                 let connected = HostUdpSocket::connect(&mut state.sockets(), socket, remote).await;
-                Ok((connected.map_err(|e| e.downcast()).transpose_code()?,))
+                Ok((answer(connected)?,))
             })
         },
     )?;
@@ -124,7 +120,7 @@ pub(super) fn add_to_linker(types: &mut LinkerInstance<'_, HostState>) -> wasmti
                     &sockets, socket, data, remote,
                 )
                 .await;
-                Ok((sent.map_err(|e| e.downcast()).transpose_code()?,))
+                Ok((answer(sent)?,))
             })
         },
     )?;
@@ -136,9 +132,9 @@ pub(super) fn add_to_linker(types: &mut LinkerInstance<'_, HostState>) -> wasmti
                 let got =
                     <WasiSockets as HostUdpSocketWithStore<HostState>>::receive(&sockets, socket)
                         .await;
-                let (data, from) = match got {
+                let (data, from) = match answer(got)? {
                     Ok(pair) => pair,
-                    Err(e) => return Ok((Err(e.downcast()?),)),
+                    Err(code) => return Ok((Err(code),)),
                 };
                 let meter = acc.with(|mut a| a.get().tcp.meter());
                 if let Some(meter) = meter
@@ -160,19 +156,4 @@ fn is_v4(state: &mut HostState, socket: &Resource<UdpSocket>) -> bool {
         HostUdpSocket::get_address_family(&mut state.sockets(), borrowed),
         Ok(IpAddressFamily::Ipv4)
     )
-}
-
-/// A wasmtime-wasi result's error as the guest's code, or the trap it
-/// carries.
-trait TransposeCode {
-    fn transpose_code(self) -> wasmtime::Result<Result<(), ErrorCode>>;
-}
-
-impl TransposeCode for Result<(), wasmtime::Result<ErrorCode>> {
-    fn transpose_code(self) -> wasmtime::Result<Result<(), ErrorCode>> {
-        match self {
-            Ok(()) => Ok(Ok(())),
-            Err(e) => Ok(Err(e?)),
-        }
-    }
 }

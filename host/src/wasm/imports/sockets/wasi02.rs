@@ -7,7 +7,7 @@
 //! `create-udp-socket` (`access-denied`): a grant's udp rules reach 0.3
 //! components only.
 
-use super::{Aim, Answer, Charged, Proof, fits, narrowed};
+use super::{Aim, Answer, Charged, Proof, answer, fits, narrowed};
 use crate::wasm::HostState;
 use crate::wasm::held::on_drop;
 use std::net::SocketAddr;
@@ -196,17 +196,6 @@ fn ready_to_connect(
         return Err(ErrorCode::InvalidArgument);
     }
     Ok(())
-}
-
-/// A wasmtime-wasi socket result as the guest's: its error code, or the
-/// trap it carries.
-fn answer<T>(
-    r: Result<T, wasmtime_wasi::p2::SocketError>,
-) -> wasmtime::Result<Result<T, ErrorCode>> {
-    match r {
-        Ok(v) => Ok(Ok(v)),
-        Err(e) => Ok(Err(e.downcast()?)),
-    }
 }
 
 /// `input`, a stream of the socket `parent`, wrapped to charge what it

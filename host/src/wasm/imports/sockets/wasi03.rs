@@ -10,7 +10,7 @@
 //! and as many accepted. UDP is `udp03.rs`.
 
 use super::relay::{DoneIn, Relay, RelayIn, RelayOut, done_out};
-use super::{Aim, Answer, Proof, fits, narrowed, socket_code};
+use super::{Aim, Answer, Proof, answer, fits, narrowed, socket_code};
 use crate::wasm::{HostState, MAX_OPEN_SOCKETS};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -70,12 +70,11 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
                 let limit = format!("new-socket-limit: {MAX_OPEN_SOCKETS} sockets held");
                 return Ok((Err(ErrorCode::Other(Some(limit))),));
             }
-            let made = match HostTcpSocket::create(&mut state.sockets(), family) {
-                Ok(socket) => socket,
-                Err(e) => return Ok((Err(e.downcast()?),)),
-            };
-            state.tcp.open.hold(made.rep());
-            Ok((Ok(made),))
+            let made = answer(HostTcpSocket::create(&mut state.sockets(), family))?;
+            if let Ok(socket) = &made {
+                state.tcp.open.hold(socket.rep());
+            }
+            Ok((made,))
         },
     )?;
     // A listen on a socket never bound would bind every interface: it is
@@ -104,10 +103,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
                 let listening =
                     <WasiSockets as HostTcpSocketWithStore<HostState>>::listen(access, socket)
                         .await;
-                Ok((match listening {
-                    Ok(stream) => Ok(stream),
-                    Err(e) => Err(e.downcast()?),
-                },))
+                Ok((answer(listening)?,))
             })
         },
     )?;
@@ -132,19 +128,17 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
                     &sockets, borrowed, remote,
                 )
                 .await;
-                match connected {
-                    Ok(()) => Ok((Ok(()),)),
-                    Err(e) => {
-                        // Refused by the socket itself (busy, wrong state,
-                        // the peer): its proof is not left behind.
-                        acc.with(|mut a| {
-                            if let Some(shared) = a.get().tcp.shared() {
-                                shared.take(addr, Proof::Connect);
-                            }
-                        });
-                        Ok((Err(e.downcast()?),))
-                    }
+                let connected = answer(connected)?;
+                if connected.is_err() {
+                    // Refused by the socket itself (busy, wrong state, the
+                    // peer): its proof is not left behind.
+                    acc.with(|mut a| {
+                        if let Some(shared) = a.get().tcp.shared() {
+                            shared.take(addr, Proof::Connect);
+                        }
+                    });
                 }
+                Ok((connected,))
             })
         },
     )?;
@@ -212,7 +206,7 @@ async fn bind_decided(
         return Ok(Err(socket_code(code)));
     }
     let borrowed = Resource::<TcpSocket>::new_borrow(rep);
-    let bound = HostTcpSocket::bind(&mut state.sockets(), borrowed, addr.into()).await;
+    let bound = answer(HostTcpSocket::bind(&mut state.sockets(), borrowed, addr.into()).await)?;
     let now = match bound {
         Ok(()) => {
             let borrowed = Resource::<TcpSocket>::new_borrow(rep);
@@ -223,10 +217,7 @@ async fn bind_decided(
     state
         .tcp
         .after_bind(addr, Proof::TcpBind, now.map(SocketAddr::from));
-    Ok(match bound {
-        Ok(()) => Ok(()),
-        Err(e) => Err(e.downcast()?),
-    })
+    Ok(bound)
 }
 
 /// `Err` with wasmtime-wasi's own answer when `socket` cannot start a
