@@ -26,6 +26,8 @@ pub const DEFAULT_MAX_MEMORY_BYTES: u64 = 256 * 1024 * 1024;
 pub const DEFAULT_MAX_WRITE_BYTES: u64 = 1024 * 1024 * 1024;
 /// Default for [`Budget::max_files`]: 10,000 files and folders created.
 pub const DEFAULT_MAX_FILES: u64 = 10_000;
+/// Default for [`Budget::max_sent_bytes`]: 64 MiB sent to the network.
+pub const DEFAULT_MAX_SENT_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Largest accepted `max_ops`.
 pub const LIMIT_MAX_OPS: u64 = 1_000_000_000;
@@ -41,6 +43,8 @@ pub const LIMIT_MAX_MEMORY_BYTES: u64 = 4 * 1024 * 1024 * 1024;
 pub const LIMIT_MAX_WRITE_BYTES: u64 = 1 << 40;
 /// Largest accepted `max_files`.
 pub const LIMIT_MAX_FILES: u64 = 100_000_000;
+/// Largest accepted `max_sent_bytes` (1 TiB).
+pub const LIMIT_MAX_SENT_BYTES: u64 = 1 << 40;
 
 /// The resource budget of one run. Exceeding any of these is a hard halt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,6 +78,12 @@ pub struct Budget {
     /// Files, folders and links created in write mounts. Default
     /// [`DEFAULT_MAX_FILES`].
     pub max_files: u64,
+    /// Bytes that may leave for the network: each HTTP request as sent
+    /// (its URL, headers and body, again for each redirect hop that
+    /// carries it), what a socket sends and each datagram. What a granted
+    /// peer may be told is bounded here, whatever the rules allow.
+    /// Default [`DEFAULT_MAX_SENT_BYTES`].
+    pub max_sent_bytes: u64,
 }
 
 impl Default for Budget {
@@ -87,6 +97,7 @@ impl Default for Budget {
             max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES,
             max_write_bytes: DEFAULT_MAX_WRITE_BYTES,
             max_files: DEFAULT_MAX_FILES,
+            max_sent_bytes: DEFAULT_MAX_SENT_BYTES,
         }
     }
 }
@@ -113,6 +124,9 @@ pub struct Usage {
     /// Files, folders and links created in write mounts.
     #[serde(default)]
     pub files: u64,
+    /// Bytes sent to the network.
+    #[serde(default)]
+    pub sent_bytes: u64,
 }
 
 /// The write quota (`max_write_bytes`, `max_files`), shared by the gate
@@ -171,9 +185,12 @@ impl WriteMeter {
     }
 }
 
-/// The `max_output_bytes` meter, shared by everything that returns bytes to
-/// the caller: the gate (file contents, bodies, tool output) and, in the wasm
-/// host, the guest's stdout and stderr.
+/// A byte budget's meter. A run has two: `max_output_bytes`'s, shared by
+/// everything that returns bytes to the caller (the gate: file contents,
+/// bodies, tool output; in the wasm host, the guest's stdout and stderr,
+/// what a socket receives), and `max_sent_bytes`'s, shared by everything
+/// that sends to the network (the broker's requests, socket writes,
+/// datagrams).
 #[derive(Debug)]
 pub struct OutputMeter {
     max: u64,

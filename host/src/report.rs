@@ -88,6 +88,9 @@ pub struct Limits {
     /// `max_files`.
     #[serde(default)]
     pub files: u64,
+    /// `max_sent_bytes`.
+    #[serde(default)]
+    pub sent_bytes: u64,
 }
 
 impl RunReport {
@@ -120,6 +123,7 @@ impl From<&Budget> for Limits {
             memory_peak_bytes: b.max_memory_bytes,
             write_bytes: b.max_write_bytes,
             files: b.max_files,
+            sent_bytes: b.max_sent_bytes,
         }
     }
 }

@@ -56,6 +56,8 @@ pub enum Violation {
     MaxWriteBytes,
     /// More files, folders and links created than `max_files` (hard).
     MaxFiles,
+    /// More bytes sent to the network than `max_sent_bytes` (hard).
+    MaxSentBytes,
     /// The embedder cancelled the run (hard): not the guest's doing. The
     /// report's status is `cancelled`.
     Cancelled,
@@ -67,7 +69,7 @@ pub enum Violation {
 
 impl Violation {
     /// Every violation, soft ones first.
-    pub const ALL: [Violation; 19] = [
+    pub const ALL: [Violation; 20] = [
         Violation::PathTraversal,
         Violation::FsReadDenied,
         Violation::FsWriteDenied,
@@ -85,6 +87,7 @@ impl Violation {
         Violation::StackOverflow,
         Violation::MaxWriteBytes,
         Violation::MaxFiles,
+        Violation::MaxSentBytes,
         Violation::Cancelled,
         Violation::ReplayDiverged,
     ];
@@ -109,6 +112,7 @@ impl Violation {
             Violation::StackOverflow => "stack_overflow",
             Violation::MaxWriteBytes => "max_write_bytes",
             Violation::MaxFiles => "max_files",
+            Violation::MaxSentBytes => "max_sent_bytes",
             Violation::Cancelled => "cancelled",
             Violation::ReplayDiverged => "replay_diverged",
         }
@@ -127,6 +131,7 @@ impl Violation {
                 | Violation::StackOverflow
                 | Violation::MaxWriteBytes
                 | Violation::MaxFiles
+                | Violation::MaxSentBytes
                 | Violation::Cancelled
                 | Violation::ReplayDiverged
         )

@@ -185,6 +185,9 @@ pub(crate) struct Lent<'a> {
     pub(crate) quota: &'a dyn Fn(u64, u64) -> Result<(), Denial>,
     /// The refusal of a result over the output budget.
     pub(crate) over_budget: &'a dyn Fn() -> Denial,
+    /// Charge bytes about to be sent to the network (`max_sent_bytes`)
+    /// before they go, or say it is spent.
+    pub(crate) sent: &'a dyn Fn(u64) -> Result<(), Denial>,
 }
 
 /// A capability's plan form: the parse of one plan object carrying one of

@@ -31,11 +31,13 @@ impl Rig {
     }
 
     /// The capability's effect for `op` under `permit`, with a second of
-    /// wall and a MiB of output lent, and no write quota.
+    /// wall and a MiB of output lent, and no write quota or sent budget.
     pub(crate) fn perform(&self, op: &Op, permit: Permit) -> Result<Output, Failure> {
         let quota = |_: u64, _: u64| Ok(());
         let over = || Denial::new(Violation::MaxOutputBytes, "over the output budget");
+        let sent = |_: u64| Ok(());
         let lent = Lent {
+            sent: &sent,
             wall_left: Duration::from_secs(1),
             output_left: 1 << 20,
             quota: &quota,

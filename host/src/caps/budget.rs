@@ -24,6 +24,7 @@ pub(crate) struct BudgetSection {
     max_memory_bytes: Option<i64>,
     max_write_bytes: Option<i64>,
     max_files: Option<i64>,
+    max_sent_bytes: Option<i64>,
 }
 
 /// `max_fuel`: a count, or `"off"` for a wall-only grant.
@@ -74,6 +75,9 @@ impl BudgetSection {
         if let Some(n) = non_negative("budget.max_files", self.max_files)? {
             b = b.max_files(n);
         }
+        if let Some(n) = non_negative("budget.max_sent_bytes", self.max_sent_bytes)? {
+            b = b.max_sent_bytes(n);
+        }
         Ok(b)
     }
 
@@ -92,6 +96,7 @@ impl BudgetSection {
             max_memory_bytes: n(b.max_memory_bytes),
             max_write_bytes: n(b.max_write_bytes),
             max_files: n(b.max_files),
+            max_sent_bytes: n(b.max_sent_bytes),
         }
     }
 }
@@ -148,11 +153,18 @@ impl CapabilitiesBuilder {
         self.budget.max_files = n;
         self
     }
+
+    /// Set `max_sent_bytes` (bytes one run sends to the network: requests
+    /// as sent, socket writes, datagrams).
+    pub fn max_sent_bytes(mut self, n: u64) -> Self {
+        self.budget.max_sent_bytes = n;
+        self
+    }
 }
 
 /// Refuse a budget past what this host can honour.
 pub(crate) fn check_budget(b: &Budget) -> Result<(), CapsError> {
-    let checks: [(&str, u128, u128, &str); 7] = [
+    let checks: [(&str, u128, u128, &str); 8] = [
         (
             "max_ops",
             b.max_ops.into(),
@@ -194,6 +206,12 @@ pub(crate) fn check_budget(b: &Budget) -> Result<(), CapsError> {
             b.max_files.into(),
             budget::LIMIT_MAX_FILES.into(),
             "",
+        ),
+        (
+            "max_sent_bytes",
+            b.max_sent_bytes.into(),
+            budget::LIMIT_MAX_SENT_BYTES.into(),
+            " bytes (1 TiB)",
         ),
     ];
     for (key, value, max, unit) in checks {

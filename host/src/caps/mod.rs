@@ -79,6 +79,7 @@ pub struct Capabilities {
 /// | `max_memory_bytes` | 256 MiB ([`budget::DEFAULT_MAX_MEMORY_BYTES`](crate::budget::DEFAULT_MAX_MEMORY_BYTES)) |
 /// | `max_write_bytes` | 1 GiB ([`budget::DEFAULT_MAX_WRITE_BYTES`](crate::budget::DEFAULT_MAX_WRITE_BYTES)) |
 /// | `max_files` | 10,000 ([`budget::DEFAULT_MAX_FILES`](crate::budget::DEFAULT_MAX_FILES)) |
+/// | `max_sent_bytes` | 64 MiB ([`budget::DEFAULT_MAX_SENT_BYTES`](crate::budget::DEFAULT_MAX_SENT_BYTES)) |
 ///
 /// Relative host folders resolve against [`CapabilitiesBuilder::base_dir`]
 /// (default: the current folder). Nothing is checked until

@@ -29,6 +29,7 @@ pub struct SandboxBuilder {
     caps: Capabilities,
     services: Services,
     output: Option<Arc<OutputMeter>>,
+    sent: Option<Arc<OutputMeter>>,
     writes: Option<Arc<WriteMeter>>,
     cancel: Option<CancelHandle>,
     events: Option<EventSink>,
@@ -106,6 +107,15 @@ impl SandboxBuilder {
         self
     }
 
+    /// Share `meter` as the `max_sent_bytes` meter (the wasm host shares it
+    /// with the guest's sockets, whose writes do not pass the gate call by
+    /// call). Default: a meter of its own with the caps' budget.
+    #[cfg_attr(not(feature = "wasm"), allow(dead_code))]
+    pub(crate) fn sent_meter(mut self, meter: Arc<OutputMeter>) -> Self {
+        self.sent = Some(meter);
+        self
+    }
+
     /// Perform allowed effects with `services` (the network client, the
     /// resolver, the clock, the tools, the key-value store; see [`Services`] for each
     /// default).
@@ -140,8 +150,12 @@ impl SandboxBuilder {
         let flow = self
             .flow
             .unwrap_or_else(|| Arc::new(FlowState::new(self.caps.flow().clone(), self.labels)));
+        let sent = self
+            .sent
+            .unwrap_or_else(|| Arc::new(OutputMeter::new(b.max_sent_bytes)));
         Ok(Sandbox {
             flow,
+            sent,
             results_to_caller: self.results_to_caller,
             brought: Vec::new(),
             evidence: None,
@@ -174,6 +188,7 @@ impl Sandbox {
             caps,
             services: Services::default(),
             output: None,
+            sent: None,
             writes: None,
             cancel: None,
             events: None,

@@ -36,6 +36,22 @@ impl Sandbox {
         Ok(())
     }
 
+    /// Charge `bytes` about to be sent to the network, or say that
+    /// `max_sent_bytes` is spent (nothing charged).
+    pub(super) fn charge_sent(&self, bytes: u64) -> Result<(), Denial> {
+        if self.sent.try_charge(bytes) {
+            return Ok(());
+        }
+        Err(Denial::new(
+            Violation::MaxSentBytes,
+            format!(
+                "sending {bytes} bytes would pass max_sent_bytes = {} ({} sent)",
+                self.caps.budget().max_sent_bytes,
+                self.sent.used()
+            ),
+        ))
+    }
+
     pub(super) fn output_left(&self) -> u64 {
         self.output.left()
     }
@@ -70,7 +86,9 @@ impl Sandbox {
         };
         let over_budget = || self.output_denial(u64::MAX);
         let quota = |bytes, files| self.quota(bytes, files);
+        let sent = |bytes| self.charge_sent(bytes);
         let lent = Lent {
+            sent: &sent,
             wall_left: self.wall_left(),
             output_left: self.output_left(),
             quota: &quota,

@@ -72,6 +72,8 @@ pub struct Sandbox {
     seq: u64,
     ops: u64,
     output: Arc<OutputMeter>,
+    /// `max_sent_bytes`'s meter, shared with the wasm host's sockets.
+    sent: Arc<OutputMeter>,
     writes: Arc<WriteMeter>,
     halted: Option<Denial>,
     audit: Vec<AuditEvent>,
@@ -135,6 +137,7 @@ impl Sandbox {
             memory_peak_bytes: None,
             write_bytes: self.writes.bytes(),
             files: self.writes.files(),
+            sent_bytes: self.sent.used(),
         }
     }
 

@@ -129,7 +129,7 @@ pub fn diff(a: &Capabilities, b: &Capabilities) -> GrantDiff {
             "off".to_string()
         }
     };
-    let pairs: [(&'static str, String, String); 7] = [
+    let pairs: [(&'static str, String, String); 8] = [
         ("max_ops", ba.max_ops.to_string(), bb.max_ops.to_string()),
         (
             "max_output_bytes",
@@ -156,6 +156,11 @@ pub fn diff(a: &Capabilities, b: &Capabilities) -> GrantDiff {
             "max_files",
             ba.max_files.to_string(),
             bb.max_files.to_string(),
+        ),
+        (
+            "max_sent_bytes",
+            ba.max_sent_bytes.to_string(),
+            bb.max_sent_bytes.to_string(),
         ),
     ];
     GrantDiff {

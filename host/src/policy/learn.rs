@@ -310,6 +310,9 @@ fn budgets(
         if r.usage.files > 0 {
             b = b.max_files((r.usage.files * HEADROOM).max(10));
         }
+        if r.usage.sent_bytes > 0 {
+            b = b.max_sent_bytes((r.usage.sent_bytes * HEADROOM).max(64 * 1024));
+        }
     }
     b
 }

@@ -36,6 +36,7 @@ pub(crate) fn fetch(
             url,
             timeout,
             lent.output_left,
+            lent.sent,
             held.cancel,
         )
     };

@@ -40,6 +40,12 @@ fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
         .map(|(_, v)| v.as_str())
 }
 
+/// What sending `req` costs against `max_sent_bytes`: its URL, header
+/// names and values, and body.
+fn sent_bytes(req: &FetchRequest) -> u64 {
+    (req.url.len() + req.body.len()) as u64 + super::header_bytes(&req.headers)
+}
+
 /// One request to `addr`. With a `cancel` switch it runs on a thread of its
 /// own, so a cancel ends the wait within 5 ms (the connection then closes
 /// at its own deadline, in the background).
@@ -78,6 +84,7 @@ pub(crate) fn gated_fetch(
     permitted: Url,
     wall_left: Duration,
     max_response_bytes: u64,
+    sent: &dyn Fn(u64) -> Result<(), Denial>,
     cancel: Option<&CancelHandle>,
 ) -> (Result<FetchResponse, FetchFailure>, Trace) {
     let deadline = Instant::now() + wall_left;
@@ -125,6 +132,10 @@ pub(crate) fn gated_fetch(
         }
         req.url = url.to_string();
         let mut response = Err(FetchFailure::Failed("no address to dial".into()));
+        // Each hop's request is charged once, as sent (secrets in), before
+        // its first dial: an address that refuses the connection is sent
+        // nothing, and the next is tried with the same charge.
+        let mut charged = false;
         for addr in &addrs {
             trace.address = Some(*addr);
             let limits = FetchLimits {
@@ -155,6 +166,12 @@ pub(crate) fn gated_fetch(
                 hop.headers = headers;
                 std::borrow::Cow::Owned(hop)
             };
+            if !charged {
+                if let Err(d) = sent(sent_bytes(&hop)) {
+                    return (Err(FetchFailure::Denied(d)), trace);
+                }
+                charged = true;
+            }
             trace.begun = Some(format!(
                 "the request to {addr} was under way and may have reached the server"
             ));

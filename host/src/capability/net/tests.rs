@@ -130,3 +130,43 @@ fn a_plan_gives_headers_as_pairs_or_as_an_object_and_anything_else_is_named() {
         }
     }
 }
+
+#[test]
+fn a_fetch_is_charged_to_max_sent_bytes_as_sent_and_one_past_it_halts_undialled() {
+    use crate::gate::Sandbox;
+    let dialled = Arc::new(Dialled::default());
+    let resolver = StaticResolver::new().with("allowed.test", ["93.184.216.34".parse().unwrap()]);
+    let mut sandbox = Sandbox::builder(
+        Capabilities::builder()
+            .allow_egress("http://allowed.test")
+            .max_sent_bytes(1000)
+            .build()
+            .unwrap(),
+    )
+    .services(
+        Services::default()
+            .net(Arc::new(dialled.clone()))
+            .resolver(Arc::new(resolver)),
+    )
+    .build()
+    .unwrap();
+    let post = |len: usize| {
+        crate::plan::op_from_json(serde_json::json!({
+            "op": "net_fetch", "url": "http://allowed.test/x", "method": "POST",
+            "body": "b".repeat(len), "headers": {"h": "v"}
+        }))
+    };
+    // The URL (21 bytes), the header (2) and the body.
+    let r = sandbox.run(post(500));
+    assert!(r.ok, "{r:?}");
+    assert_eq!(sandbox.usage().sent_bytes, 523);
+    let r = sandbox.run(post(500));
+    assert!(r.hard(), "{r:?}");
+    assert_eq!(r.denial.map(|d| d.violation), Some(Violation::MaxSentBytes));
+    assert_eq!(
+        sandbox.halted().map(|d| d.violation),
+        Some(Violation::MaxSentBytes)
+    );
+    assert_eq!(sandbox.usage().sent_bytes, 523);
+    assert_eq!(dialled.0.lock().unwrap().len(), 1);
+}
