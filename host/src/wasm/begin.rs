@@ -50,13 +50,14 @@ impl WasmHost {
         let header = super::run_inputs::record_header(&mut opts)?;
         let deterministic = opts.deterministic.is_some();
         let meter = Arc::new(OutputMeter::new(budget.max_output_bytes));
+        let sent = Arc::new(OutputMeter::new(budget.max_sent_bytes));
         let capture = Capture::new(&mut opts);
         let secrets = crate::net::RunSecrets::bind(opts.caps.secrets(), opts.deterministic);
         let flow = Arc::new(crate::flow::FlowState::new(
             opts.caps.flow().clone(),
             std::mem::take(&mut opts.labels),
         ));
-        let (wasi, closed, tcp) = self.wasi_context(&opts, &meter, &secrets, &flow)?;
+        let (wasi, closed, tcp) = self.wasi_context(&opts, [&meter, &sent], &secrets, &flow)?;
         let RunOptions {
             caps,
             mut services,
@@ -73,6 +74,7 @@ impl WasmHost {
             .secrets(secrets)
             .services(services)
             .output_meter(meter.clone())
+            .sent_meter(sent)
             .guest_flow(flow);
         if let Some(c) = &cancel {
             gate = gate.cancel(c.clone());

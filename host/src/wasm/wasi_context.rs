@@ -25,11 +25,13 @@ impl WasmHost {
     /// env, args, stdin, metered stdout and stderr, and under
     /// `deterministic` virtual clocks and seeded randomness; TCP only when
     /// the grant holds a tcp rule, every lookup and connection through the
-    /// socket door it returns. Nothing inherited but what `opts` asks for.
+    /// socket door it returns (charging what sockets receive to `meter`,
+    /// what they send to `sent`). Nothing inherited but what `opts` asks
+    /// for.
     pub(super) fn wasi_context(
         &self,
         opts: &RunOptions,
-        meter: &Arc<OutputMeter>,
+        [meter, sent]: [&Arc<OutputMeter>; 2],
         secrets: &crate::net::RunSecrets,
         flow: &Arc<crate::flow::FlowState>,
     ) -> Result<(WasiCtx, Closed, SocketDoor), LoadError> {
@@ -100,7 +102,7 @@ impl WasmHost {
         // door replaces those) and an address check that refuses all.
         let egress = opts.caps.egress();
         let tcp = if egress.grants_sockets() || egress.grants_udp() {
-            let (door, check) = SocketDoor::granted(meter.clone(), egress);
+            let (door, check) = SocketDoor::granted([meter.clone(), sent.clone()], egress);
             wasi.allow_tcp(egress.grants_sockets())
                 .allow_udp(egress.grants_udp())
                 .socket_addr_check(check);

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-fn run(caps: Capabilities, steps: &[String]) -> (WasmRun, String) {
+pub(crate) fn run(caps: Capabilities, steps: &[String]) -> (WasmRun, String) {
     run_guest("p3_listen", caps, StaticResolver::new(), steps)
 }
 
@@ -40,13 +40,13 @@ fn free_port() -> u16 {
 
 /// A UDP server on 127.0.0.1 answering `echo: TEXT`, or 4000 bytes for
 /// `big`; counts datagrams.
-struct UdpEcho {
-    port: u16,
+pub(crate) struct UdpEcho {
+    pub(crate) port: u16,
     got: Arc<AtomicUsize>,
 }
 
 impl UdpEcho {
-    fn start() -> Self {
+    pub(crate) fn start() -> Self {
         let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
         let port = socket.local_addr().unwrap().port();
         let got = Arc::new(AtomicUsize::new(0));
@@ -65,7 +65,7 @@ impl UdpEcho {
         UdpEcho { port, got }
     }
 
-    fn datagrams(&self) -> usize {
+    pub(crate) fn datagrams(&self) -> usize {
         self.got.load(Ordering::SeqCst)
     }
 }
@@ -267,6 +267,57 @@ fn a_guest_receives_its_own_datagram_on_a_granted_address() {
             Some(Violation::EgressDenied)
         )]
     );
+}
+
+/// The same rows for a 0.2 client written against `std::net`
+/// (`tcp_client.rs`'s `udp-send`: `UdpSocket::bind("0.0.0.0:0")`, then
+/// `send_to`): its granted peer answers, another gets nothing, a bind the
+/// guest chose needs a listen rule, and without a udp rule there is no
+/// UDP socket at all.
+#[test]
+fn a_0_2_client_meets_the_same_udp_rules() {
+    let (echo, other) = (UdpEcho::start(), UdpEcho::start());
+    let (e, o) = (echo.port, other.port);
+    let steps = [
+        format!("udp-send 127.0.0.1:{e} hi"),
+        format!("udp-send 127.0.0.1:{o} leak"),
+        "udp 127.0.0.1:0".to_string(),
+    ];
+    let run = |caps| run_guest("tcp_client", caps, StaticResolver::new(), &steps);
+    let caps = builder()
+        .allow_egress(format!("udp://127.0.0.1:{e}"))
+        .build()
+        .unwrap();
+    let (r, out) = run(caps);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "0: got echo: hi (8 bytes)", "{out} {:?}", r.trap);
+    assert_eq!(lines[1], "1: error PermissionDenied", "{out}");
+    assert_eq!(lines[2], "2: error PermissionDenied", "{out}");
+    assert_eq!((echo.datagrams(), other.datagrams()), (1, 0));
+    assert_eq!(
+        ops(&r),
+        vec![
+            ("net_datagram".into(), format!("127.0.0.1:{e}"), None),
+            (
+                "net_datagram".into(),
+                format!("127.0.0.1:{o}"),
+                Some(Violation::EgressDenied)
+            ),
+            (
+                "net_listen".into(),
+                "udp://127.0.0.1:0".into(),
+                Some(Violation::EgressDenied)
+            ),
+        ]
+    );
+    let none = builder()
+        .allow_egress(format!("tcp://127.0.0.1:{e}"))
+        .build()
+        .unwrap();
+    let (r, out) = run(none);
+    assert!(out.starts_with("0: error PermissionDenied"), "{out}");
+    assert!(ops(&r).is_empty());
+    assert_eq!(echo.datagrams(), 1);
 }
 
 /// 0.2's door, for a guest written against `std::net`

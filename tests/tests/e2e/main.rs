@@ -37,6 +37,7 @@ mod script_errors;
 mod scripts;
 mod secrets;
 mod seed_behaviours;
+mod sent_budget;
 mod serve;
 mod sockets;
 mod telemetry;

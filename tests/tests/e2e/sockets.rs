@@ -16,26 +16,34 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A line server on 127.0.0.1: answers `echo: LINE`, or 64 KiB then close
-/// for `big`; counts connections.
-struct LineServer {
-    port: u16,
+/// for `big`; counts connections, and the bytes of the lines it read.
+pub(crate) struct LineServer {
+    pub(crate) port: u16,
     accepted: Arc<AtomicUsize>,
+    /// Connections whose line was read (or found missing).
+    read: Arc<AtomicUsize>,
+    bytes: Arc<AtomicUsize>,
 }
 
 impl LineServer {
-    fn start() -> Self {
+    pub(crate) fn start() -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let accepted = Arc::new(AtomicUsize::new(0));
-        let count = accepted.clone();
+        let (read, bytes) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let (count, read_count, byte_count) = (accepted.clone(), read.clone(), bytes.clone());
         std::thread::spawn(move || {
             for conn in listener.incoming() {
                 let Ok(mut conn) = conn else { continue };
                 count.fetch_add(1, Ordering::SeqCst);
+                let (read_count, byte_count) = (read_count.clone(), byte_count.clone());
                 std::thread::spawn(move || {
                     let mut line = String::new();
                     let mut reader = BufReader::new(conn.try_clone().unwrap());
-                    if reader.read_line(&mut line).is_err() {
+                    let got = reader.read_line(&mut line);
+                    byte_count.fetch_add(line.len(), Ordering::SeqCst);
+                    read_count.fetch_add(1, Ordering::SeqCst);
+                    if got.is_err() {
                         return;
                     }
                     let _ = match line.trim_end() {
@@ -45,11 +53,28 @@ impl LineServer {
                 });
             }
         });
-        LineServer { port, accepted }
+        LineServer {
+            port,
+            accepted,
+            read,
+            bytes,
+        }
     }
 
-    fn connections(&self) -> usize {
+    pub(crate) fn connections(&self) -> usize {
         self.accepted.load(Ordering::SeqCst)
+    }
+
+    /// The bytes of every line read, once each connection's read has
+    /// ended (a run's connections are closed when it ends).
+    pub(crate) fn bytes_read(&self) -> usize {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while self.read.load(Ordering::SeqCst) < self.connections()
+            && std::time::Instant::now() < until
+        {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        self.bytes.load(Ordering::SeqCst)
     }
 }
 

@@ -9,6 +9,8 @@
 //! - `self ADDR`: listen at `ADDR`, connect to that listener, send `ping`,
 //!   accept and read what arrived;
 //! - `udp ADDR`: bind a UDP socket at `ADDR`;
+//! - `udp-send HOST:PORT TEXT`: send `TEXT` in one datagram from a socket
+//!   bound at `0.0.0.0:0`, and print the first datagram that comes back;
 //! - `hold HOST:PORT N`: connect `N` times, keeping every connection open;
 //!   prints how many connected and the first error, then whether one more
 //!   connects once one is closed.
@@ -50,6 +52,14 @@ fn step(words: &[&str]) -> Result<String, std::io::Error> {
             Ok(format!("got {got}"))
         }
         ["udp", addr] => UdpSocket::bind(*addr).map(|_| "bound".to_string()),
+        ["udp-send", target, text] => {
+            let socket = UdpSocket::bind("0.0.0.0:0")?;
+            socket.send_to(text.as_bytes(), *target)?;
+            let mut buf = vec![0u8; 8192];
+            let (n, _) = socket.recv_from(&mut buf)?;
+            let got = String::from_utf8_lossy(&buf[..n]);
+            Ok(format!("got {} ({n} bytes)", &got[..got.len().min(40)]))
+        }
         ["hold", target, n] => {
             let n: usize = n.parse().unwrap_or(1);
             let mut held = Vec::new();

@@ -1,29 +1,61 @@
-//! What a connection receives, charged to `max_output_bytes` as the guest
-//! reads it: `finish-connect` wraps each connection's input stream in this.
+//! What a socket's bytes are charged to: what a connection receives to
+//! `max_output_bytes` as the guest reads it, what it sends to
+//! `max_sent_bytes` as the guest writes it, before it is sent. 0.2's
+//! streams are wrapped here (`finish-connect` and `accept` wrap each
+//! connection's two); 0.3's pass the relay (`relay.rs`), which charges
+//! with the same [`Charge`].
 
 use crate::budget::OutputMeter;
 use crate::violation::Violation;
 use crate::wasm::HardLimit;
 use bytes::Bytes;
 use std::sync::Arc;
-use wasmtime_wasi::p2::{DynInputStream, InputStream, Pollable, StreamError, StreamResult};
+use wasmtime_wasi::p2::{
+    DynInputStream, DynOutputStream, InputStream, OutputStream, Pollable, StreamError, StreamResult,
+};
 
-/// What a connection receives, charged to `max_output_bytes` as it is read.
-pub(super) struct Charged {
-    pub(super) inner: DynInputStream,
-    pub(super) meter: Arc<OutputMeter>,
+/// One byte budget's meter, and the limit its breach is.
+#[derive(Clone)]
+pub(super) struct Charge {
+    meter: Arc<OutputMeter>,
+    over: Violation,
 }
 
-impl Charged {
-    fn charge(&self, n: usize) -> StreamResult<()> {
+impl Charge {
+    /// Received bytes, charged to `max_output_bytes`.
+    pub(super) fn received(meter: Arc<OutputMeter>) -> Self {
+        Charge {
+            meter,
+            over: Violation::MaxOutputBytes,
+        }
+    }
+
+    /// Sent bytes, charged to `max_sent_bytes`.
+    pub(super) fn sent(meter: Arc<OutputMeter>) -> Self {
+        Charge {
+            meter,
+            over: Violation::MaxSentBytes,
+        }
+    }
+
+    /// Charge `n` bytes, or the trap that halts the run (nothing charged).
+    pub(super) fn take(&self, n: usize) -> wasmtime::Result<()> {
         if self.meter.try_charge(n as u64) {
             return Ok(());
         }
         self.meter.mark_breached();
-        Err(StreamError::Trap(wasmtime::Error::new(HardLimit(
-            Violation::MaxOutputBytes,
-        ))))
+        Err(wasmtime::Error::new(HardLimit(self.over)))
     }
+
+    fn take_streamed(&self, n: usize) -> StreamResult<()> {
+        self.take(n).map_err(StreamError::Trap)
+    }
+}
+
+/// What a connection receives, charged as it is read.
+pub(super) struct Charged {
+    pub(super) inner: DynInputStream,
+    pub(super) charge: Charge,
 }
 
 #[wasmtime_wasi::async_trait]
@@ -37,14 +69,50 @@ impl Pollable for Charged {
 impl InputStream for Charged {
     fn read(&mut self, size: usize) -> StreamResult<Bytes> {
         let bytes = self.inner.read(size)?;
-        self.charge(bytes.len())?;
+        self.charge.take_streamed(bytes.len())?;
         Ok(bytes)
     }
 
     fn skip(&mut self, n: usize) -> StreamResult<usize> {
         let skipped = self.inner.skip(n)?;
-        self.charge(skipped)?;
+        self.charge.take_streamed(skipped)?;
         Ok(skipped)
+    }
+
+    async fn cancel(&mut self) {
+        self.inner.cancel().await;
+    }
+}
+
+/// What a connection sends, charged before it is handed to the socket
+/// (the write that would pass the budget sends nothing). Every way of
+/// writing (`write`, `write-zeroes`, `blocking-write-and-flush`, `splice`
+/// into it) ends in [`OutputStream::write`].
+pub(super) struct ChargedOut {
+    pub(super) inner: DynOutputStream,
+    pub(super) charge: Charge,
+}
+
+#[wasmtime_wasi::async_trait]
+impl Pollable for ChargedOut {
+    async fn ready(&mut self) {
+        self.inner.ready().await;
+    }
+}
+
+#[wasmtime_wasi::async_trait]
+impl OutputStream for ChargedOut {
+    fn write(&mut self, bytes: Bytes) -> StreamResult<()> {
+        self.charge.take_streamed(bytes.len())?;
+        self.inner.write(bytes)
+    }
+
+    fn flush(&mut self) -> StreamResult<()> {
+        self.inner.flush()
+    }
+
+    fn check_write(&mut self) -> StreamResult<usize> {
+        self.inner.check_write()
     }
 
     async fn cancel(&mut self) {

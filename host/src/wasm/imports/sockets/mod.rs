@@ -14,18 +14,20 @@
 //!   decision leaves (`shared.rs`) is what wasmtime-wasi's own address
 //!   check, run before its syscall, lets through. No decision, no socket.
 //! - **Bytes**: what a socket receives is charged to `max_output_bytes`
-//!   before the guest reads it; past the budget the run halts.
+//!   before the guest reads it, what it sends (and each datagram) to
+//!   `max_sent_bytes` before it leaves; past either budget the run halts.
 //! - **Held**: a run holds at most [`MAX_OPEN_SOCKETS`](crate::wasm::MAX_OPEN_SOCKETS)
 //!   sockets it made (`create` is shadowed to count them, the socket's
 //!   drop to free them), and as many connections accepted: each is a
 //!   descriptor of the host process. Past it, `new-socket-limit`.
 //!
-//! `wasi02.rs` and `wasi03.rs` link the two versions (0.2 has no UDP
-//! here), `udp03.rs` 0.3's UDP, `relay.rs` and `charged.rs` the charging.
+//! `wasi02.rs` and `wasi03.rs` link the two versions' TCP, `udp02.rs` and
+//! `udp03.rs` their UDP, `relay.rs` and `charged.rs` the charging.
 
 mod charged;
 mod relay;
 mod shared;
+mod udp02;
 mod udp03;
 mod wasi02;
 mod wasi03;
@@ -39,7 +41,7 @@ use crate::budget::OutputMeter;
 use crate::gate::Decided;
 use crate::net::{Egress, SocketOp};
 use crate::op::{Failure, Op, Output};
-use charged::Charged;
+use charged::{Charge, Charged, ChargedOut};
 use shared::{Proof, Shared, Verdict};
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -84,16 +86,18 @@ impl Default for SocketDoor {
 struct Granted {
     /// What the door shares with wasmtime-wasi's address check.
     shared: Arc<Shared>,
-    /// What received bytes are charged to.
-    meter: Arc<OutputMeter>,
+    /// What received bytes are charged to (`max_output_bytes`).
+    received: Charge,
+    /// What sent bytes are charged to (`max_sent_bytes`).
+    sent: Charge,
 }
 
 impl SocketDoor {
     /// The door of a run whose grant (`egress`) allows sockets, charging
-    /// received bytes to `meter`; and the address check for its WASI
-    /// context.
+    /// received bytes to `received` and sent ones to `sent`; and the
+    /// address check for its WASI context.
     pub(crate) fn granted(
-        meter: Arc<OutputMeter>,
+        [received, sent]: [Arc<OutputMeter>; 2],
         egress: &Egress,
     ) -> (
         Self,
@@ -103,7 +107,8 @@ impl SocketDoor {
         let door = SocketDoor {
             granted: Some(Granted {
                 shared: shared.clone(),
-                meter,
+                received: Charge::received(received),
+                sent: Charge::sent(sent),
             }),
             ..SocketDoor::default()
         };
@@ -126,9 +131,12 @@ impl SocketDoor {
         self.granted.as_ref().map(|g| &*g.shared)
     }
 
-    /// What received bytes are charged to, when sockets are granted.
-    fn meter(&self) -> Option<Arc<OutputMeter>> {
-        self.granted.as_ref().map(|g| g.meter.clone())
+    /// What received and sent bytes are charged to, when sockets are
+    /// granted.
+    fn charges(&self) -> Option<(Charge, Charge)> {
+        self.granted
+            .as_ref()
+            .map(|g| (g.received.clone(), g.sent.clone()))
     }
 
     /// A bind of `asked` was tried: bound at `now`, `listen` may use it

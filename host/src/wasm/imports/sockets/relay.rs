@@ -1,7 +1,9 @@
-//! The relay between a 0.3 socket's receive stream and the guest's: it
-//! holds at most [`RELAY_BYTES`] and charges each byte to the run's output
-//! budget before the guest has it (past the budget the run halts). When
-//! the guest drops its end, it takes nothing more from the socket.
+//! The relay between a 0.3 socket's stream and the guest's, either way: it
+//! holds at most [`RELAY_BYTES`] and charges each byte to one budget.
+//! Received, each byte is charged to `max_output_bytes` as the guest takes
+//! it; sent, to `max_sent_bytes` as it leaves the guest's stream, before
+//! the socket has it. Past the budget the run halts. When the reading end
+//! is dropped, nothing more is taken from the writing one.
 //!
 //! The receive's `done` future passes through it too: the guest's resolves
 //! with wasmtime-wasi's result once the bytes held are read, or with `Ok`
@@ -11,9 +13,8 @@
 //! guest awaiting `done` after dropping a quiet socket's stream would wait
 //! for ever.)
 
-use crate::budget::OutputMeter;
-use crate::violation::Violation;
-use crate::wasm::{HardLimit, HostState};
+use super::Charge;
+use crate::wasm::HostState;
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -24,16 +25,16 @@ use wasmtime::component::{
 };
 use wasmtime_wasi::p3::bindings::sockets::types::ErrorCode;
 
-/// Received bytes held between the socket and the guest at most.
+/// Bytes held between the socket and the guest at most.
 pub(super) const RELAY_BYTES: usize = 64 << 10;
 
-/// Received bytes on their way from the socket's stream to the guest's.
+/// Bytes on their way from one stream to the other.
 #[derive(Default)]
 pub(super) struct Relay {
     held: VecDeque<u8>,
-    /// The socket's stream has ended (or was dropped).
+    /// The writing stream has ended (or was dropped).
     ended: bool,
-    /// The guest dropped its end: nothing more is taken from the socket.
+    /// The reading end was dropped: nothing more is taken.
     abandoned: bool,
     /// Waiting for bytes, and for room.
     reader: Option<Waker>,
@@ -56,12 +57,17 @@ fn lock(r: &Mutex<Relay>) -> std::sync::MutexGuard<'_, Relay> {
     r.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The relay's intake: what wasmtime-wasi's receive stream produces.
-pub(super) struct RelayIn(pub(super) Arc<Mutex<Relay>>);
+/// The relay's intake: what wasmtime-wasi's receive stream produces, or
+/// what the guest writes to send, charged as it is taken when `charge` is
+/// set (a send).
+pub(super) struct RelayIn {
+    pub(super) relay: Arc<Mutex<Relay>>,
+    pub(super) charge: Option<Charge>,
+}
 
 impl Drop for RelayIn {
     fn drop(&mut self) {
-        let mut r = lock(&self.0);
+        let mut r = lock(&self.relay);
         r.ended = true;
         if let Some(w) = r.reader.take() {
             w.wake();
@@ -80,7 +86,7 @@ impl StreamConsumer<HostState> for RelayIn {
         finish: bool,
     ) -> Poll<wasmtime::Result<StreamResult>> {
         let offered = src.remaining(&mut store);
-        let mut r = lock(&self.0);
+        let mut r = lock(&self.relay);
         if r.abandoned {
             return Poll::Ready(Ok(StreamResult::Dropped));
         }
@@ -96,6 +102,9 @@ impl StreamConsumer<HostState> for RelayIn {
             };
         }
         let n = offered.min(room);
+        if let Some(charge) = &self.charge {
+            charge.take(n)?;
+        }
         let mut src = src.as_direct(store);
         r.held.extend(&src.remaining()[..n]);
         src.mark_read(n);
@@ -106,12 +115,12 @@ impl StreamConsumer<HostState> for RelayIn {
     }
 }
 
-/// The relay's outlet: the guest's receive stream, each byte charged to
-/// the run's output budget before the guest has it (past the budget the
-/// run halts).
+/// The relay's outlet: the guest's receive stream, each byte charged
+/// before the guest has it when `charge` is set; or what the socket's send
+/// takes.
 pub(super) struct RelayOut {
     pub(super) relay: Arc<Mutex<Relay>>,
-    pub(super) meter: Arc<OutputMeter>,
+    pub(super) charge: Option<Charge>,
 }
 
 impl Drop for RelayOut {
@@ -155,10 +164,8 @@ impl StreamProducer<HostState> for RelayOut {
         let mut dst = dst.as_direct(store, RELAY_BYTES);
         let buf = dst.remaining();
         let n = buf.len().min(r.held.len());
-        if !self.meter.try_charge(n as u64) {
-            return Poll::Ready(Err(wasmtime::Error::new(HardLimit(
-                Violation::MaxOutputBytes,
-            ))));
+        if let Some(charge) = &self.charge {
+            charge.take(n)?;
         }
         for (to, from) in buf.iter_mut().zip(r.held.drain(..n)) {
             *to = from;

@@ -8,15 +8,15 @@
 //!   address (`net_datagram`): a name's address only when a lookup gave it
 //!   and its rule covers the port, a special-purpose one only by an IP or
 //!   CIDR rule. wasmtime-wasi's address check then passes each datagram to
-//!   an allowed peer and no other.
+//!   an allowed peer and no other. Each datagram sent is charged to
+//!   `max_sent_bytes` first.
 //! - `receive` hands the guest datagrams from allowed peers, or from an
 //!   address an IP or CIDR udp rule names (others are dropped unseen), each
 //!   charged to `max_output_bytes` first: past the budget the run halts.
 //! - A UDP socket counts among the sockets a run holds.
 
 use super::{Aim, Proof, answer, fits, narrowed, socket_code};
-use crate::violation::Violation;
-use crate::wasm::{HardLimit, HostState, MAX_OPEN_SOCKETS};
+use crate::wasm::{HostState, MAX_OPEN_SOCKETS};
 use std::net::SocketAddr;
 use wasmtime::component::{Accessor, LinkerInstance, Resource};
 use wasmtime_wasi::p3::bindings::sockets::types::{
@@ -105,12 +105,18 @@ pub(super) fn add_to_linker(types: &mut LinkerInstance<'_, HostState>) -> wasmti
                     };
                     // Anything wasmtime-wasi refuses as an argument is left
                     // to it (no op).
-                    match to {
-                        Some(addr) if fits(is_v4(state, &socket), addr, Aim::Dial) => {
-                            Ok(state.decide_peer(addr)?.map_err(socket_code))
-                        }
-                        _ => Ok(Ok(())),
+                    let Some(addr) = to.filter(|a| fits(is_v4(state, &socket), *a, Aim::Dial))
+                    else {
+                        return Ok(Ok(()));
+                    };
+                    if let Err(code) = state.decide_peer(addr)? {
+                        return Ok(Err(socket_code(code)));
                     }
+                    // An allowed datagram is charged before it is sent.
+                    if let Some((_, sent)) = state.tcp.charges() {
+                        sent.take(data.len())?;
+                    }
+                    Ok(Ok(()))
                 })?;
                 if let Err(code) = decided {
                     return Ok((Err(code),));
@@ -136,11 +142,8 @@ pub(super) fn add_to_linker(types: &mut LinkerInstance<'_, HostState>) -> wasmti
                     Ok(pair) => pair,
                     Err(code) => return Ok((Err(code),)),
                 };
-                let meter = acc.with(|mut a| a.get().tcp.meter());
-                if let Some(meter) = meter
-                    && !meter.try_charge(data.len() as u64)
-                {
-                    return Err(wasmtime::Error::new(HardLimit(Violation::MaxOutputBytes)));
+                if let Some((received, _)) = acc.with(|mut a| a.get().tcp.charges()) {
+                    received.take(data.len())?;
                 }
                 Ok((Ok((data, from)),))
             })

@@ -1,13 +1,12 @@
 //! wasi:sockets 0.2 through the door (`mod.rs`): the name lookup is
 //! replaced whole (its stream resource included); `start-bind` and
 //! `start-connect` are decided before wasmtime-wasi's own run, leaving the
-//! proof its address check takes; the input stream of a connection, dialled
-//! or accepted, is wrapped to charge what it reads; `create-tcp-socket` and
-//! the socket's drop count what the run holds. 0.2's UDP is refused at
-//! `create-udp-socket` (`access-denied`): a grant's udp rules reach 0.3
-//! components only.
+//! proof its address check takes; the streams of a connection, dialled or
+//! accepted, are wrapped to charge what it reads and writes;
+//! `create-tcp-socket` and the socket's drop count what the run holds.
+//! UDP is `udp02.rs`.
 
-use super::{Aim, Answer, Charged, Proof, answer, fits, narrowed};
+use super::{Aim, Answer, Charged, ChargedOut, Proof, answer, fits, narrowed};
 use crate::wasm::HostState;
 use crate::wasm::held::on_drop;
 use std::net::SocketAddr;
@@ -17,19 +16,18 @@ use wasmtime_wasi::p2::bindings::sockets::network::{
 };
 use wasmtime_wasi::p2::bindings::sockets::tcp::HostTcpSocket as _;
 use wasmtime_wasi::p2::bindings::sockets::tcp_create_socket::Host as _;
-use wasmtime_wasi::p2::{DynInputStream, DynPollable, TcpSocket};
+use wasmtime_wasi::p2::{DynInputStream, DynOutputStream, DynPollable, TcpSocket};
 use wasmtime_wasi::sockets::WasiSocketsView;
 
 /// The interfaces' versions as this wasmtime-wasi links them.
 const IP_NAME_LOOKUP: &str = "wasi:sockets/ip-name-lookup@0.2.12";
 const TCP: &str = "wasi:sockets/tcp@0.2.12";
 const TCP_CREATE_SOCKET: &str = "wasi:sockets/tcp-create-socket@0.2.12";
-const UDP_CREATE_SOCKET: &str = "wasi:sockets/udp-create-socket@0.2.12";
 
 /// Link the door: `ip-name-lookup` replaced whole; `tcp-socket`'s
 /// `start-bind`, `start-connect`, `finish-connect` and `accept` wrapped;
-/// `create-udp-socket` refused. Called after wasmtime-wasi's own sockets
-/// are linked.
+/// UDP's calls (`udp02.rs`). Called after wasmtime-wasi's own sockets are
+/// linked.
 pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
     let mut lookup = linker.instance(IP_NAME_LOOKUP)?;
@@ -143,7 +141,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
             let state = store.data_mut();
             let parent = socket.rep();
             Ok((match answer(state.sockets().finish_connect(socket))? {
-                Ok((input, output)) => Ok((charged(state, input, parent)?, output)),
+                Ok((input, output)) => Ok(charged(state, (input, output), parent)?),
                 Err(code) => Err(code),
             },))
         },
@@ -156,23 +154,14 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
             let state = store.data_mut();
             Ok((match answer(state.sockets().accept(socket))? {
                 Ok((client, input, output)) => {
-                    let input = charged(state, input, client.rep())?;
+                    let (input, output) = charged(state, (input, output), client.rep())?;
                     Ok((client, input, output))
                 }
                 Err(code) => Err(code),
             },))
         },
     )?;
-    // 0.2's datagram streams are not lent: a grant's udp rules reach 0.3
-    // components only.
-    linker.instance(UDP_CREATE_SOCKET)?.func_wrap(
-        "create-udp-socket",
-        |_, (_family,): (IpAddressFamily,)| {
-            Ok((Err::<Resource<wasmtime_wasi::p2::UdpSocket>, _>(
-                ErrorCode::AccessDenied,
-            ),))
-        },
-    )?;
+    super::udp02::add_to_linker(linker)?;
     linker.allow_shadowing(false);
     Ok(())
 }
@@ -198,20 +187,36 @@ fn ready_to_connect(
     Ok(())
 }
 
-/// `input`, a stream of the socket `parent`, wrapped to charge what it
-/// reads to the run's output budget (as it is when sockets are granted,
-/// which they are whenever a socket exists).
+/// A connection's two streams, as `finish-connect` and `accept` return
+/// them.
+type Streams = (Resource<DynInputStream>, Resource<DynOutputStream>);
+
+/// The two streams of the socket `parent`'s connection, wrapped to
+/// charge what the guest reads to the run's output budget and what it
+/// writes to its sent budget (as they are when sockets are granted, which
+/// they are whenever a socket exists).
 fn charged(
     state: &mut HostState,
-    input: Resource<DynInputStream>,
+    (input, output): Streams,
     parent: u32,
-) -> wasmtime::Result<Resource<DynInputStream>> {
-    let Some(meter) = state.tcp.meter() else {
-        return Ok(input);
+) -> wasmtime::Result<Streams> {
+    let Some((received, sent)) = state.tcp.charges() else {
+        return Ok((input, output));
     };
     let inner = state.table.delete(input)?;
-    let charged: DynInputStream = Box::new(Charged { inner, meter });
-    // Where wasmtime-wasi put it: a child of the socket.
+    let input: DynInputStream = Box::new(Charged {
+        inner,
+        charge: received,
+    });
+    let inner = state.table.delete(output)?;
+    let output: DynOutputStream = Box::new(ChargedOut {
+        inner,
+        charge: sent,
+    });
+    // Where wasmtime-wasi put them: children of the socket.
     let parent = Resource::<TcpSocket>::new_borrow(parent);
-    Ok(state.table.push_child(charged, &parent)?)
+    Ok((
+        state.table.push_child(input, &parent)?,
+        state.table.push_child(output, &parent)?,
+    ))
 }

@@ -5,7 +5,8 @@
 //! leaving the proof wasmtime-wasi's address check takes once; `listen`
 //! is allowed where an allowed bind left the socket; what a connection
 //! receives, dialled or accepted, passes a relay (`relay.rs`) that charges
-//! it to `max_output_bytes`; a run holds at most
+//! it to `max_output_bytes`, and what it sends one that charges it to
+//! `max_sent_bytes`; a run holds at most
 //! [`MAX_OPEN_SOCKETS`](crate::wasm::MAX_OPEN_SOCKETS) sockets it made,
 //! and as many accepted. UDP is `udp03.rs`.
 
@@ -27,7 +28,7 @@ const TYPES: &str = "wasi:sockets/types@0.3.0";
 const IP_NAME_LOOKUP: &str = "wasi:sockets/ip-name-lookup@0.3.0";
 
 /// Link 0.3's sockets: wasmtime-wasi's, with the lookup replaced and the
-/// TCP socket's `create`, drop, `bind`, `connect` and `receive` wrapped,
+/// TCP socket's `create`, drop, `bind`, `connect`, `send` and `receive` wrapped,
 /// and UDP's (`udp03.rs`).
 pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
     wasmtime_wasi::p3::sockets::add_to_linker(linker)?;
@@ -156,7 +157,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
             let connected =
                 HostTcpSocket::get_remote_address(&mut state.sockets(), borrowed).is_ok();
             let first = connected && state.tcp.receiving.insert(rep);
-            let meter = state.tcp.meter();
+            let charges = state.tcp.charges();
             let (inner, done) = {
                 let access = Access::<HostState, WasiSockets>::new(
                     store.as_context_mut(),
@@ -165,19 +166,56 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
                 <WasiSockets as HostTcpSocketWithStore<HostState>>::receive(access, socket)?
             };
             // No grant, no socket: nothing reaches here without a meter.
-            let Some(meter) = meter else {
+            let Some((received, _)) = charges else {
                 return Ok(((inner, done),));
             };
             let relay = Arc::new(Mutex::new(Relay::default()));
-            inner.pipe(&mut store, RelayIn(relay.clone()))?;
+            let intake = RelayIn {
+                relay: relay.clone(),
+                charge: None,
+            };
+            inner.pipe(&mut store, intake)?;
             let guest_done = if first {
                 done.pipe(&mut store, DoneIn(relay.clone()))?;
                 FutureReader::new(&mut store, done_out(relay.clone()))?
             } else {
                 done
             };
-            let relayed = StreamReader::new(&mut store, RelayOut { relay, meter })?;
+            let outlet = RelayOut {
+                relay,
+                charge: Some(received),
+            };
+            let relayed = StreamReader::new(&mut store, outlet)?;
             Ok(((relayed, guest_done),))
+        },
+    )?;
+    // What the guest sends passes a relay that charges it as it leaves the
+    // guest's stream; the socket's send reads the relay.
+    types.func_wrap(
+        "[method]tcp-socket.send",
+        |mut store, (socket, data): (Resource<TcpSocket>, StreamReader<u8>)| {
+            let data = match store.data_mut().tcp.charges() {
+                Some((_, sent)) => {
+                    let relay = Arc::new(Mutex::new(Relay::default()));
+                    let intake = RelayIn {
+                        relay: relay.clone(),
+                        charge: Some(sent),
+                    };
+                    data.pipe(&mut store, intake)?;
+                    let outlet = RelayOut {
+                        relay,
+                        charge: None,
+                    };
+                    StreamReader::new(&mut store, outlet)?
+                }
+                // No grant, no socket: nothing reaches here uncharged.
+                None => data,
+            };
+            let access =
+                Access::<HostState, WasiSockets>::new(store.as_context_mut(), HostState::sockets);
+            let done =
+                <WasiSockets as HostTcpSocketWithStore<HostState>>::send(access, socket, data)?;
+            Ok((done,))
         },
     )?;
     super::udp03::add_to_linker(&mut types)?;
