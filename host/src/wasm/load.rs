@@ -208,7 +208,7 @@ impl WasmHost {
         let pre = self.linked(component, name)?;
         let engine = self.engine_of(component).0;
         let wasi03 = !wasmtime::Engine::same(engine, &self.shared.engine);
-        let pre = super::wasi03::Entry::new(pre, component, engine, wasi03, name)?;
+        let pre = super::wasi03::Entry::new(pre, wasi03, name)?;
         Ok(PreparedAgent {
             pre,
             engine: engine.clone(),

@@ -32,6 +32,7 @@ mod outcome;
 mod output;
 mod page_reset;
 pub mod python;
+pub(crate) mod relay;
 mod root;
 mod run;
 mod run_inputs;

@@ -166,7 +166,6 @@ impl WasmHost {
         agent: &PreparedAgent,
         opts: RunOptions,
     ) -> Result<WasmRun, LoadError> {
-        agent.pre.refuse_folders(&opts.caps)?;
         let Begun {
             state,
             budget,

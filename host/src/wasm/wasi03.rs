@@ -10,9 +10,9 @@
 //! Its wasi:http client and its TCP connections go through the egress
 //! rules as 0.2's do (`imports/http/wasi03.rs`, `imports/sockets/wasi03.rs`).
 
-use super::{HostState, LoadError, setup};
-use wasmtime::component::{Component, Linker};
-use wasmtime::{Engine, Store};
+use super::{HostState, LoadError};
+use wasmtime::Store;
+use wasmtime::component::Linker;
 use wasmtime_wasi::p3::bindings::filesystem::{preopens, types};
 
 /// The WASI 0.3 interfaces a guest may import, beside 0.2's in the same
@@ -42,10 +42,9 @@ pub(super) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
 pub(super) enum Entry {
     /// `wasi:cli/run@0.2.x`.
     P2(wasmtime_wasi::p2::bindings::CommandPre<HostState>),
-    /// `wasi:cli/run@0.3.0`; `folders`: whether it imports 0.3's preopens.
+    /// `wasi:cli/run@0.3.0`.
     P3 {
         pre: wasmtime_wasi::p3::bindings::CommandPre<HostState>,
-        folders: bool,
     },
 }
 
@@ -59,16 +58,11 @@ impl Entry {
     /// not their `main` is what runs).
     pub(super) fn new(
         pre: wasmtime::component::InstancePre<HostState>,
-        component: &Component,
-        engine: &Engine,
         wasi03: bool,
         name: &str,
     ) -> Result<Entry, LoadError> {
         if wasi03 && let Ok(p3) = wasmtime_wasi::p3::bindings::CommandPre::new(pre.clone()) {
-            return Ok(Entry::P3 {
-                pre: p3,
-                folders: imports_preopens(component, engine),
-            });
+            return Ok(Entry::P3 { pre: p3 });
         }
         wasmtime_wasi::p2::bindings::CommandPre::new(pre)
             .map(Entry::P2)
@@ -87,33 +81,6 @@ impl Entry {
             Entry::P3 { .. } => None,
         }
     }
-
-    /// A setup error when this is a 0.3 command that would look for
-    /// folders and the grant asks for flow evidence: 0.3's read streams are
-    /// not fingerprinted yet.
-    pub(super) fn refuse_folders(&self, caps: &crate::Capabilities) -> Result<(), LoadError> {
-        match self {
-            Entry::P3 { folders: true, .. }
-                if !caps.mounts().is_empty() && caps.flow().evidence() =>
-            {
-                Err(setup(
-                    "this WASI 0.3 component imports wasi:filesystem@0.3.0, and the grant asks \
-                     for flow evidence (`[flow] evidence = true`): 0.3's reads are not \
-                     fingerprinted yet; run it without evidence, or build it for WASI 0.2"
-                        .into(),
-                ))
-            }
-            _ => Ok(()),
-        }
-    }
-}
-
-/// Whether `component` imports 0.3's `wasi:filesystem/preopens`.
-fn imports_preopens(component: &Component, engine: &Engine) -> bool {
-    component
-        .component_type()
-        .imports(engine)
-        .any(|(name, _)| name.starts_with("wasi:filesystem/preopens@0.3"))
 }
 
 /// The handles a 0.3 guest may hold at once (streams, futures, pending

@@ -274,6 +274,13 @@ fn a_wasm_guest_sends_labelled_data_only_where_its_label_may_go() {
     flow.check(guest("exfil").to_str().unwrap());
 }
 
+/// The same cases for a WASI 0.3 guest (`p3_exfil.rs`): its reads arrive
+/// as 0.3 read streams, its sends through 0.3's wasi:http client.
+#[test]
+fn a_wasi_0_3_guest_sends_labelled_data_only_where_its_label_may_go() {
+    Flow::new().check(guest("p3_exfil").to_str().unwrap());
+}
+
 #[test]
 fn a_python_script_sends_labelled_data_only_where_its_label_may_go() {
     Flow::new().check("steps.py");

@@ -24,6 +24,7 @@ mod link;
 mod printed;
 mod quota;
 pub(crate) mod wasi03;
+mod wasi03_read;
 mod wasi03_write;
 
 use super::{HardLimit, HostState};

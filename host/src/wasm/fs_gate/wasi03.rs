@@ -6,7 +6,8 @@
 //! the audit, an escape through a symlink recorded as the denial it is,
 //! creations charged to the write quota, link targets kept inside); its
 //! writes, which arrive as streams, are metered chunk by chunk
-//! (`wasi03_write.rs`). Each shadow admits through the gate, then calls
+//! (`wasi03_write.rs`), and its reads fingerprinted for the flow rules'
+//! evidence when the grant asks for it (`wasi03_read.rs`). Each shadow admits through the gate, then calls
 //! wasmtime-wasi's own 0.3 function for the effect.
 
 use super::admit::{Admitted, FOLDER_ABOVE_MOUNTS};
@@ -467,5 +468,6 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
         },
     )?;
     super::wasi03_write::add(&mut t)?;
+    super::wasi03_read::add(&mut t)?;
     Ok(())
 }

@@ -2,54 +2,18 @@
 //! `max_output_bytes` as the guest reads it, what it sends to
 //! `max_sent_bytes` as the guest writes it, before it is sent. 0.2's
 //! streams are wrapped here (`finish-connect` and `accept` wrap each
-//! connection's two); 0.3's pass the relay (`relay.rs`), which charges
+//! connection's two); 0.3's pass the relay (`wasm/relay.rs`), which charges
 //! with the same [`Charge`].
 
-use crate::budget::OutputMeter;
-use crate::violation::Violation;
-use crate::wasm::HardLimit;
+use crate::wasm::relay::Charge;
 use bytes::Bytes;
-use std::sync::Arc;
 use wasmtime_wasi::p2::{
     DynInputStream, DynOutputStream, InputStream, OutputStream, Pollable, StreamError, StreamResult,
 };
 
-/// One byte budget's meter, and the limit its breach is.
-#[derive(Clone)]
-pub(super) struct Charge {
-    meter: Arc<OutputMeter>,
-    over: Violation,
-}
-
-impl Charge {
-    /// Received bytes, charged to `max_output_bytes`.
-    pub(super) fn received(meter: Arc<OutputMeter>) -> Self {
-        Charge {
-            meter,
-            over: Violation::MaxOutputBytes,
-        }
-    }
-
-    /// Sent bytes, charged to `max_sent_bytes`.
-    pub(super) fn sent(meter: Arc<OutputMeter>) -> Self {
-        Charge {
-            meter,
-            over: Violation::MaxSentBytes,
-        }
-    }
-
-    /// Charge `n` bytes, or the trap that halts the run (nothing charged).
-    pub(super) fn take(&self, n: usize) -> wasmtime::Result<()> {
-        if self.meter.try_charge(n as u64) {
-            return Ok(());
-        }
-        self.meter.mark_breached();
-        Err(wasmtime::Error::new(HardLimit(self.over)))
-    }
-
-    fn take_streamed(&self, n: usize) -> StreamResult<()> {
-        self.take(n).map_err(StreamError::Trap)
-    }
+/// [`Charge::take`], as a stream's error.
+fn take(charge: &Charge, n: usize) -> StreamResult<()> {
+    charge.take(n).map_err(StreamError::Trap)
 }
 
 /// What a connection receives, charged as it is read.
@@ -69,13 +33,13 @@ impl Pollable for Charged {
 impl InputStream for Charged {
     fn read(&mut self, size: usize) -> StreamResult<Bytes> {
         let bytes = self.inner.read(size)?;
-        self.charge.take_streamed(bytes.len())?;
+        take(&self.charge, bytes.len())?;
         Ok(bytes)
     }
 
     fn skip(&mut self, n: usize) -> StreamResult<usize> {
         let skipped = self.inner.skip(n)?;
-        self.charge.take_streamed(skipped)?;
+        take(&self.charge, skipped)?;
         Ok(skipped)
     }
 
@@ -103,7 +67,7 @@ impl Pollable for ChargedOut {
 #[wasmtime_wasi::async_trait]
 impl OutputStream for ChargedOut {
     fn write(&mut self, bytes: Bytes) -> StreamResult<()> {
-        self.charge.take_streamed(bytes.len())?;
+        take(&self.charge, bytes.len())?;
         self.inner.write(bytes)
     }
 

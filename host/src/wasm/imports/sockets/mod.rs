@@ -22,10 +22,9 @@
 //!   descriptor of the host process. Past it, `new-socket-limit`.
 //!
 //! `wasi02.rs` and `wasi03.rs` link the two versions' TCP, `udp02.rs` and
-//! `udp03.rs` their UDP, `relay.rs` and `charged.rs` the charging.
+//! `udp03.rs` their UDP, `charged.rs` and `wasm/relay.rs` the charging.
 
 mod charged;
-mod relay;
 mod shared;
 mod udp02;
 mod udp03;
@@ -41,7 +40,8 @@ use crate::budget::OutputMeter;
 use crate::gate::Decided;
 use crate::net::{Egress, SocketOp};
 use crate::op::{Failure, Op, Output};
-use charged::{Charge, Charged, ChargedOut};
+use crate::wasm::relay::Charge;
+use charged::{Charged, ChargedOut};
 use shared::{Proof, Shared, Verdict};
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};

@@ -4,14 +4,14 @@
 //! are decided on the address asked for (and the name it came from),
 //! leaving the proof wasmtime-wasi's address check takes once; `listen`
 //! is allowed where an allowed bind left the socket; what a connection
-//! receives, dialled or accepted, passes a relay (`relay.rs`) that charges
+//! receives, dialled or accepted, passes a relay (`wasm/relay.rs`) that charges
 //! it to `max_output_bytes`, and what it sends one that charges it to
 //! `max_sent_bytes`; a run holds at most
 //! [`MAX_OPEN_SOCKETS`](crate::wasm::MAX_OPEN_SOCKETS) sockets it made,
 //! and as many accepted. UDP is `udp03.rs`.
 
-use super::relay::{DoneIn, Relay, RelayIn, RelayOut, done_out};
 use super::{Aim, Answer, Proof, answer, fits, narrowed, socket_code};
+use crate::wasm::relay::{DoneIn, Relay, RelayIn, RelayOut, done_out};
 use crate::wasm::{HostState, MAX_OPEN_SOCKETS};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -184,6 +184,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
             let outlet = RelayOut {
                 relay,
                 charge: Some(received),
+                print: None,
             };
             let relayed = StreamReader::new(&mut store, outlet)?;
             Ok(((relayed, guest_done),))
@@ -205,6 +206,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
                     let outlet = RelayOut {
                         relay,
                         charge: None,
+                        print: None,
                     };
                     StreamReader::new(&mut store, outlet)?
                 }

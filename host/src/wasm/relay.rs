@@ -1,20 +1,27 @@
-//! The relay between a 0.3 socket's stream and the guest's, either way: it
-//! holds at most [`RELAY_BYTES`] and charges each byte to one budget.
-//! Received, each byte is charged to `max_output_bytes` as the guest takes
-//! it; sent, to `max_sent_bytes` as it leaves the guest's stream, before
-//! the socket has it. Past the budget the run halts. When the reading end
-//! is dropped, nothing more is taken from the writing one.
+//! The relay between a 0.3 stream the host makes and the guest's, either
+//! way: it holds at most [`RELAY_BYTES`], and what passes may be charged
+//! to one budget ([`Charge`]) and fingerprinted for the flow rules'
+//! evidence ([`Print`]). Sockets: received bytes are charged to
+//! `max_output_bytes` as the guest takes them; sent ones to
+//! `max_sent_bytes` as they leave the guest's stream, before the socket
+//! has them; past the budget the run halts. Files (0.3's read streams
+//! from a labelled mount, when the grant asks for evidence): fingerprinted
+//! as the guest takes them. When the reading end is dropped, nothing more
+//! is taken from the writing one.
 //!
-//! The receive's `done` future passes through it too: the guest's resolves
-//! with wasmtime-wasi's result once the bytes held are read, or with `Ok`
-//! as soon as the guest drops its end of the stream, as wasmtime-wasi's
-//! own does. (wasmtime-wasi's task, which a dropped relay reaches only
-//! when the socket next offers bytes, cannot tell the guest that alone: a
-//! guest awaiting `done` after dropping a quiet socket's stream would wait
-//! for ever.)
+//! A socket receive's `done` future passes through it too: the guest's
+//! resolves with wasmtime-wasi's result once the bytes held are read, or
+//! with `Ok` as soon as the guest drops its end of the stream, as
+//! wasmtime-wasi's own does. (wasmtime-wasi's task, which a dropped relay
+//! reaches only when the socket next offers bytes, cannot tell the guest
+//! that alone: a guest awaiting `done` after dropping a quiet socket's
+//! stream would wait for ever.) A file's read stream ends as soon as its
+//! reader is gone, so its `done` needs no relay.
 
-use super::Charge;
-use crate::wasm::HostState;
+use crate::budget::OutputMeter;
+use crate::flow::FlowState;
+use crate::violation::Violation;
+use crate::wasm::{HardLimit, HostState};
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -25,12 +32,53 @@ use wasmtime::component::{
 };
 use wasmtime_wasi::p3::bindings::sockets::types::ErrorCode;
 
-/// Bytes held between the socket and the guest at most.
-pub(super) const RELAY_BYTES: usize = 64 << 10;
+/// One byte budget's meter, and the limit its breach is.
+#[derive(Clone)]
+pub(crate) struct Charge {
+    meter: Arc<OutputMeter>,
+    over: Violation,
+}
+
+impl Charge {
+    /// Received bytes, charged to `max_output_bytes`.
+    pub(crate) fn received(meter: Arc<OutputMeter>) -> Self {
+        Charge {
+            meter,
+            over: Violation::MaxOutputBytes,
+        }
+    }
+
+    /// Sent bytes, charged to `max_sent_bytes`.
+    pub(crate) fn sent(meter: Arc<OutputMeter>) -> Self {
+        Charge {
+            meter,
+            over: Violation::MaxSentBytes,
+        }
+    }
+
+    /// Charge `n` bytes, or the trap that halts the run (nothing charged).
+    pub(crate) fn take(&self, n: usize) -> wasmtime::Result<()> {
+        if self.meter.try_charge(n as u64) {
+            return Ok(());
+        }
+        self.meter.mark_breached();
+        Err(wasmtime::Error::new(HardLimit(self.over)))
+    }
+}
+
+/// What a relay's bytes are fingerprinted under, for the flow rules'
+/// evidence.
+pub(crate) struct Print {
+    pub(crate) flow: Arc<FlowState>,
+    pub(crate) label: String,
+}
+
+/// Bytes held between the two ends at most.
+pub(crate) const RELAY_BYTES: usize = 64 << 10;
 
 /// Bytes on their way from one stream to the other.
 #[derive(Default)]
-pub(super) struct Relay {
+pub(crate) struct Relay {
     held: VecDeque<u8>,
     /// The writing stream has ended (or was dropped).
     ended: bool,
@@ -60,9 +108,9 @@ fn lock(r: &Mutex<Relay>) -> std::sync::MutexGuard<'_, Relay> {
 /// The relay's intake: what wasmtime-wasi's receive stream produces, or
 /// what the guest writes to send, charged as it is taken when `charge` is
 /// set (a send).
-pub(super) struct RelayIn {
-    pub(super) relay: Arc<Mutex<Relay>>,
-    pub(super) charge: Option<Charge>,
+pub(crate) struct RelayIn {
+    pub(crate) relay: Arc<Mutex<Relay>>,
+    pub(crate) charge: Option<Charge>,
 }
 
 impl Drop for RelayIn {
@@ -115,12 +163,13 @@ impl StreamConsumer<HostState> for RelayIn {
     }
 }
 
-/// The relay's outlet: the guest's receive stream, each byte charged
-/// before the guest has it when `charge` is set; or what the socket's send
-/// takes.
-pub(super) struct RelayOut {
-    pub(super) relay: Arc<Mutex<Relay>>,
-    pub(super) charge: Option<Charge>,
+/// The relay's outlet: the guest's read stream, each byte charged (when
+/// `charge` is set) and fingerprinted (when `print` is) before the guest
+/// has it; or what a socket's send takes.
+pub(crate) struct RelayOut {
+    pub(crate) relay: Arc<Mutex<Relay>>,
+    pub(crate) charge: Option<Charge>,
+    pub(crate) print: Option<Print>,
 }
 
 impl Drop for RelayOut {
@@ -170,6 +219,9 @@ impl StreamProducer<HostState> for RelayOut {
         for (to, from) in buf.iter_mut().zip(r.held.drain(..n)) {
             *to = from;
         }
+        if let Some(p) = &self.print {
+            p.flow.fingerprint(&p.label, &buf[..n]);
+        }
         dst.mark_written(n);
         if r.held.is_empty() {
             r.wake_done();
@@ -182,7 +234,7 @@ impl StreamProducer<HostState> for RelayOut {
 }
 
 /// wasmtime-wasi's `done` future's result, taken into the relay.
-pub(super) struct DoneIn(pub(super) Arc<Mutex<Relay>>);
+pub(crate) struct DoneIn(pub(crate) Arc<Mutex<Relay>>);
 
 impl FutureConsumer<HostState> for DoneIn {
     type Item = Result<(), ErrorCode>;
@@ -205,7 +257,7 @@ impl FutureConsumer<HostState> for DoneIn {
 
 /// The guest's `done`: wasmtime-wasi's result once the bytes held are
 /// read, or `Ok` once the guest dropped its end of the stream.
-pub(super) async fn done_out(relay: Arc<Mutex<Relay>>) -> wasmtime::Result<Result<(), ErrorCode>> {
+pub(crate) async fn done_out(relay: Arc<Mutex<Relay>>) -> wasmtime::Result<Result<(), ErrorCode>> {
     std::future::poll_fn(move |cx| {
         let mut r = lock(&relay);
         if r.abandoned {
