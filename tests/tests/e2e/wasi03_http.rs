@@ -208,3 +208,38 @@ fn a_0_3_guests_timeouts_are_its_own_and_never_outlast_the_wall() {
     assert_eq!(long.report.violation, Some(Violation::MaxWall));
     assert!(started.elapsed() < Duration::from_secs(60));
 }
+
+/// A 0.3 guest piling requests up, each body held open, is held to
+/// `MAX_BODIES` requests collected at once: the one past them is refused
+/// at once, and the others are answered once their bodies end.
+#[test]
+fn a_0_3_guest_holds_at_most_max_bodies_requests_at_once() {
+    use sbx_wasm::wasm::MAX_HTTP_BODIES as MAX_BODIES;
+    let server = LoopbackServer::start();
+    let caps = Capabilities::builder()
+        .allow_egress(server.origin())
+        .max_wall(Duration::from_secs(20))
+        .build()
+        .unwrap();
+    let step = |n: usize| format!("pile:{n}@{}/echo", server.origin());
+    let run = fetch(caps.clone(), &[step(MAX_BODIES)]);
+    let out = String::from_utf8_lossy(&run.stdout).into_owned();
+    assert_eq!(
+        out.trim(),
+        format!(
+            "{}: 0 refused at once (); then {MAX_BODIES} answered",
+            step(MAX_BODIES)
+        )
+    );
+    let run = fetch(caps, &[step(MAX_BODIES + 1)]);
+    let out = String::from_utf8_lossy(&run.stdout).into_owned();
+    assert_eq!(
+        out.trim(),
+        format!(
+            "{}: 1 refused at once (ErrorCode::InternalError(Some(\"more than {MAX_BODIES} \
+             requests at once\"))); then {MAX_BODIES} answered",
+            step(MAX_BODIES + 1)
+        )
+    );
+    assert_eq!(server.connections(), 2 * MAX_BODIES);
+}
