@@ -26,10 +26,10 @@ use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
-use wasmtime::StoreContextMut;
 use wasmtime::component::{
-    Destination, FutureConsumer, Source, StreamConsumer, StreamProducer, StreamResult,
+    Destination, FutureConsumer, Source, StreamConsumer, StreamProducer, StreamReader, StreamResult,
 };
+use wasmtime::{AsContextMut, StoreContextMut};
 use wasmtime_wasi::p3::bindings::sockets::types::ErrorCode;
 
 /// One byte budget's meter, and the limit its breach is.
@@ -73,6 +73,37 @@ pub(crate) struct Print {
     pub(crate) label: String,
 }
 
+/// What a relay does to what passes it: charge it as it is taken from the
+/// writing end (`intake`), or as the reading end takes it (`outlet`), and
+/// fingerprint it as the reading end takes it (`print`).
+#[derive(Default)]
+pub(crate) struct Through {
+    pub(crate) intake: Option<Charge>,
+    pub(crate) outlet: Option<Charge>,
+    pub(crate) print: Option<Print>,
+}
+
+/// `inner` passed through a new relay doing `through`: the stream its
+/// reading end takes, and the relay (for a `done` of its own).
+pub(crate) fn relay(
+    mut store: impl AsContextMut<Data = HostState>,
+    inner: StreamReader<u8>,
+    through: Through,
+) -> wasmtime::Result<(StreamReader<u8>, Arc<Mutex<Relay>>)> {
+    let relay = Arc::new(Mutex::new(Relay::default()));
+    let intake = RelayIn {
+        relay: relay.clone(),
+        charge: through.intake,
+    };
+    inner.pipe(&mut store, intake)?;
+    let outlet = RelayOut {
+        relay: relay.clone(),
+        charge: through.outlet,
+        print: through.print,
+    };
+    Ok((StreamReader::new(&mut store, outlet)?, relay))
+}
+
 /// Bytes held between the two ends at most.
 pub(crate) const RELAY_BYTES: usize = 64 << 10;
 
@@ -108,9 +139,9 @@ fn lock(r: &Mutex<Relay>) -> std::sync::MutexGuard<'_, Relay> {
 /// The relay's intake: what wasmtime-wasi's receive stream produces, or
 /// what the guest writes to send, charged as it is taken when `charge` is
 /// set (a send).
-pub(crate) struct RelayIn {
-    pub(crate) relay: Arc<Mutex<Relay>>,
-    pub(crate) charge: Option<Charge>,
+struct RelayIn {
+    relay: Arc<Mutex<Relay>>,
+    charge: Option<Charge>,
 }
 
 impl Drop for RelayIn {
@@ -166,10 +197,10 @@ impl StreamConsumer<HostState> for RelayIn {
 /// The relay's outlet: the guest's read stream, each byte charged (when
 /// `charge` is set) and fingerprinted (when `print` is) before the guest
 /// has it; or what a socket's send takes.
-pub(crate) struct RelayOut {
-    pub(crate) relay: Arc<Mutex<Relay>>,
-    pub(crate) charge: Option<Charge>,
-    pub(crate) print: Option<Print>,
+struct RelayOut {
+    relay: Arc<Mutex<Relay>>,
+    charge: Option<Charge>,
+    print: Option<Print>,
 }
 
 impl Drop for RelayOut {

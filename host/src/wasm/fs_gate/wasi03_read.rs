@@ -7,10 +7,9 @@
 //! gone, so it never waits on a guest that stopped reading.
 
 use crate::wasm::HostState;
-use crate::wasm::relay::{Print, Relay, RelayIn, RelayOut};
-use std::sync::{Arc, Mutex};
+use crate::wasm::relay::{Print, Through, relay};
 use wasmtime::AsContextMut;
-use wasmtime::component::{Access, LinkerInstance, Resource, StreamReader};
+use wasmtime::component::{Access, LinkerInstance, Resource};
 use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystem, WasiFilesystemView};
 use wasmtime_wasi::p3::bindings::filesystem::types::HostDescriptorWithStore;
 
@@ -36,18 +35,11 @@ pub(super) fn add(t: &mut LinkerInstance<'_, HostState>) -> wasmtime::Result<()>
             let Some(print) = print else {
                 return Ok(((inner, done),));
             };
-            let relay = Arc::new(Mutex::new(Relay::default()));
-            let intake = RelayIn {
-                relay: relay.clone(),
-                charge: None,
-            };
-            inner.pipe(&mut store, intake)?;
-            let outlet = RelayOut {
-                relay,
-                charge: None,
+            let through = Through {
                 print: Some(print),
+                ..Through::default()
             };
-            Ok(((StreamReader::new(&mut store, outlet)?, done),))
+            Ok(((relay(&mut store, inner, through)?.0, done),))
         },
     )
 }

@@ -11,10 +11,9 @@
 //! and as many accepted. UDP is `udp03.rs`.
 
 use super::{Aim, Answer, Proof, answer, fits, narrowed, socket_code};
-use crate::wasm::relay::{DoneIn, Relay, RelayIn, RelayOut, done_out};
+use crate::wasm::relay::{DoneIn, Through, done_out, relay};
 use crate::wasm::{HostState, MAX_OPEN_SOCKETS};
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
 use wasmtime::AsContextMut;
 use wasmtime::component::{Access, Accessor, FutureReader, Linker, Resource, StreamReader};
 use wasmtime_wasi::p3::bindings::sockets::ip_name_lookup::ErrorCode as LookupCode;
@@ -169,24 +168,17 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
             let Some((received, _)) = charges else {
                 return Ok(((inner, done),));
             };
-            let relay = Arc::new(Mutex::new(Relay::default()));
-            let intake = RelayIn {
-                relay: relay.clone(),
-                charge: None,
+            let through = Through {
+                outlet: Some(received),
+                ..Through::default()
             };
-            inner.pipe(&mut store, intake)?;
+            let (relayed, via) = relay(&mut store, inner, through)?;
             let guest_done = if first {
-                done.pipe(&mut store, DoneIn(relay.clone()))?;
-                FutureReader::new(&mut store, done_out(relay.clone()))?
+                done.pipe(&mut store, DoneIn(via.clone()))?;
+                FutureReader::new(&mut store, done_out(via))?
             } else {
                 done
             };
-            let outlet = RelayOut {
-                relay,
-                charge: Some(received),
-                print: None,
-            };
-            let relayed = StreamReader::new(&mut store, outlet)?;
             Ok(((relayed, guest_done),))
         },
     )?;
@@ -197,18 +189,11 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
         |mut store, (socket, data): (Resource<TcpSocket>, StreamReader<u8>)| {
             let data = match store.data_mut().tcp.charges() {
                 Some((_, sent)) => {
-                    let relay = Arc::new(Mutex::new(Relay::default()));
-                    let intake = RelayIn {
-                        relay: relay.clone(),
-                        charge: Some(sent),
+                    let through = Through {
+                        intake: Some(sent),
+                        ..Through::default()
                     };
-                    data.pipe(&mut store, intake)?;
-                    let outlet = RelayOut {
-                        relay,
-                        charge: None,
-                        print: None,
-                    };
-                    StreamReader::new(&mut store, outlet)?
+                    relay(&mut store, data, through)?.0
                 }
                 // No grant, no socket: nothing reaches here uncharged.
                 None => data,
