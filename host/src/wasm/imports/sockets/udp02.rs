@@ -88,9 +88,12 @@ pub(super) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
         |mut store, (socket, remote): (Resource<UdpSocket>, Option<IpSocketAddress>)| {
             Box::new(async move {
                 let state = store.data_mut();
-                // An address no socket may dial is left to wasmtime-wasi
-                // to refuse as an argument (no op).
+                // A socket never bound, or an address no socket may dial,
+                // is left to wasmtime-wasi to refuse (no op).
+                let borrowed = Resource::<UdpSocket>::new_borrow(socket.rep());
+                let bound = HostUdpSocket::local_address(&mut state.sockets(), borrowed).is_ok();
                 if let Some(addr) = remote.map(SocketAddr::from)
+                    && bound
                     && fits(is_v4(state, socket.rep()), addr, Aim::Dial)
                     && let Err(code) = state.decide_peer(addr)?
                 {
