@@ -184,7 +184,7 @@ mod tests {
             assert_eq!(json, format!("\"{}\"", v.as_str()));
         }
         let hard: Vec<_> = Violation::ALL.iter().filter(|v| v.is_hard()).collect();
-        assert_eq!(hard.len(), 10);
+        assert_eq!(hard.len(), 11);
         assert!(!Violation::EgressDenied.is_hard());
         assert!(Violation::MaxWall.is_hard());
     }
