@@ -143,6 +143,9 @@ pub(crate) struct Trace {
     /// cancel that ends it then is recorded as `interrupted`, never as
     /// `denied`, since the effect may have happened.
     pub begun: Option<String>,
+    /// Bytes charged to `max_sent_bytes` for the request, every hop (a
+    /// replay charges them again, so its report says what the run sent).
+    pub sent_bytes: u64,
 }
 
 /// What the gate hands a capability: its part of the grant, its backend

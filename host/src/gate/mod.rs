@@ -320,7 +320,14 @@ impl Sandbox {
         let (outcome, trace) = match (&self.tape, scripted) {
             // Answered as recorded, or as scripted: nothing performed.
             (_, Some(answer)) => answer,
-            (Some(Tape::Replay(rec)), None) => crate::replay::answer(rec, self.seq),
+            (Some(Tape::Replay(rec)), None) => {
+                let (outcome, trace) = crate::replay::answer(rec, self.seq);
+                // What the recorded run sent counts as sent again: the
+                // replay's report is the recording's. (It fitted the same
+                // grant's budget then.)
+                let _ = self.charge_sent(trace.sent_bytes);
+                (outcome, trace)
+            }
             _ => self.perform(&op, permit),
         };
         if let Some(Tape::Record(rec)) = &mut self.tape {

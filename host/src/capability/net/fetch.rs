@@ -167,9 +167,11 @@ pub(crate) fn gated_fetch(
                 std::borrow::Cow::Owned(hop)
             };
             if !charged {
-                if let Err(d) = sent(sent_bytes(&hop)) {
+                let n = sent_bytes(&hop);
+                if let Err(d) = sent(n) {
                     return (Err(FetchFailure::Denied(d)), trace);
                 }
+                trace.sent_bytes += n;
                 charged = true;
             }
             trace.begun = Some(format!(
