@@ -10,7 +10,7 @@
 # (--regression F) worse than the one FILE recorded for the same row.
 #
 # Builds, in release: sbx-wasm, the measuring harness (bench/src), the
-# guests, the Python runner, and once, `wasmtime` 50.0.2 from the
+# guests, the Python runner, and once, `wasmtime` 50.0.2 (or 50.0.1) from the
 # wasmtime-cli crate into bench/.tools (about 15 minutes on two cores; the
 # baseline for P1 must be the same wasmtime version). Artifacts are cached in
 # bench/.tools/cache, not in your own cache folder.
@@ -27,11 +27,19 @@ bash "$root/host/runners/python/build.sh"
 bash "$root/host/runners/js/build.sh"
 
 if [ ! -x "$tools/bin/wasmtime" ]; then
-    echo "bench: building wasmtime-cli 50.0.2 into $tools (once; ~15 min on two cores)" >&2
-    CARGO_TARGET_DIR="$tools/target" cargo install --quiet --locked wasmtime-cli --version 50.0.2 \
-        --root "$tools" --no-default-features \
-        --features run,compile,cranelift,component-model,parallel-compilation,pooling-allocator \
-        || echo "bench: wasmtime-cli 50.0.2 could not be installed from the registry; P1 is skipped" >&2
+    # The same wasmtime as the library's; where the registry lacks that
+    # patch release, the one before it (the same engine and compiler, a
+    # patch's fixes apart), said so in the script's output.
+    for v in 50.0.2 50.0.1; do
+        echo "bench: building wasmtime-cli $v into $tools (once; ~15 min on two cores)" >&2
+        if CARGO_TARGET_DIR="$tools/target" cargo install --quiet --locked wasmtime-cli --version "$v" \
+            --root "$tools" --no-default-features \
+            --features run,compile,cranelift,component-model,parallel-compilation,pooling-allocator; then
+            break
+        fi
+        echo "bench: wasmtime-cli $v could not be installed from the registry" >&2
+    done
+    [ -x "$tools/bin/wasmtime" ] || echo "bench: no wasmtime-cli 50.0.x could be installed; P1 is skipped" >&2
 fi
 
 # The MCP peer: mcp-run-python (Pyodide under Deno) and the Deno it needs,

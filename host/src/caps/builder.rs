@@ -175,6 +175,10 @@ impl CapabilitiesBuilder {
             flow,
             budget: self.budget,
             warnings,
+            folders: match &self.folders_of {
+                Some(parent) => parent.derive(),
+                None => Default::default(),
+            },
         })
     }
 }

@@ -22,6 +22,7 @@ pub use protected::{Protected, ProtectedPaths};
 
 use crate::ask::AskGrant;
 use crate::budget::Budget;
+use crate::capability::fs::Folders;
 use crate::capability::fs::config::{FsSection, RequestedMounts};
 use crate::capability::kv::KvGrant;
 use crate::capability::kv::config::{KvSection, check_grant};
@@ -40,6 +41,7 @@ use budget::{BudgetSection, check_budget};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// A validated, immutable grant.
 ///
@@ -58,6 +60,9 @@ pub struct Capabilities {
     flow: FlowPolicy,
     budget: Budget,
     warnings: Vec<String>,
+    /// The mounts' folders once a run opened them, shared by clones and
+    /// derived grants (`capability/fs/folders.rs`).
+    folders: Arc<Folders>,
 }
 
 /// Builds a [`Capabilities`]. Starts from nothing granted:
@@ -115,6 +120,9 @@ pub struct CapabilitiesBuilder {
     ask: RequestedAsk,
     flow: RequestedFlow,
     budget: Budget,
+    /// The folders of the grant this builder derives from
+    /// ([`Capabilities::to_builder`]), which the new grant shares.
+    folders_of: Option<Arc<Folders>>,
 }
 
 /// The door to options that weaken the sandbox. Every use is reported in
@@ -250,7 +258,13 @@ impl Capabilities {
         let mut b = Self::builder_from(file, Path::new("/"))?;
         b.secrets.keep(&self.secrets);
         b.mounts.keep_runner(&self.mounts);
+        b.folders_of = Some(self.folders.clone());
         Ok(b)
+    }
+
+    /// The mounts' folders, opened once for every run of this grant.
+    pub(crate) fn folders(&self) -> &Folders {
+        &self.folders
     }
 
     /// Mounts, in caps-file order (read mounts first).

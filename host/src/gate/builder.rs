@@ -126,7 +126,7 @@ impl SandboxBuilder {
 
     /// Open the mounts and start the wall clock.
     pub fn build(self) -> Result<Sandbox, Error> {
-        let mounts = MountTable::open(self.caps.mounts()).map_err(|(m, source)| Error::Mount {
+        let mounts = MountTable::open(&self.caps).map_err(|(m, source)| Error::Mount {
             guest: m.guest.to_string(),
             host: m.host,
             source,

@@ -58,6 +58,7 @@ impl WasmHost {
             std::mem::take(&mut opts.labels),
         ));
         let (wasi, closed, tcp) = self.wasi_context(&opts, [&meter, &sent], &secrets, &flow)?;
+        let preopens = self.lend(&opts.caps)?;
         let RunOptions {
             caps,
             mut services,
@@ -90,6 +91,7 @@ impl WasmHost {
             table: ResourceTable::new(),
             gate: gate.build()?,
             limiter: MemoryLimiter::new(budget.max_memory_bytes),
+            preopens,
             fs_paths: std::collections::HashMap::new(),
             open_files: super::held::Held::files(),
             deterministic,

@@ -1,80 +1,102 @@
 //! The empty root preopen: a folder that grants nothing, so that paths
-//! outside every mount reach the host, to be refused and audited.
+//! outside every mount reach the host, to be refused and audited; and the
+//! preopens a run is lent, made from handles opened before it.
 
 use super::{LoadError, WasmHost, setup};
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::sync::atomic::Ordering;
+use wasmtime_wasi::filesystem::Dir;
+use wasmtime_wasi::{FsPerms, OpenMode};
 
 /// An empty folder for the root preopen, which grants nothing: it only makes
 /// paths outside every mount reach the host, to be refused and audited. One
 /// per host, made on first use.
 ///
-/// The folder is removed from the file system as soon as it is open, and
-/// runs preopen it through the open handle (`/proc/self/fd/N`): a deleted
-/// folder stays empty (nothing can be created in it), and nothing is left
-/// on disk whatever ends the process, `kill -9` included; the kernel frees
-/// it with the handle. Without `/proc` the folder is kept and removed when
-/// the host is dropped (or before confinement, once the run has it open).
-#[derive(Debug)]
+/// The folder is removed from the file system as soon as it is open: runs
+/// are lent the open handle, a deleted folder stays empty (nothing can be
+/// created in it), and nothing is left on disk whatever ends the process,
+/// `kill -9` included. Where it cannot be removed at once it is kept and
+/// removed when the host is dropped (or before confinement).
 pub(super) struct EmptyRoot {
-    /// What a run preopens.
-    pub(super) path: PathBuf,
-    /// The open folder, when `path` names it through `/proc/self/fd`.
-    _handle: Option<std::fs::File>,
+    /// The open folder, as WASI lends it.
+    dir: Dir,
     /// The folder on disk, when it could not be removed at once.
     pub(super) on_disk: Option<PathBuf>,
 }
 
-pub(super) fn make_empty_root() -> std::io::Result<EmptyRoot> {
-    use std::os::fd::AsRawFd;
+fn make_empty_root() -> std::io::Result<EmptyRoot> {
     static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
         .unwrap_or(0);
-    let dir = std::env::temp_dir().join(format!(
+    let path = std::env::temp_dir().join(format!(
         "sbx-wasm-root-{}-{}-{nanos}",
         std::process::id(),
         N.fetch_add(1, Ordering::Relaxed)
     ));
-    std::fs::create_dir(&dir)?;
-    let handle = std::fs::File::open(&dir)?;
-    let via_fd = PathBuf::from(format!("/proc/self/fd/{}", handle.as_raw_fd()));
-    if std::fs::metadata(&via_fd).is_ok_and(|m| m.is_dir()) && std::fs::remove_dir(&dir).is_ok() {
-        return Ok(EmptyRoot {
-            path: via_fd,
-            _handle: Some(handle),
-            on_disk: None,
-        });
-    }
+    std::fs::create_dir(&path)?;
+    let opened = cap_std::fs::Dir::open_ambient_dir(&path, cap_std::ambient_authority());
+    let removed = std::fs::remove_dir(&path).is_ok();
+    let file = opened?.into_std_file();
     Ok(EmptyRoot {
-        path: dir.clone(),
-        _handle: None,
-        on_disk: Some(dir),
+        // Every run's WASI folders are made from this one
+        // (`WasmHost::lend`), so this is also where the setting they share
+        // is chosen: file work is handed to the runtime's blocking pool
+        // (wasmtime-wasi's default), never done on the guest's thread.
+        dir: Dir::new(file, FsPerms::ReadOnly, OpenMode::READ, false),
+        on_disk: (!removed).then_some(path),
     })
 }
 
 impl WasmHost {
-    /// The empty root folder's preopen path, made if needed.
-    pub(super) fn empty_root(&self) -> Result<PathBuf, LoadError> {
+    /// The empty root, made if needed.
+    fn empty_root(&self) -> Result<Dir, LoadError> {
         let mut slot = self
             .shared
             .empty_root
             .lock()
             .map_err(|_| setup("empty root lock poisoned".into()))?;
         if let Some(root) = slot.as_ref() {
-            return Ok(root.path.clone());
+            return Ok(root.dir.clone());
         }
         let root = make_empty_root()
             .map_err(|e| setup(format!("cannot create the empty root folder: {e}")))?;
-        let path = root.path.clone();
+        let dir = root.dir.clone();
         *slot = Some(root);
-        Ok(path)
+        Ok(dir)
     }
 
-    pub(super) fn drop_empty_root(&self) {
-        drop_root(&self.shared.empty_root);
+    /// What a run's `get-directories` lends, in order: the grant's mounts
+    /// (a program that takes "the directory it was given" takes the first),
+    /// then the empty root, unless the grant mounts a folder at `/` (which
+    /// then plays its part). Each is a handle the grant opened before
+    /// (`capability/fs/folders.rs`): no path is walked here.
+    pub(super) fn lend(&self, caps: &crate::Capabilities) -> Result<Vec<(Dir, String)>, LoadError> {
+        let root = self.empty_root()?;
+        let mut lent = Vec::with_capacity(caps.mounts().len() + 1);
+        for m in caps.mounts() {
+            let folder = caps
+                .folders()
+                .open(m)
+                .map_err(|e| setup(format!("cannot preopen {}: {e}", m.host.display())))?;
+            // wasmtime-wasi makes its folders from a path alone; this one
+            // takes the root's settings and the grant's handle instead.
+            let mut dir = root.clone();
+            dir.dir = folder.file.clone();
+            (dir.perms, dir.open_mode) = match m.access {
+                crate::fs::Access::ReadOnly => (FsPerms::ReadOnly, OpenMode::READ),
+                crate::fs::Access::ReadWrite => {
+                    (FsPerms::ReadWrite, OpenMode::READ | OpenMode::WRITE)
+                }
+            };
+            lent.push((dir, m.guest.as_str().to_owned()));
+        }
+        if !caps.mounts().iter().any(|m| m.guest.as_str() == "/") {
+            lent.push((root, "/".to_owned()));
+        }
+        Ok(lent)
     }
 }
 

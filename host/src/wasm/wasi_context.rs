@@ -5,13 +5,12 @@ use super::clocks::{FixedWallClock, TickMonotonic, seed_bytes};
 use super::imports::SocketDoor;
 use super::options::RunOptions;
 use super::output::{MeteredOutput, Sink};
-use super::{LoadError, WasmHost, setup};
+use super::{LoadError, WasmHost};
 use crate::budget::OutputMeter;
 use crate::events::Event;
-use crate::fs::Access;
 use std::sync::Arc;
 use wasmtime_wasi::p2::pipe::MemoryInputPipe;
-use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder};
 
 /// Each output stream's name and whether its reader went away.
 pub(super) type Closed = [(
@@ -21,8 +20,7 @@ pub(super) type Closed = [(
 ); 2];
 
 impl WasmHost {
-    /// The guest's WASI: the empty root and the mounts preopened, the caps'
-    /// env, args, stdin, metered stdout and stderr, and under
+    /// The guest's WASI: the caps' env, args, stdin, metered stdout and stderr, and under
     /// `deterministic` virtual clocks and seeded randomness; TCP only when
     /// the grant holds a tcp rule, every lookup and connection through the
     /// socket door it returns (charging what sockets receive to `meter`,
@@ -35,32 +33,9 @@ impl WasmHost {
         secrets: &crate::net::RunSecrets,
         flow: &Arc<crate::flow::FlowState>,
     ) -> Result<(WasiCtx, Closed, SocketDoor), LoadError> {
+        // No preopens: the run's `get-directories` lends the folders the
+        // grant opened (`WasmHost::lend`), not ones opened here by path.
         let mut wasi = WasiCtxBuilder::new();
-        // The grant's mounts first: a program that takes "the directory it
-        // was given" takes the first preopen.
-        for m in opts.caps.mounts() {
-            let perms = match m.access {
-                Access::ReadOnly => FsPerms::ReadOnly,
-                Access::ReadWrite => FsPerms::ReadWrite,
-            };
-            wasi.preopened_dir(&m.host, m.guest.as_str(), perms)
-                .map_err(|e| setup(format!("cannot preopen {}: {e:#}", m.host.display())))?;
-        }
-        // Then the empty root, last, unless the grant mounts a folder at `/`
-        // (which then plays its part): it makes absolute paths outside
-        // every mount reach the host, where they are refused and recorded.
-        let root_mounted = opts.caps.mounts().iter().any(|m| m.guest.as_str() == "/");
-        if !root_mounted
-            && wasi
-                .preopened_dir(self.empty_root()?, "/", FsPerms::ReadOnly)
-                .is_err()
-        {
-            // Gone behind our back (no /proc, and a tmp cleaner): make a
-            // new one, once.
-            self.drop_empty_root();
-            wasi.preopened_dir(self.empty_root()?, "/", FsPerms::ReadOnly)
-                .map_err(|e| setup(format!("cannot preopen the empty root: {e:#}")))?;
-        }
         let env: Vec<(&String, &String)> = opts.caps.env().iter().collect();
         wasi.envs(&env);
         // A secret's env var holds this run's placeholder, never the value.

@@ -8,6 +8,7 @@
 mod check;
 pub(crate) mod config;
 mod effect;
+mod folders;
 #[cfg(feature = "wasm")]
 pub(crate) mod kernel;
 mod mount;
@@ -19,6 +20,7 @@ mod snapshot;
 // The wasm door's file gate refuses with it too.
 #[cfg(feature = "wasm")]
 pub(crate) use check::escape;
+pub(crate) use folders::Folders;
 pub use mount::{Access, Entry, EntryKind, Mount, Stat};
 pub(crate) use mount::{FsError, MountTable, OpenMount};
 pub use path::{GuestPath, MAX_PATH_BYTES, canonical, check_path, has_traversal};

@@ -1,15 +1,16 @@
-//! Mounts: host folders shown to the guest at guest paths, opened once as
-//! cap-std `Dir` handles, and every filesystem effect performed through them.
+//! Mounts: host folders shown to the guest at guest paths, opened once per
+//! grant as cap-std `Dir` handles (`folders.rs`), and every filesystem
+//! effect performed through them.
 //!
 //! Going through a `Dir` (never ambient `std::fs`) is what keeps a symlink
 //! planted inside a mount from leading outside it: cap-std resolves every path
 //! beneath the handle and refuses an escape.
 
+use super::folders::{Folder, Folders};
 use super::path::GuestPath;
-use cap_std::ambient_authority;
-use cap_std::fs::Dir;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// What a mount lets the guest do.
@@ -109,11 +110,11 @@ impl From<io::Error> for FsError {
     }
 }
 
-/// A mount with its handle open.
+/// A mount with its handle open (the grant's, lent to this run).
 #[derive(Debug)]
 pub(crate) struct OpenMount {
     pub(crate) mount: Mount,
-    pub(super) dir: Dir,
+    pub(super) dir: Arc<Folder>,
 }
 
 /// A directory entry as listed to the caller.
@@ -187,13 +188,11 @@ pub(super) fn kind_name(ft: cap_std::fs::FileType) -> EntryKind {
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 impl OpenMount {
-    /// Open the host folder. This is the one place the gate uses ambient
-    /// authority, and only on a folder the caps file named.
-    pub(crate) fn open(mount: &Mount) -> io::Result<Self> {
-        let dir = Dir::open_ambient_dir(&mount.host, ambient_authority())?;
+    /// `mount`'s folder, as `folders` holds it (opened there if need be).
+    pub(crate) fn open(mount: &Mount, folders: &Folders) -> io::Result<Self> {
         Ok(OpenMount {
             mount: mount.clone(),
-            dir,
+            dir: folders.open(mount)?,
         })
     }
 
@@ -392,11 +391,13 @@ pub(crate) struct MountTable {
 }
 
 impl MountTable {
-    /// Open every mount; on failure, say which one.
-    pub(crate) fn open(mounts: &[Mount]) -> Result<Self, (Mount, io::Error)> {
-        let mut open = mounts
+    /// Every mount of `caps`, through the grant's folders; on failure,
+    /// say which one.
+    pub(crate) fn open(caps: &crate::Capabilities) -> Result<Self, (Mount, io::Error)> {
+        let mut open = caps
+            .mounts()
             .iter()
-            .map(|m| OpenMount::open(m).map_err(|e| (m.clone(), e)))
+            .map(|m| OpenMount::open(m, caps.folders()).map_err(|e| (m.clone(), e)))
             .collect::<Result<Vec<_>, _>>()?;
         open.sort_by_key(|m| std::cmp::Reverse(m.mount.guest.components().count()));
         let lends_runner = open.iter().any(|m| m.mount.runner);

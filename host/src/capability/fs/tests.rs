@@ -147,7 +147,7 @@ fn open(dir: &Path) -> OpenMount {
         .read_mount(dir, "/work")
         .build()
         .unwrap();
-    OpenMount::open(&caps.mounts()[0]).unwrap()
+    OpenMount::open(&caps.mounts()[0], caps.folders()).unwrap()
 }
 
 #[test]
@@ -175,4 +175,106 @@ fn escapes_is_decided_by_resolution_below_the_mount() {
     assert!(!m.escapes("dangling"));
     assert!(!m.escapes("loop_a"));
     assert!(!m.escapes("missing/deeper"));
+}
+
+/// A grant opens each folder once: its clones and the grants derived from
+/// it borrow the same handle; a derived grant's private folder is its own.
+#[test]
+fn a_grant_opens_each_folder_once_for_its_clones_and_derived_grants() {
+    let t = tree();
+    let caps = Capabilities::builder()
+        .read_mount(&t.data, "/work")
+        .build()
+        .unwrap();
+    let m = &caps.mounts()[0];
+    let first = caps.folders().open(m).unwrap();
+    let copy = caps.clone();
+    assert!(std::sync::Arc::ptr_eq(
+        &first,
+        &copy.folders().open(m).unwrap()
+    ));
+    let tmp = tempfile::tempdir().unwrap();
+    let derived = caps
+        .to_builder()
+        .unwrap()
+        .private_write_mount(tmp.path(), "/tmp")
+        .build()
+        .unwrap();
+    let work = derived
+        .mounts()
+        .iter()
+        .find(|m| m.guest.as_str() == "/work");
+    let private = derived.mounts().iter().find(|m| m.private).unwrap();
+    assert!(std::sync::Arc::ptr_eq(
+        &first,
+        &derived.folders().open(work.unwrap()).unwrap()
+    ));
+    // The private folder stays with the run's grant, never the parent's.
+    let own = derived.folders().open(private).unwrap();
+    assert!(std::sync::Arc::ptr_eq(
+        &own,
+        &derived.folders().open(private).unwrap()
+    ));
+    let again = caps
+        .to_builder()
+        .unwrap()
+        .private_write_mount(tmp.path(), "/tmp")
+        .build()
+        .unwrap();
+    let private = again.mounts().iter().find(|m| m.private).unwrap();
+    assert!(!std::sync::Arc::ptr_eq(
+        &own,
+        &again.folders().open(private).unwrap()
+    ));
+}
+
+/// The handle is the capability: a folder moved after the grant's first
+/// run is still the folder its runs write to, and a link planted at its
+/// path is never followed, even once the folder is gone; a folder removed
+/// and made again at the path is opened afresh.
+#[test]
+fn a_folder_moved_or_replaced_by_a_link_is_not_followed() {
+    let t = tree();
+    let elsewhere = t.out.parent().unwrap().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let caps = Capabilities::builder()
+        .write_mount(&t.out, "/out")
+        .build()
+        .unwrap();
+    let write = |name: &str| {
+        let rig = Rig::new(caps.clone(), Services::default());
+        rig.run(&Op::write(format!("/out/{name}"), "x")).unwrap()
+    };
+    assert!(write("a.txt").is_ok());
+    let moved = t.out.with_file_name("out.moved");
+    std::fs::rename(&t.out, &moved).unwrap();
+    symlink(&elsewhere, &t.out).unwrap();
+    assert!(write("b.txt").is_ok());
+    assert_eq!(
+        listing(&moved).len(),
+        2,
+        "the run wrote where the grant's folder is"
+    );
+    assert!(listing(&elsewhere).is_empty());
+    // The folder itself gone: the path, now a link, is refused.
+    std::fs::remove_dir_all(&moved).unwrap();
+    match crate::gate::Sandbox::builder(caps.clone()).build() {
+        Err(crate::Error::Mount { source, .. }) => {
+            assert!(
+                source
+                    .to_string()
+                    .contains("no longer the folder the grant named"),
+                "{source}"
+            )
+        }
+        Err(other) => panic!("{other:?}"),
+        Ok(_) => panic!("a grant whose folder is gone opened its path's link"),
+    }
+    assert!(listing(&elsewhere).is_empty());
+    // Its neighbour: a folder made again at the path is the grant's.
+    std::fs::remove_file(&t.out).unwrap();
+    std::fs::create_dir(&t.out).unwrap();
+    assert!(write("c.txt").is_ok());
+    assert_eq!(std::fs::read(t.out.join("c.txt")).unwrap(), b"x");
+    assert!(listing(&elsewhere).is_empty());
 }

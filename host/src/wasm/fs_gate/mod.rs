@@ -36,7 +36,6 @@ use quota::{Start, metered};
 use wasmtime::component::{Linker, LinkerInstance, Resource};
 use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemView};
 use wasmtime_wasi::p2::FsError;
-use wasmtime_wasi::p2::bindings::filesystem::preopens::Host as _;
 use wasmtime_wasi::p2::bindings::filesystem::types::{
     DescriptorFlags, ErrorCode, HostDescriptor, MetadataHashValue, NewTimestamp, OpenFlags,
     PathFlags,
@@ -101,13 +100,15 @@ impl HostState {
     /// each remembered as the guest path it stands for (0.2's and 0.3's
     /// `get-directories`).
     fn lend_directories(&mut self) -> wasmtime::Result<Vec<(Resource<Descriptor>, String)>> {
-        let dirs = self.filesystem().get_directories()?;
-        for (fd, path) in &dirs {
+        let mut dirs = Vec::with_capacity(self.preopens.len());
+        for (dir, path) in &self.preopens {
+            let fd = self.table.push(Descriptor::Dir(dir.clone()))?;
             let info = DirInfo {
                 path: path.clone(),
                 via: path.clone(),
             };
             self.fs_paths.insert(fd.rep(), info);
+            dirs.push((fd, path.clone()));
         }
         Ok(dirs)
     }

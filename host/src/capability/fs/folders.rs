@@ -1,0 +1,144 @@
+//! A grant's folders, opened once and lent to every run of that grant.
+//!
+//! A run used to open each mount by path twice (once for WASI's preopen,
+//! once for the gate): ten system calls and two path walks a run for a
+//! two-mount grant, most of what a sandboxed run cost over a bare one.
+//! Now the first run of a grant opens each folder once, and later runs
+//! (of the same [`Capabilities`](crate::Capabilities) value, its clones,
+//! and the grants derived from it with
+//! [`to_builder`](crate::Capabilities::to_builder)) borrow the handles.
+//!
+//! The handle is the capability, as in cap-std: a folder renamed after
+//! the grant's first run is still the folder its runs see. A folder
+//! removed is not: a run finds its handle's folder gone (no links left,
+//! one `fstat`, no path walk) and opens the path afresh, so a host that
+//! clears a folder by removing and re-making it keeps working.
+//!
+//! A run's private folders (the Python doors' `/tmp`) are made for one run
+//! and never shared: the grant derived for that run holds them, and they
+//! go with it.
+
+use super::mount::Mount;
+use cap_std::ambient_authority;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// One granted folder, open: the gate's cap-std handle, and the same
+/// folder as a plain file for WASI's preopen (a second descriptor made
+/// from the first, so both name the same folder whatever happens to the
+/// path).
+#[derive(Debug)]
+pub(crate) struct Folder {
+    pub(crate) dir: cap_std::fs::Dir,
+    /// The folder for WASI (`wasmtime_wasi::filesystem::Dir`), shared by
+    /// every run's preopen of it.
+    #[cfg_attr(not(feature = "wasm"), allow(dead_code))]
+    pub(crate) file: Arc<std::fs::File>,
+}
+
+/// The gate works through the cap-std handle.
+impl std::ops::Deref for Folder {
+    type Target = cap_std::fs::Dir;
+    fn deref(&self) -> &cap_std::fs::Dir {
+        &self.dir
+    }
+}
+
+impl Folder {
+    /// Open `host`. This is the one place the filesystem capability uses
+    /// ambient authority, and only on a folder a grant named.
+    ///
+    /// The grant named the folder by its canonical path, and the folder
+    /// opened must still be the one at that path: a folder moved, or a
+    /// link planted in the path since (`out` replaced by a link to
+    /// `/etc`), is refused, not followed. The kernel says which folder the
+    /// handle holds (`/proc/self/fd`); where it cannot, the path is
+    /// trusted as before.
+    fn open(host: &Path) -> io::Result<Self> {
+        let dir = cap_std::fs::Dir::open_ambient_dir(host, ambient_authority())?;
+        let file = dir.try_clone()?.into_std_file();
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::fd::AsRawFd;
+            let held = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()));
+            if let Ok(held) = held
+                && held != host
+            {
+                return Err(io::Error::other(format!(
+                    "{} is no longer the folder the grant named: it leads to {} \
+                     (moved, or replaced by a link, since the grant was made)",
+                    host.display(),
+                    held.display()
+                )));
+            }
+        }
+        Ok(Folder {
+            dir,
+            file: Arc::new(file),
+        })
+    }
+
+    /// Whether the folder was removed since it was opened (no links left).
+    fn removed(&self) -> bool {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            self.file.metadata().is_ok_and(|m| m.nlink() == 0)
+        }
+        #[cfg(not(unix))]
+        {
+            false
+        }
+    }
+}
+
+/// The folders a grant has opened, by host path. Shared by a grant's
+/// clones; a grant derived from it shares its parent's too, and keeps its
+/// private folders to itself.
+#[derive(Debug, Default)]
+pub(crate) struct Folders {
+    held: Mutex<Vec<(PathBuf, Arc<Folder>)>>,
+    /// The grant this one was derived from, whose folders it shares.
+    parent: Option<Arc<Folders>>,
+}
+
+impl Folders {
+    /// The folders of a grant derived from one holding `self` (which
+    /// shares them).
+    pub(crate) fn derive(self: &Arc<Self>) -> Arc<Folders> {
+        let root = self.parent.clone().unwrap_or_else(|| self.clone());
+        Arc::new(Folders {
+            held: Mutex::default(),
+            parent: Some(root),
+        })
+    }
+
+    /// `mount`'s folder: the one opened before, unless it was removed
+    /// since; otherwise opened now.
+    pub(crate) fn open(&self, mount: &Mount) -> io::Result<Arc<Folder>> {
+        if !mount.private
+            && let Some(parent) = &self.parent
+        {
+            return parent.open(mount);
+        }
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = held.iter().position(|(host, _)| *host == mount.host) {
+            if !held[i].1.removed() {
+                return Ok(held[i].1.clone());
+            }
+            held.swap_remove(i);
+        }
+        let folder = Arc::new(Folder::open(&mount.host)?);
+        held.push((mount.host.clone(), folder.clone()));
+        Ok(folder)
+    }
+}
+
+/// A grant's folders are part of no comparison: two grants alike are
+/// equal whether or not either has run.
+impl PartialEq for Folders {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
