@@ -19,6 +19,13 @@ impl Sandbox {
         self.mounts.by_guest(via).map(|m| m.mount.access)
     }
 
+    /// The folder of the mount at guest path `via`, as the gate holds it,
+    /// for WASI to be lent the same handle (`wasm/root.rs`).
+    #[cfg(feature = "wasm")]
+    pub(crate) fn mount_folder(&self, via: &str) -> Option<Arc<std::fs::File>> {
+        self.mounts.by_guest(via).map(|m| m.folder_file())
+    }
+
     /// Whether the run replays a recording: its answers come from the
     /// tape, and a door whose effect happens outside the gate (a socket's
     /// connection) must not perform it.

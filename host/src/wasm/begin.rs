@@ -58,7 +58,6 @@ impl WasmHost {
             std::mem::take(&mut opts.labels),
         ));
         let (wasi, closed, tcp) = self.wasi_context(&opts, [&meter, &sent], &secrets, &flow)?;
-        let preopens = self.lend(&opts.caps)?;
         let RunOptions {
             caps,
             mut services,
@@ -86,10 +85,12 @@ impl WasmHost {
         if let Some(t) = tape {
             gate = gate.tape(crate::replay::Tape::from_spec(t));
         }
+        let gate = gate.build()?;
+        let preopens = self.lend(&gate)?;
         let state = HostState {
             wasi,
             table: ResourceTable::new(),
-            gate: gate.build()?,
+            gate,
             limiter: MemoryLimiter::new(budget.max_memory_bytes),
             preopens,
             fs_paths: std::collections::HashMap::new(),

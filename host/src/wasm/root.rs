@@ -71,29 +71,34 @@ impl WasmHost {
     /// What a run's `get-directories` lends, in order: the grant's mounts
     /// (a program that takes "the directory it was given" takes the first),
     /// then the empty root, unless the grant mounts a folder at `/` (which
-    /// then plays its part). Each is a handle the grant opened before
-    /// (`capability/fs/folders.rs`): no path is walked here.
-    pub(super) fn lend(&self, caps: &crate::Capabilities) -> Result<Vec<(Dir, String)>, LoadError> {
+    /// then plays its part). Each mount is lent the folder `gate` holds,
+    /// which the grant opened before (`capability/fs/folders.rs`): no path
+    /// is walked here.
+    pub(super) fn lend(
+        &self,
+        gate: &crate::gate::Sandbox,
+    ) -> Result<Vec<(Dir, String)>, LoadError> {
         let root = self.empty_root()?;
-        let mut lent = Vec::with_capacity(caps.mounts().len() + 1);
-        for m in caps.mounts() {
-            let folder = caps
-                .folders()
-                .open(m)
-                .map_err(|e| setup(format!("cannot preopen {}: {e}", m.host.display())))?;
+        let mounts = gate.caps().mounts();
+        let mut lent = Vec::with_capacity(mounts.len() + 1);
+        for m in mounts {
+            let guest = m.guest.as_str();
+            let file = gate
+                .mount_folder(guest)
+                .ok_or_else(|| setup(format!("the gate holds no folder for {guest}")))?;
             // wasmtime-wasi makes its folders from a path alone; this one
             // takes the root's settings and the grant's handle instead.
             let mut dir = root.clone();
-            dir.dir = folder.file.clone();
+            dir.dir = file;
             (dir.perms, dir.open_mode) = match m.access {
                 crate::fs::Access::ReadOnly => (FsPerms::ReadOnly, OpenMode::READ),
                 crate::fs::Access::ReadWrite => {
                     (FsPerms::ReadWrite, OpenMode::READ | OpenMode::WRITE)
                 }
             };
-            lent.push((dir, m.guest.as_str().to_owned()));
+            lent.push((dir, guest.to_owned()));
         }
-        if !caps.mounts().iter().any(|m| m.guest.as_str() == "/") {
+        if !mounts.iter().any(|m| m.guest.as_str() == "/") {
             lent.push((root, "/".to_owned()));
         }
         Ok(lent)

@@ -34,7 +34,7 @@ pub(crate) struct Folder {
     /// The folder for WASI (`wasmtime_wasi::filesystem::Dir`), shared by
     /// every run's preopen of it.
     #[cfg_attr(not(feature = "wasm"), allow(dead_code))]
-    pub(crate) file: Arc<std::fs::File>,
+    pub(super) file: Arc<std::fs::File>,
 }
 
 /// The gate works through the cap-std handle.

@@ -196,6 +196,13 @@ impl OpenMount {
         })
     }
 
+    /// The folder as WASI is lent it: the same folder as the gate's
+    /// handle, never opened again.
+    #[cfg(feature = "wasm")]
+    pub(crate) fn folder_file(&self) -> Arc<std::fs::File> {
+        self.dir.file.clone()
+    }
+
     fn rel(rel: &str) -> &Path {
         Path::new(if rel.is_empty() { "." } else { rel })
     }
