@@ -175,10 +175,7 @@ impl CapabilitiesBuilder {
             flow,
             budget: self.budget,
             warnings,
-            folders: match &self.folders_of {
-                Some(parent) => parent.derive(),
-                None => Default::default(),
-            },
+            folders: self.folders_of.unwrap_or_default(),
         })
     }
 }

@@ -120,8 +120,8 @@ pub struct CapabilitiesBuilder {
     ask: RequestedAsk,
     flow: RequestedFlow,
     budget: Budget,
-    /// The folders of the grant this builder derives from
-    /// ([`Capabilities::to_builder`]), which the new grant shares.
+    /// The new grant's folders, sharing those of the grant this builder
+    /// derives from ([`Capabilities::to_builder`]).
     folders_of: Option<Arc<Folders>>,
 }
 
@@ -258,7 +258,7 @@ impl Capabilities {
         let mut b = Self::builder_from(file, Path::new("/"))?;
         b.secrets.keep(&self.secrets);
         b.mounts.keep_runner(&self.mounts);
-        b.folders_of = Some(self.folders.clone());
+        b.folders_of = Some(self.folders.derive(&self.mounts));
         Ok(b)
     }
 

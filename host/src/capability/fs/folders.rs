@@ -94,31 +94,41 @@ impl Folder {
 }
 
 /// The folders a grant has opened, by host path. Shared by a grant's
-/// clones; a grant derived from it shares its parent's too, and keeps its
-/// private folders to itself.
+/// clones; a grant derived from it shares the folders its parent names,
+/// and keeps the rest (its private folders, a mount it added) to itself,
+/// so that a parent kept for a server's lifetime holds its own folders
+/// only, however many grants are derived from it.
 #[derive(Debug, Default)]
 pub(crate) struct Folders {
     held: Mutex<Vec<(PathBuf, Arc<Folder>)>>,
-    /// The grant this one was derived from, whose folders it shares.
-    parent: Option<Arc<Folders>>,
+    /// The grant this one was derived from (the first of a line of
+    /// derivations), and the host folders it names, which it lends.
+    parent: Option<(Arc<Folders>, Arc<[PathBuf]>)>,
 }
 
 impl Folders {
-    /// The folders of a grant derived from one holding `self` (which
-    /// shares them).
-    pub(crate) fn derive(self: &Arc<Self>) -> Arc<Folders> {
-        let root = self.parent.clone().unwrap_or_else(|| self.clone());
+    /// The folders of a grant derived from one holding `self`, whose
+    /// mounts are `mounts`.
+    pub(crate) fn derive(self: &Arc<Self>, mounts: &[Mount]) -> Arc<Folders> {
+        let parent = match &self.parent {
+            Some(first) => first.clone(),
+            None => {
+                let named = mounts.iter().filter(|m| !m.private);
+                (self.clone(), named.map(|m| m.host.clone()).collect())
+            }
+        };
         Arc::new(Folders {
             held: Mutex::default(),
-            parent: Some(root),
+            parent: Some(parent),
         })
     }
 
     /// `mount`'s folder: the one opened before, unless it was removed
     /// since; otherwise opened now.
     pub(crate) fn open(&self, mount: &Mount) -> io::Result<Arc<Folder>> {
-        if !mount.private
-            && let Some(parent) = &self.parent
+        if let Some((parent, named)) = &self.parent
+            && !mount.private
+            && named.contains(&mount.host)
         {
             return parent.open(mount);
         }
@@ -132,6 +142,12 @@ impl Folders {
         let folder = Arc::new(Folder::open(&mount.host)?);
         held.push((mount.host.clone(), folder.clone()));
         Ok(folder)
+    }
+
+    /// How many folders this grant itself holds open.
+    #[cfg(test)]
+    pub(crate) fn held(&self) -> usize {
+        self.held.lock().map_or(0, |h| h.len())
     }
 }
 

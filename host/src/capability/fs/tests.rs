@@ -226,6 +226,24 @@ fn a_grant_opens_each_folder_once_for_its_clones_and_derived_grants() {
         &own,
         &again.folders().open(private).unwrap()
     ));
+    // A mount a derived grant adds (the MCP door's session folder) is the
+    // derived grant's too: a parent kept by a server holds its own
+    // folders only, however many sessions derive from it.
+    for i in 0..20 {
+        let session = tmp.path().join(format!("session{i}"));
+        std::fs::create_dir(&session).unwrap();
+        let derived = caps
+            .to_builder()
+            .unwrap()
+            .write_mount(&session, "/scratch")
+            .build()
+            .unwrap();
+        for m in derived.mounts() {
+            derived.folders().open(m).unwrap();
+        }
+        assert_eq!(derived.folders().held(), 1);
+    }
+    assert_eq!(caps.folders().held(), 1, "the parent holds /work alone");
 }
 
 /// The handle is the capability: a folder moved after the grant's first
