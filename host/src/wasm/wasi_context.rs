@@ -20,12 +20,12 @@ pub(super) type Closed = [(
 ); 2];
 
 impl WasmHost {
-    /// The guest's WASI: the caps' env, args, stdin, metered stdout and stderr, and under
-    /// `deterministic` virtual clocks and seeded randomness; TCP only when
-    /// the grant holds a tcp rule, every lookup and connection through the
-    /// socket door it returns (charging what sockets receive to `meter`,
-    /// what they send to `sent`). Nothing inherited but what `opts` asks
-    /// for.
+    /// The guest's WASI: the caps' env, args, stdin, metered stdout and
+    /// stderr, and under `deterministic` virtual clocks and seeded
+    /// randomness; TCP only when the grant holds a tcp rule, every lookup
+    /// and connection through the socket door it returns (charging what
+    /// sockets receive to `meter`, what they send to `sent`). Nothing
+    /// inherited but what `opts` asks for.
     pub(super) fn wasi_context(
         &self,
         opts: &RunOptions,
