@@ -258,7 +258,8 @@ impl Capabilities {
         let mut b = Self::builder_from(file, Path::new("/"))?;
         b.secrets.keep(&self.secrets);
         b.mounts.keep_runner(&self.mounts);
-        b.folders_of = Some(self.folders.derive(&self.mounts));
+        let named = self.mounts.iter().filter(|m| !m.private);
+        b.folders_of = Some(self.folders.derive(named.map(|m| m.host.clone())));
         Ok(b)
     }
 

@@ -126,11 +126,14 @@ impl SandboxBuilder {
 
     /// Open the mounts and start the wall clock.
     pub fn build(self) -> Result<Sandbox, Error> {
-        let mounts = MountTable::open(&self.caps).map_err(|(m, source)| Error::Mount {
-            guest: m.guest.to_string(),
-            host: m.host,
-            source,
-        })?;
+        let mounts =
+            MountTable::open(self.caps.mounts(), self.caps.folders()).map_err(|(m, source)| {
+                Error::Mount {
+                    guest: m.guest.to_string(),
+                    host: m.host,
+                    source,
+                }
+            })?;
         let services = self.services;
         let clock = services
             .clock

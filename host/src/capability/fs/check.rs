@@ -144,7 +144,7 @@ mod tests {
             .write_mount(dir.path(), "/work/out")
             .build()
             .unwrap();
-        let mounts = MountTable::open(&caps).unwrap();
+        let mounts = MountTable::open(caps.mounts(), caps.folders()).unwrap();
         for above in ["/", "/.", "/work", "/work/", "/work/."] {
             assert!(mounts.above_mounts(above).is_some(), "{above}");
         }

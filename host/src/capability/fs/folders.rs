@@ -18,7 +18,6 @@
 //! and never shared: the grant derived for that run holds them, and they
 //! go with it.
 
-use super::mount::Mount;
 use cap_std::ambient_authority;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -107,15 +106,12 @@ pub(crate) struct Folders {
 }
 
 impl Folders {
-    /// The folders of a grant derived from one holding `self`, whose
-    /// mounts are `mounts`.
-    pub(crate) fn derive(self: &Arc<Self>, mounts: &[Mount]) -> Arc<Folders> {
+    /// The folders of a grant derived from one holding `self`, which
+    /// names the host folders `named` (its mounts but the private ones).
+    pub(crate) fn derive(self: &Arc<Self>, named: impl Iterator<Item = PathBuf>) -> Arc<Folders> {
         let parent = match &self.parent {
             Some(first) => first.clone(),
-            None => {
-                let named = mounts.iter().filter(|m| !m.private);
-                (self.clone(), named.map(|m| m.host.clone()).collect())
-            }
+            None => (self.clone(), named.collect()),
         };
         Arc::new(Folders {
             held: Mutex::default(),
@@ -123,24 +119,25 @@ impl Folders {
         })
     }
 
-    /// `mount`'s folder: the one opened before, unless it was removed
-    /// since; otherwise opened now.
-    pub(crate) fn open(&self, mount: &Mount) -> io::Result<Arc<Folder>> {
+    /// The folder at `host` (a mount's; `private` when it is a run's
+    /// own): the one opened before, unless it was removed since; otherwise
+    /// opened now.
+    pub(crate) fn open(&self, host: &Path, private: bool) -> io::Result<Arc<Folder>> {
         if let Some((parent, named)) = &self.parent
-            && !mount.private
-            && named.contains(&mount.host)
+            && !private
+            && named.iter().any(|n| n == host)
         {
-            return parent.open(mount);
+            return parent.open(host, private);
         }
         let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(i) = held.iter().position(|(host, _)| *host == mount.host) {
+        if let Some(i) = held.iter().position(|(h, _)| h == host) {
             if !held[i].1.removed() {
                 return Ok(held[i].1.clone());
             }
             held.swap_remove(i);
         }
-        let folder = Arc::new(Folder::open(&mount.host)?);
-        held.push((mount.host.clone(), folder.clone()));
+        let folder = Arc::new(Folder::open(host)?);
+        held.push((host.to_path_buf(), folder.clone()));
         Ok(folder)
     }
 

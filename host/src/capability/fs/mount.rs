@@ -192,7 +192,7 @@ impl OpenMount {
     pub(crate) fn open(mount: &Mount, folders: &Folders) -> io::Result<Self> {
         Ok(OpenMount {
             mount: mount.clone(),
-            dir: folders.open(mount)?,
+            dir: folders.open(&mount.host, mount.private)?,
         })
     }
 
@@ -398,13 +398,12 @@ pub(crate) struct MountTable {
 }
 
 impl MountTable {
-    /// Every mount of `caps`, through the grant's folders; on failure,
-    /// say which one.
-    pub(crate) fn open(caps: &crate::Capabilities) -> Result<Self, (Mount, io::Error)> {
-        let mut open = caps
-            .mounts()
+    /// Every mount of a grant, through the grant's `folders`; on
+    /// failure, say which one.
+    pub(crate) fn open(mounts: &[Mount], folders: &Folders) -> Result<Self, (Mount, io::Error)> {
+        let mut open = mounts
             .iter()
-            .map(|m| OpenMount::open(m, caps.folders()).map_err(|e| (m.clone(), e)))
+            .map(|m| OpenMount::open(m, folders).map_err(|e| (m.clone(), e)))
             .collect::<Result<Vec<_>, _>>()?;
         open.sort_by_key(|m| std::cmp::Reverse(m.mount.guest.components().count()));
         let lends_runner = open.iter().any(|m| m.mount.runner);

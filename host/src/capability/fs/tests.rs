@@ -187,11 +187,11 @@ fn a_grant_opens_each_folder_once_for_its_clones_and_derived_grants() {
         .build()
         .unwrap();
     let m = &caps.mounts()[0];
-    let first = caps.folders().open(m).unwrap();
+    let first = caps.folders().open(&m.host, m.private).unwrap();
     let copy = caps.clone();
     assert!(std::sync::Arc::ptr_eq(
         &first,
-        &copy.folders().open(m).unwrap()
+        &copy.folders().open(&m.host, m.private).unwrap()
     ));
     let tmp = tempfile::tempdir().unwrap();
     let derived = caps
@@ -203,17 +203,24 @@ fn a_grant_opens_each_folder_once_for_its_clones_and_derived_grants() {
     let work = derived
         .mounts()
         .iter()
-        .find(|m| m.guest.as_str() == "/work");
+        .find(|m| m.guest.as_str() == "/work")
+        .unwrap();
     let private = derived.mounts().iter().find(|m| m.private).unwrap();
     assert!(std::sync::Arc::ptr_eq(
         &first,
-        &derived.folders().open(work.unwrap()).unwrap()
+        &derived.folders().open(&work.host, false).unwrap()
     ));
     // The private folder stays with the run's grant, never the parent's.
-    let own = derived.folders().open(private).unwrap();
+    let own = derived
+        .folders()
+        .open(&private.host, private.private)
+        .unwrap();
     assert!(std::sync::Arc::ptr_eq(
         &own,
-        &derived.folders().open(private).unwrap()
+        &derived
+            .folders()
+            .open(&private.host, private.private)
+            .unwrap()
     ));
     let again = caps
         .to_builder()
@@ -224,7 +231,10 @@ fn a_grant_opens_each_folder_once_for_its_clones_and_derived_grants() {
     let private = again.mounts().iter().find(|m| m.private).unwrap();
     assert!(!std::sync::Arc::ptr_eq(
         &own,
-        &again.folders().open(private).unwrap()
+        &again
+            .folders()
+            .open(&private.host, private.private)
+            .unwrap()
     ));
     // A mount a derived grant adds (the MCP door's session folder) is the
     // derived grant's too: a parent kept by a server holds its own
@@ -239,7 +249,7 @@ fn a_grant_opens_each_folder_once_for_its_clones_and_derived_grants() {
             .build()
             .unwrap();
         for m in derived.mounts() {
-            derived.folders().open(m).unwrap();
+            derived.folders().open(&m.host, m.private).unwrap();
         }
         assert_eq!(derived.folders().held(), 1);
     }
