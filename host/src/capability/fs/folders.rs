@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex};
 /// path).
 #[derive(Debug)]
 pub(crate) struct Folder {
-    pub(crate) dir: cap_std::fs::Dir,
+    dir: cap_std::fs::Dir,
     /// The folder for WASI (`wasmtime_wasi::filesystem::Dir`), shared by
     /// every run's preopen of it.
     #[cfg_attr(not(feature = "wasm"), allow(dead_code))]

@@ -181,61 +181,41 @@ fn escapes_is_decided_by_resolution_below_the_mount() {
 /// it borrow the same handle; a derived grant's private folder is its own.
 #[test]
 fn a_grant_opens_each_folder_once_for_its_clones_and_derived_grants() {
+    use crate::fs::Mount;
+    use std::sync::Arc;
     let t = tree();
     let caps = Capabilities::builder()
         .read_mount(&t.data, "/work")
         .build()
         .unwrap();
-    let m = &caps.mounts()[0];
-    let first = caps.folders().open(&m.host, m.private).unwrap();
-    let copy = caps.clone();
-    assert!(std::sync::Arc::ptr_eq(
-        &first,
-        &copy.folders().open(&m.host, m.private).unwrap()
-    ));
+    let open = |grant: &Capabilities, m: &Mount| grant.folders().open(&m.host, m.private).unwrap();
     let tmp = tempfile::tempdir().unwrap();
-    let derived = caps
-        .to_builder()
-        .unwrap()
-        .private_write_mount(tmp.path(), "/tmp")
-        .build()
-        .unwrap();
+    // A run's grant: the parent's, with a private /tmp.
+    let with_tmp = || {
+        caps.to_builder()
+            .unwrap()
+            .private_write_mount(tmp.path(), "/tmp")
+            .build()
+            .unwrap()
+    };
+    let private_of =
+        |grant: &Capabilities| grant.mounts().iter().find(|m| m.private).cloned().unwrap();
+    let m = &caps.mounts()[0];
+    let first = open(&caps, m);
+    assert!(Arc::ptr_eq(&first, &open(&caps.clone(), m)));
+    let derived = with_tmp();
     let work = derived
         .mounts()
         .iter()
         .find(|m| m.guest.as_str() == "/work")
         .unwrap();
-    let private = derived.mounts().iter().find(|m| m.private).unwrap();
-    assert!(std::sync::Arc::ptr_eq(
-        &first,
-        &derived.folders().open(&work.host, false).unwrap()
-    ));
+    assert!(Arc::ptr_eq(&first, &open(&derived, work)));
     // The private folder stays with the run's grant, never the parent's.
-    let own = derived
-        .folders()
-        .open(&private.host, private.private)
-        .unwrap();
-    assert!(std::sync::Arc::ptr_eq(
-        &own,
-        &derived
-            .folders()
-            .open(&private.host, private.private)
-            .unwrap()
-    ));
-    let again = caps
-        .to_builder()
-        .unwrap()
-        .private_write_mount(tmp.path(), "/tmp")
-        .build()
-        .unwrap();
-    let private = again.mounts().iter().find(|m| m.private).unwrap();
-    assert!(!std::sync::Arc::ptr_eq(
-        &own,
-        &again
-            .folders()
-            .open(&private.host, private.private)
-            .unwrap()
-    ));
+    let private = private_of(&derived);
+    let own = open(&derived, &private);
+    assert!(Arc::ptr_eq(&own, &open(&derived, &private)));
+    let again = with_tmp();
+    assert!(!Arc::ptr_eq(&own, &open(&again, &private_of(&again))));
     // A mount a derived grant adds (the MCP door's session folder) is the
     // derived grant's too: a parent kept by a server holds its own
     // folders only, however many sessions derive from it.
@@ -249,7 +229,7 @@ fn a_grant_opens_each_folder_once_for_its_clones_and_derived_grants() {
             .build()
             .unwrap();
         for m in derived.mounts() {
-            derived.folders().open(&m.host, m.private).unwrap();
+            open(&derived, m);
         }
         assert_eq!(derived.folders().held(), 1);
     }
