@@ -11,18 +11,28 @@ use sbx_wasm::wasm::{RunOptions, WasmHost, WasmRun};
 use sbx_wasm::{Capabilities, CapabilitiesBuilder, OpKind, Services, Violation};
 use sbx_wasm_tests::guest;
 use std::io::{BufRead, BufReader, Write};
-use std::net::{IpAddr, TcpListener};
-use std::sync::Arc;
+use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// A line server on 127.0.0.1: answers `echo: LINE`, or 64 KiB then close
 /// for `big`; counts connections, and the bytes of the lines it read.
+///
+/// A run may connect and end before the server's thread has accepted
+/// (a connect completes in the kernel's queue), so the counts are read
+/// behind a barrier: the test connects a probe of its own and waits until
+/// the server has accepted it. Accepts are first come, first served, so by
+/// then every connection the run made is counted. Probes count nowhere.
 pub(crate) struct LineServer {
     pub(crate) port: u16,
     accepted: Arc<AtomicUsize>,
     /// Connections whose line was read (or found missing).
     read: Arc<AtomicUsize>,
     bytes: Arc<AtomicUsize>,
+    /// The local addresses of probes sent, and how many were accepted.
+    probes: Arc<Mutex<Vec<SocketAddr>>>,
+    probes_seen: Arc<AtomicUsize>,
 }
 
 impl LineServer {
@@ -31,10 +41,18 @@ impl LineServer {
         let port = listener.local_addr().unwrap().port();
         let accepted = Arc::new(AtomicUsize::new(0));
         let (read, bytes) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let probes = Arc::new(Mutex::new(Vec::new()));
+        let probes_seen = Arc::new(AtomicUsize::new(0));
         let (count, read_count, byte_count) = (accepted.clone(), read.clone(), bytes.clone());
+        let (probe_list, seen) = (probes.clone(), probes_seen.clone());
         std::thread::spawn(move || {
             for conn in listener.incoming() {
                 let Ok(mut conn) = conn else { continue };
+                let peer = conn.peer_addr().ok();
+                if peer.is_some_and(|p| probe_list.lock().unwrap().contains(&p)) {
+                    seen.fetch_add(1, Ordering::SeqCst);
+                    continue;
+                }
                 count.fetch_add(1, Ordering::SeqCst);
                 let (read_count, byte_count) = (read_count.clone(), byte_count.clone());
                 std::thread::spawn(move || {
@@ -58,21 +76,51 @@ impl LineServer {
             accepted,
             read,
             bytes,
+            probes,
+            probes_seen,
         }
     }
 
+    /// Waits until the server has accepted every connection made so far.
+    fn settle(&self) {
+        // The probe's address is known only once it is bound, and must be
+        // listed before the connect is made; so bind, list, then connect.
+        let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+            .expect("a probe socket");
+        socket
+            .bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into())
+            .expect("the probe binds");
+        let local = socket.local_addr().unwrap().as_socket().unwrap();
+        let mut list = self.probes.lock().unwrap();
+        list.push(local);
+        let sent = list.len();
+        drop(list);
+        socket
+            .connect(&SocketAddr::from(([127, 0, 0, 1], self.port)).into())
+            .expect("the probe connects");
+        let until = Instant::now() + Duration::from_secs(10);
+        while self.probes_seen.load(Ordering::SeqCst) < sent {
+            assert!(
+                Instant::now() < until,
+                "the server never accepted its probe"
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    /// The connections the server has accepted, every one made so far.
     pub(crate) fn connections(&self) -> usize {
+        self.settle();
         self.accepted.load(Ordering::SeqCst)
     }
 
     /// The bytes of every line read, once each connection's read has
     /// ended (a run's connections are closed when it ends).
     pub(crate) fn bytes_read(&self) -> usize {
-        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while self.read.load(Ordering::SeqCst) < self.connections()
-            && std::time::Instant::now() < until
-        {
-            std::thread::sleep(std::time::Duration::from_millis(10));
+        let accepted = self.connections();
+        let until = Instant::now() + Duration::from_secs(10);
+        while self.read.load(Ordering::SeqCst) < accepted && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(10));
         }
         self.bytes.load(Ordering::SeqCst)
     }
