@@ -1,6 +1,8 @@
 //! P6's loop alone, for a profiler: `run_loop ours|bare SECONDS` runs the
 //! noop guest under the bench's full grant (or the bare embedding) on one
-//! thread, back to back, and prints runs per second.
+//! thread, back to back, and prints runs per second. `run_loop ours|bare
+//! SECONDS callloop noop 20000` runs P4's guest instead, 20,000 gated (or
+//! ungated) tool calls a run.
 
 use sbx_wasm::Capabilities;
 use sbx_wasm::Services;
@@ -13,7 +15,9 @@ fn main() {
     let which = argv.get(1).map(String::as_str).unwrap_or("ours");
     let secs: u64 = argv.get(2).and_then(|s| s.parse().ok()).unwrap_or(5);
     let guests = std::path::PathBuf::from(std::env::var("GUEST_DIR").expect("GUEST_DIR"));
-    let noop = guests.join("noop.wasm");
+    let name = argv.get(3).map(String::as_str).unwrap_or("noop");
+    let args: Vec<&str> = argv.iter().skip(4).map(String::as_str).collect();
+    let noop = guests.join(format!("{name}.wasm"));
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("data")).unwrap();
     std::fs::create_dir_all(dir.path().join("out")).unwrap();
@@ -36,7 +40,7 @@ fn main() {
             .build()
             .unwrap();
         while start.elapsed() < window {
-            rt.block_on(bare.run(&pre, &[])).unwrap();
+            rt.block_on(bare.run(&pre, &args)).unwrap();
             n += 1;
         }
     } else {
@@ -46,7 +50,9 @@ fn main() {
         tools.register("noop", |_: &str| Ok::<_, ToolError>(String::new()));
         let services = Services::new().tools(tools);
         while start.elapsed() < window {
-            let o = RunOptions::new(caps.clone()).services(services.clone());
+            let o = RunOptions::new(caps.clone())
+                .args(args.iter().copied())
+                .services(services.clone());
             let run = host.run_prepared(&agent, o).unwrap();
             assert_eq!(run.report.exit_code, Some(0));
             n += 1;
