@@ -67,6 +67,15 @@ pub fn record_target(s: &str) -> String {
     )
 }
 
+/// [`record_target`] of a string the caller is done with: moved into the
+/// record as it is when it fits (no copy), cut like any other when not.
+pub(crate) fn record_target_owned(s: String) -> String {
+    if s.len() <= MAX_RECORD_TARGET_BYTES {
+        return s;
+    }
+    record_target(&s)
+}
+
 /// `s` quoted for a message, cut at [`MAX_QUOTED_BYTES`] (the message never
 /// repeats a long target; the record's target field holds it, bounded).
 pub fn quote(s: &str) -> String {

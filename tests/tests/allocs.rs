@@ -61,9 +61,21 @@ fn grant(dir: &std::path::Path, mounts: usize, rules: usize) -> Capabilities {
 
 /// Allocations made by one run of `agent` under `caps`.
 fn allocations(host: &WasmHost, agent: &PreparedAgent, caps: &Capabilities) -> u64 {
+    allocations_with(host, agent, caps, &[])
+}
+
+/// Allocations made by one run of `agent` under `caps`, given `args`.
+fn allocations_with(
+    host: &WasmHost,
+    agent: &PreparedAgent,
+    caps: &Capabilities,
+    args: &[&str],
+) -> u64 {
     let mut tools = ToolRegistry::new();
     tools.register("noop", |_: &str| Ok::<_, ToolError>(String::new()));
-    let opts = RunOptions::new(caps.clone()).services(Services::new().tools(tools));
+    let opts = RunOptions::new(caps.clone())
+        .args(args.iter().copied())
+        .services(Services::new().tools(tools));
     let before = ALLOCATIONS.load(Ordering::Relaxed);
     let run = host.run_prepared(agent, opts).unwrap();
     let after = ALLOCATIONS.load(Ordering::Relaxed);
@@ -115,3 +127,45 @@ fn a_run_makes_a_bounded_number_of_allocations_that_does_not_grow() {
 /// egress rules), room for the platform's variation, not for new per-run
 /// work.
 const BOUND: u64 = 200;
+
+/// A gated tool call's allocations, allowed and denied, from the difference
+/// of a run making 1,000 calls and one making none (the callloop guest
+/// ignores each answer). What the guest itself allocates is not counted:
+/// it lives in the guest's linear memory. The host lifts the call's name
+/// and input into strings, and an allowed call's tool returns one; what
+/// the gate adds on top (the audit record and, for a denial, its message
+/// and denial record) is what the bounds watch.
+#[test]
+fn a_gated_call_makes_a_bounded_number_of_allocations() {
+    const CALLS: u64 = 1_000;
+    let dir = tempfile::tempdir().unwrap();
+    let host = WasmHost::new().unwrap().without_cache().unlimited();
+    let agent = host
+        .prepare(&host.load(&sbx_wasm_tests::guest("callloop")).unwrap())
+        .unwrap();
+    let caps = grant(dir.path(), 1, 1);
+    let n = CALLS.to_string();
+    let per_call = |tool: &str| {
+        // Warm the run's own paths first (the grant's folders, lazies).
+        allocations_with(&host, &agent, &caps, &[tool, &n]);
+        let none = allocations_with(&host, &agent, &caps, &[tool, "0"]);
+        let some = allocations_with(&host, &agent, &caps, &[tool, &n]);
+        // Rounded up: the audit log's doublings spread over the calls.
+        (some.saturating_sub(none) as f64 / CALLS as f64).ceil() as u64
+    };
+    let (allowed, denied) = (per_call("noop"), per_call("nope"));
+    println!("allocations per gated call: {allowed} allowed, {denied} denied");
+    assert!(
+        allowed <= CALL_BOUND,
+        "{allowed} allocations per allowed call (bound {CALL_BOUND})"
+    );
+    assert!(
+        denied <= CALL_BOUND + 2,
+        "{denied} allocations per denied call (bound {})",
+        CALL_BOUND + 2
+    );
+}
+
+/// An allowed call: the name and input lifted, the tool's output, and the
+/// audit record's (see the test).
+const CALL_BOUND: u64 = 6;

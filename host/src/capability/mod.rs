@@ -168,6 +168,9 @@ pub(crate) struct Held<'a> {
     pub(crate) kv: &'a dyn kv::KvStore,
     /// The run's cancel switch, when it has one.
     pub(crate) cancel: Option<&'a crate::CancelHandle>,
+    /// The never-thrown switch a tool is lent when there is no `cancel`
+    /// (made once a run, at its first tool call).
+    pub(crate) tool_cancel: &'a std::sync::OnceLock<crate::CancelHandle>,
     /// The grant's secrets with this run's placeholders.
     pub(crate) secrets: &'a net::RunSecrets,
     /// The run's label mark, which decides each redirect hop as a sink of
@@ -381,6 +384,16 @@ impl Op {
             (Some(r), _) => r.target(),
             (None, Op::Invalid { op, .. }) => op,
             (None, _) => "",
+        }
+    }
+
+    /// [`target`](Op::target), taken out of the op (moved where the op
+    /// holds it as a string of its own, copied otherwise).
+    pub(crate) fn into_target(self) -> String {
+        match self {
+            Op::Tool(call) => call.name,
+            Op::Invalid { op, .. } => op,
+            other => other.target().to_string(),
         }
     }
 

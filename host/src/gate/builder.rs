@@ -169,6 +169,7 @@ impl SandboxBuilder {
             services,
             clock,
             cancel: self.cancel,
+            tool_cancel: std::sync::OnceLock::new(),
             events: self.events,
             start,
             elapsed: Duration::ZERO,

@@ -74,6 +74,7 @@ impl Sandbox {
             kv_grant: self.caps.kv(),
             kv: &*self.services.kv,
             cancel: self.cancel.as_ref(),
+            tool_cancel: &self.tool_cancel,
             secrets: &self.secrets,
             flow: &self.flow,
             results_to_caller: self.results_to_caller,

@@ -184,7 +184,7 @@ impl Sandbox {
             op: kind.as_str().to_string(),
             reason: String::new(),
         };
-        self.finish(&op, None, Err(Failure::Denied(d)));
+        self.finish(op, None, Err(Failure::Denied(d)));
         // Named as the effect it stopped, not as the placeholder op.
         let target = record_target(target);
         if let Some(ev) = self.audit.last_mut() {

@@ -66,6 +66,10 @@ pub struct Sandbox {
     /// The services' clock, or the default started at build.
     clock: Arc<dyn Clock>,
     cancel: Option<CancelHandle>,
+    /// The switch a tool is lent when the run has no cancel switch: made
+    /// at the run's first tool call and lent to each after (a new one per
+    /// call was an allocation per call).
+    tool_cancel: std::sync::OnceLock<CancelHandle>,
     events: Option<EventSink>,
     start: Duration,
     elapsed: Duration,
@@ -248,19 +252,19 @@ impl Sandbox {
                     h.violation
                 ),
             };
-            return self.finish(&op, None, Err(Failure::Denied(d)));
+            return self.finish(op, None, Err(Failure::Denied(d)));
         }
         if self.cancelled() {
             let d = Denial::new(
                 Violation::Cancelled,
                 "the run was cancelled; nothing was performed",
             );
-            return self.finish(&op, None, Err(Failure::Denied(d)));
+            return self.finish(op, None, Err(Failure::Denied(d)));
         }
         if let Some(Tape::Replay(rec)) = &self.tape
             && let Some(d) = crate::replay::diverges(rec, self.seq, &op)
         {
-            return self.finish(&op, None, Err(Failure::Denied(d)));
+            return self.finish(op, None, Err(Failure::Denied(d)));
         }
         self.ops += 1;
         self.elapsed = self.clock.now().saturating_sub(self.start);
@@ -273,7 +277,7 @@ impl Sandbox {
                     self.ops, budget.max_ops
                 ),
             );
-            return self.finish(&op, None, Err(Failure::Denied(d)));
+            return self.finish(op, None, Err(Failure::Denied(d)));
         }
         if self.elapsed > budget.max_wall {
             let d = Denial::new(
@@ -284,7 +288,7 @@ impl Sandbox {
                     budget.max_wall.as_millis()
                 ),
             );
-            return self.finish(&op, None, Err(Failure::Denied(d)));
+            return self.finish(op, None, Err(Failure::Denied(d)));
         }
         let checked = match mode {
             Mode::Admit(Some(via)) => self.check_via(&op, via),
@@ -292,17 +296,17 @@ impl Sandbox {
         };
         let mut permit = match checked.or_else(|d| self.ask(&op, d)) {
             Ok(permit) => permit,
-            Err(d) => return self.finish(&op, None, Err(Failure::Denied(d))),
+            Err(d) => return self.finish(op, None, Err(Failure::Denied(d))),
         };
         let admitted = matches!(mode, Mode::Admit(_));
         let incoming = match self.flow_check(&op, &permit, permit.rule(), admitted) {
             Ok(incoming) => incoming,
-            Err(d) => return self.finish(&op, None, Err(Failure::Denied(d))),
+            Err(d) => return self.finish(op, None, Err(Failure::Denied(d))),
         };
         let rule = self.asked.mark(permit.take_rule());
         if admitted {
             self.flow_raise(&op, incoming, &Trace::default());
-            let mut decided = self.finish(&op, Some(rule), Ok(Output::Admitted));
+            let mut decided = self.finish(op, Some(rule), Ok(Output::Admitted));
             decided.permit = Some(permit);
             return decided;
         }
@@ -356,7 +360,7 @@ impl Sandbox {
             }
             Err(f) => Err(f),
         };
-        self.finish_traced(&op, Some(rule), outcome, &trace)
+        self.finish_traced(op, Some(rule), outcome, &trace)
     }
 }
 

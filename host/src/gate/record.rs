@@ -3,7 +3,7 @@
 
 use super::{Failure, Sandbox};
 use crate::OpName;
-use crate::bound::record_target;
+use crate::bound::record_target_owned;
 use crate::capability::Trace;
 use crate::events::Event;
 use crate::op::{Op, Output, SandboxResult};
@@ -25,7 +25,7 @@ pub(crate) struct Decided {
 impl Sandbox {
     pub(super) fn finish(
         &mut self,
-        op: &Op,
+        op: Op,
         rule: Option<String>,
         outcome: Result<Output, Failure>,
     ) -> Decided {
@@ -34,16 +34,18 @@ impl Sandbox {
 
     pub(super) fn finish_traced(
         &mut self,
-        op: &Op,
+        op: Op,
         rule: Option<String>,
         outcome: Result<Output, Failure>,
         trace: &Trace,
     ) -> Decided {
-        // Records keep a bounded target, whatever the guest passed.
+        // Records keep a bounded target, whatever the guest passed; the op
+        // is done with, so its target moves into the record when it fits.
+        let name = op.name();
         let mut event = AuditEvent {
             seq: self.seq,
-            op: op.name(),
-            target: record_target(op.target()),
+            op: name,
+            target: record_target_owned(op.into_target()),
             decision: Decision::Allowed,
             violation: None,
             hard: false,

@@ -311,7 +311,10 @@ impl Request for ToolCall {
         let limits = ToolLimits {
             timeout: lent.wall_left,
             max_output_bytes: lent.output_left,
-            cancel: held.cancel.cloned().unwrap_or_default(),
+            cancel: match held.cancel {
+                Some(cancel) => cancel.clone(),
+                None => held.tool_cancel.get_or_init(Default::default).clone(),
+            },
         };
         let outcome = effect::call(permit, &self.name, &self.input, limits, held.cancel);
         let trace = Trace {
