@@ -168,8 +168,8 @@ pub(crate) struct Held<'a> {
     pub(crate) kv: &'a dyn kv::KvStore,
     /// The run's cancel switch, when it has one.
     pub(crate) cancel: Option<&'a crate::CancelHandle>,
-    /// The never-thrown switch a tool is lent when there is no `cancel`
-    /// (made once a run, at its first tool call).
+    /// The switch a tool is lent when there is no `cancel` (made once a
+    /// run, at its first tool call; nothing outside the run throws it).
     pub(crate) tool_cancel: &'a std::sync::OnceLock<crate::CancelHandle>,
     /// The grant's secrets with this run's placeholders.
     pub(crate) secrets: &'a net::RunSecrets,

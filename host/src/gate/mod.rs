@@ -68,7 +68,8 @@ pub struct Sandbox {
     cancel: Option<CancelHandle>,
     /// The switch a tool is lent when the run has no cancel switch: made
     /// at the run's first tool call and lent to each after (a new one per
-    /// call was an allocation per call).
+    /// call was an allocation per call). Nothing outside throws it; a tool
+    /// that throws its own reaches only this run's later tool calls.
     tool_cancel: std::sync::OnceLock<CancelHandle>,
     events: Option<EventSink>,
     start: Duration,
