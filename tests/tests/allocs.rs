@@ -40,6 +40,14 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static COUNTING: Counting = Counting;
 
+/// The counter is global: a test counting while another runs on the next
+/// thread would count both. Each test holds this for its whole length.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn alone() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// A grant with `mounts` read mounts (and one write mount), `rules` egress
 /// rules and two tools, over folders in `dir`.
 fn grant(dir: &std::path::Path, mounts: usize, rules: usize) -> Capabilities {
@@ -86,6 +94,7 @@ fn allocations_with(
 
 #[test]
 fn a_run_makes_a_bounded_number_of_allocations_that_does_not_grow() {
+    let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
     let host = WasmHost::new().unwrap().without_cache().unlimited();
     let noop = sbx_wasm_tests::guest("noop");
@@ -137,6 +146,7 @@ const BOUND: u64 = 200;
 /// and denial record) is what the bounds watch.
 #[test]
 fn a_gated_call_makes_a_bounded_number_of_allocations() {
+    let _alone = alone();
     const CALLS: u64 = 1_000;
     let dir = tempfile::tempdir().unwrap();
     let host = WasmHost::new().unwrap().without_cache().unlimited();
