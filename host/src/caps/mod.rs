@@ -12,10 +12,14 @@
 mod ask;
 mod budget;
 mod builder;
+mod derived;
+#[cfg(test)]
+mod derived_tests;
 mod env;
 mod flow;
 pub(crate) mod protected;
 mod room;
+#[cfg(test)]
 mod runner;
 
 pub use protected::{Protected, ProtectedPaths};

@@ -74,9 +74,6 @@ pub(super) fn private_tmp_from(
             "the private /tmp of this run (made in the temp folder)",
         )
         .check(caps)?;
-    let caps = caps
-        .to_builder()?
-        .private_write_mount(dir.path(), "/tmp")
-        .build()?;
+    let caps = caps.with_private_mount(dir.path(), "/tmp")?;
     Ok((caps, Some(dir)))
 }

@@ -365,7 +365,7 @@ pub fn with_runner_mounts<L: Language>(
         return Ok(caps.clone());
     }
     let dir = runner.parent().unwrap_or(Path::new("."));
-    let mut b = caps.to_builder().map_err(|e| setup(e.to_string()))?;
+    let mut lent = Vec::with_capacity(L::RUNNER_MOUNTS.len());
     for (folder, guest) in L::RUNNER_MOUNTS {
         let host = dir.join(folder);
         if !host.is_dir() {
@@ -392,9 +392,9 @@ pub fn with_runner_mounts<L: Language>(
                 canon.display()
             )));
         }
-        b = b.runner_mount(host, *guest);
+        lent.push((host, guest.to_string()));
     }
-    b.build().map_err(|e| {
+    caps.with_runner_mounts(lent).map_err(|e| {
         setup(format!(
             "the {} runner lends {}: {e}",
             L::NAME,

@@ -128,7 +128,19 @@ impl RequestedMounts {
     /// ones against `base`), no guest path twice, no read mount inside a
     /// write mount.
     pub(crate) fn build(&self, base: &Path) -> Result<Vec<Mount>, CapsError> {
-        let mut mounts: Vec<Mount> = Vec::new();
+        self.build_onto(base, &[])
+    }
+
+    /// [`build`](Self::build) these mounts after `existing` (a built
+    /// grant's, validated when it was built): the new ones are checked
+    /// alone and against `existing` (no guest path twice, no read mount
+    /// inside a write mount); the whole list, `existing` first.
+    pub(crate) fn build_onto(
+        &self,
+        base: &Path,
+        existing: &[Mount],
+    ) -> Result<Vec<Mount>, CapsError> {
+        let mut mounts: Vec<Mount> = existing.to_vec();
         let (mut ri, mut wi) = (0, 0);
         for Requested {
             host,
