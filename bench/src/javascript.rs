@@ -13,7 +13,7 @@ use std::process::Command;
 use std::time::Duration;
 
 /// `name` on PATH, if it is there.
-fn on_path(name: &str) -> Option<PathBuf> {
+pub(crate) fn on_path(name: &str) -> Option<PathBuf> {
     std::env::split_paths(&std::env::var_os("PATH")?)
         .map(|d| d.join(name))
         .find(|p| p.is_file())

@@ -10,8 +10,9 @@
 //! - `PYTHON_RUNNER`, `PYTHON_NATIVE`: the runner component and the
 //!   interpreter binaries to compare with, `:`-separated (optional: the
 //!   Python rows are skipped without them);
-//! - `JS_RUNNER`: the JavaScript runner component (optional: the JS rows
-//!   are skipped without it; `node` and `deno` are found on PATH).
+//! - `JS_RUNNER`: the JavaScript runner component (optional: the JS and
+//!   PEER rows are skipped without it; `node`, `deno` and a container
+//!   runtime are found on PATH).
 
 use sbx_wasm::Services;
 use sbx_wasm_bench::bare;
@@ -25,6 +26,7 @@ mod javascript;
 mod mcp;
 mod p5;
 mod p7;
+mod peers;
 mod python;
 mod soak;
 mod timing;
@@ -446,6 +448,12 @@ fn main() -> Res<()> {
             rows.extend(javascript::js_rows(&sbx, &runner, &caps, scratch.path())?)
         }
         (None, true) => eprintln!("bench: JS skipped: JS_RUNNER is not set (compare.sh sets it)"),
+        _ => {}
+    }
+    // The peers: one script confined to one folder, run by each.
+    match (env_path("JS_RUNNER"), want("PEER")) {
+        (Some(runner), true) => rows.extend(peers::peer_rows(&sbx, &runner, scratch.path())?),
+        (None, true) => eprintln!("bench: PEER skipped: JS_RUNNER is not set (compare.sh sets it)"),
         _ => {}
     }
     if let (Some(runner), true) = (env_path("PYTHON_RUNNER"), want("MCP")) {
