@@ -38,13 +38,7 @@ unsafe impl GlobalAlloc for Counting {
 static COUNTING: Counting = Counting;
 
 fn rss_kib() -> f64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: f64 = statm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0.0);
-    pages * 4.0
+    sbx_wasm_bench::rss_kib() as f64
 }
 
 /// Start `n` runs of `run` (each polled once, up to its sleep), then

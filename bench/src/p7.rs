@@ -7,16 +7,7 @@ use sbx_wasm::wasm::WasmHost;
 use std::path::Path;
 use std::time::Duration;
 
-/// KiB resident, from /proc/self/statm.
-pub(crate) fn rss_kib() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    pages * 4
-}
+pub(crate) use sbx_wasm_bench::rss_kib;
 
 /// P7, in a fresh process per side: hold `n` sandboxes of the `sleepy`
 /// guest (each asleep inside a WASI call) at once and print the resident
