@@ -50,10 +50,7 @@ impl Capabilities {
 
     fn with_mounts(&self, added: &RequestedMounts) -> Result<Capabilities, CapsError> {
         let mounts = added.build_onto(Path::new("/"), &self.mounts)?;
-        // As `to_builder` does: the derived grant borrows the folders this
-        // one opened and keeps the added ones to itself.
-        let named = self.mounts.iter().filter(|m| !m.private);
-        let folders = self.folders.derive(named.map(|m| m.host.clone()));
+        let folders = self.derived_folders();
         Ok(Capabilities {
             mounts,
             egress: self.egress.clone(),

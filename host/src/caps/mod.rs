@@ -262,9 +262,16 @@ impl Capabilities {
         let mut b = Self::builder_from(file, Path::new("/"))?;
         b.secrets.keep(&self.secrets);
         b.mounts.keep_runner(&self.mounts);
-        let named = self.mounts.iter().filter(|m| !m.private);
-        b.folders_of = Some(self.folders.derive(named.map(|m| m.host.clone())));
+        b.folders_of = Some(self.derived_folders());
         Ok(b)
+    }
+
+    /// The folders of a grant derived from this one: it borrows the
+    /// folders this one names (its mounts but the private ones) and keeps
+    /// what it adds to itself.
+    fn derived_folders(&self) -> Arc<Folders> {
+        let named = self.mounts.iter().filter(|m| !m.private);
+        self.folders.derive(named.map(|m| m.host.clone()))
     }
 
     /// The mounts' folders, opened once for every run of this grant.
