@@ -19,6 +19,18 @@ pub(crate) fn on_path(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// `sbx-wasm run` of the JavaScript `script` under `caps_file`, with the
+/// runner at `runner`.
+pub(crate) fn run_js(sbx: &Path, caps_file: &Path, runner: &Path, script: &Path) -> Command {
+    let mut c = Command::new(sbx);
+    c.args(["run", "--no-stdin", "--caps"])
+        .arg(caps_file)
+        .arg("--js-runner")
+        .arg(runner)
+        .arg(script);
+    c
+}
+
 pub(crate) fn js_rows(
     sbx: &Path,
     runner: &Path,
@@ -28,16 +40,7 @@ pub(crate) fn js_rows(
     let mut rows = Vec::new();
     let (caps_file, script) =
         super::python::hello(sbx, runner, caps, scratch, "hello.js", "console.log(1)\n")?;
-    let ours = || {
-        spawn_ok(
-            Command::new(sbx)
-                .args(["run", "--no-stdin", "--caps"])
-                .arg(&caps_file)
-                .arg("--js-runner")
-                .arg(runner)
-                .arg(&script),
-        )
-    };
+    let ours = || spawn_ok(&mut run_js(sbx, &caps_file, runner, &script));
     let peers: [(&str, Option<PathBuf>, &[&str]); 2] = [
         ("node", on_path("node"), &["-e", "console.log(1)"]),
         ("deno", on_path("deno"), &["eval", "console.log(1)"]),

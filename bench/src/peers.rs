@@ -1,4 +1,4 @@
-//! The peer rows (PEER): one confined script, run by `sbx-wasm run` and by
+//! The peer row (PEER): one confined script, run by `sbx-wasm run` and by
 //! each peer that can confine a script to one folder. The script reads one
 //! file of a granted folder and prints its length; the folder is the only
 //! thing granted (ours: a read mount; node: its permission model with
@@ -9,11 +9,10 @@
 //! file beside the folder: a peer that reads it is not confining the
 //! script, and its row would compare unlike things, so it is skipped with
 //! that reason, as is a peer that is not installed or does not start.
-//! Rows: the cold start (process start to the result, medians of
-//! interleaved rounds) and the process's peak resident memory
-//! (`ru_maxrss` of the child, median of five runs).
+//! The row: the cold start (process start to the result, medians of
+//! interleaved rounds).
 
-use super::javascript::on_path;
+use super::javascript::{on_path, run_js};
 use super::timing::{fmt, side_by_side};
 use super::{Res, Row};
 use sbx_wasm::Capabilities;
@@ -69,50 +68,48 @@ struct Side {
     refused: Command,
 }
 
-/// Run `cmd`; whether it succeeded, its output and its peak resident
-/// memory in KiB (`wait4`'s `ru_maxrss`, this child's alone).
-fn run(cmd: &mut Command) -> Res<(bool, String, u64)> {
+/// Run `cmd`; whether it succeeded, and its output.
+///
+/// No memory row: a child's `ru_maxrss` is no measure of it here. The
+/// child starts in the harness's memory (`vfork`), and Linux keeps that
+/// resident peak across `exec`, so every side read as the larger of the
+/// harness and itself (the same figure for all three in a dev build).
+fn run(cmd: &mut Command) -> Res<(bool, String)> {
     let child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()?;
-    let pid = child.id() as libc::pid_t;
-    let mut out = child.stdout.ok_or("no stdout")?;
-    let mut text = String::new();
-    std::io::Read::read_to_string(&mut out, &mut text)?;
-    let (mut status, mut usage) = (0, unsafe { std::mem::zeroed::<libc::rusage>() });
-    // SAFETY: `pid` is this process's own child, not yet waited for (the
-    // `Child` is consumed and never waits); the pointers are to locals.
-    if unsafe { libc::wait4(pid, &mut status, 0, &mut usage) } != pid {
-        return Err(std::io::Error::last_os_error().into());
-    }
-    let ok = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
-    Ok((ok, text, usage.ru_maxrss as u64))
+    let out = child.wait_with_output()?;
+    Ok((
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    ))
 }
 
-/// Why `side` cannot be compared, if it cannot: it fails the allowed read,
-/// prints the wrong length, or reads the secret.
-fn unfit(side: &mut Side) -> Option<String> {
+/// `side`, if it can be compared; else why not: it fails the allowed
+/// read, prints the wrong length, or reads the secret.
+fn fit(mut side: Side) -> Result<Side, String> {
     match run(&mut side.allowed) {
-        Ok((true, out, _)) if out.trim() == "1024" => {}
-        Ok((ok, out, _)) => {
-            return Some(format!(
+        Ok((true, out)) if out.trim() == "1024" => {}
+        Ok((ok, out)) => {
+            return Err(format!(
                 "the allowed read did not print 1024 (exit ok: {ok}, printed {:?})",
                 out.trim()
             ));
         }
-        Err(e) => return Some(format!("it did not start: {e}")),
+        Err(e) => return Err(format!("it did not start: {e}")),
     }
     match run(&mut side.refused) {
-        Ok((false, _, _)) => None,
-        Ok((true, _, _)) => Some("it read the file beside the granted folder".into()),
-        Err(e) => Some(format!("it did not start: {e}")),
+        Ok((false, _)) => Ok(side),
+        Ok((true, _)) => Err("it read the file beside the granted folder".into()),
+        Err(e) => Err(format!("it did not start: {e}")),
     }
 }
 
 /// node's permission model: `--permission` since node 22.13 and 23.5,
-/// `--experimental-permission` before (node 20). The flag this node takes.
+/// `--experimental-permission` before (node 20): the side with the first
+/// flag this node takes, checked by [`fit`].
 fn node_side(node: PathBuf, l: &Layout) -> Res<Result<Side, String>> {
     let (ok, bad) = (
         l.script("node-ok.mjs", &l.data.join("data.txt"))?,
@@ -127,12 +124,12 @@ fn node_side(node: PathBuf, l: &Layout) -> Res<Result<Side, String>> {
                 .arg(script);
             c
         };
-        let mut side = Side {
+        let side = Side {
             name: format!("node {flag}"),
             allowed: cmd(&ok),
             refused: cmd(&bad),
         };
-        if unfit(&mut side).is_none() {
+        if let Ok(side) = fit(side) {
             return Ok(Ok(side));
         }
     }
@@ -208,48 +205,44 @@ pub(crate) fn peer_rows(sbx: &Path, runner: &Path, scratch: &Path) -> Res<Vec<Ro
     let caps_file = l.scripts.join("caps.toml");
     std::fs::write(&caps_file, caps.to_toml())?;
     super::spawn_ok(Command::new(sbx).arg("compile").arg(runner))?;
-    let ours_cmd = |script: PathBuf| {
-        let mut c = Command::new(sbx);
-        c.args(["run", "--no-stdin", "--caps"])
-            .arg(&caps_file)
-            .arg("--js-runner")
-            .arg(runner)
-            .arg(script);
-        c
-    };
-    let mut ours = Side {
+    let ours_cmd = |script: PathBuf| run_js(sbx, &caps_file, runner, &script);
+    let ours = Side {
         name: "sbx-wasm run".into(),
         allowed: ours_cmd(l.script("ours-ok.js", Path::new("/work/data.txt"))?),
         // The sandbox sees no host path: the secret's is outside every mount.
         refused: ours_cmd(l.script("ours-bad.js", &l.secret)?),
     };
-    if let Some(why) = unfit(&mut ours) {
-        return Err(format!("PEER: the sandbox's own side is unfit: {why}").into());
-    }
+    let mut ours =
+        fit(ours).map_err(|why| format!("PEER: the sandbox's own side is unfit: {why}"))?;
 
-    let mut peers: Vec<Side> = Vec::new();
-    match on_path("node") {
-        Some(node) => match node_side(node, &l)? {
-            Ok(side) => peers.push(side),
-            Err(why) => eprintln!("bench: PEER vs node skipped: {why}"),
-        },
-        None => eprintln!("bench: PEER vs node skipped: node is not on PATH"),
-    }
-    match on_path("deno") {
-        Some(deno) => peers.push(deno_side(deno, &l)?),
-        None => eprintln!("bench: PEER vs deno skipped: deno is not on PATH"),
-    }
-    match container_side(&l) {
-        Ok(side) => peers.push(side),
-        Err(why) => eprintln!("bench: PEER vs a container skipped: {why}"),
-    }
+    // Each peer, checked by `fit`, or the reason it is skipped.
+    let peers: [(&str, Result<Side, String>); 3] = [
+        (
+            "node",
+            match on_path("node") {
+                Some(node) => node_side(node, &l)?,
+                None => Err("node is not on PATH".into()),
+            },
+        ),
+        (
+            "deno",
+            match on_path("deno") {
+                Some(deno) => fit(deno_side(deno, &l)?),
+                None => Err("deno is not on PATH".into()),
+            },
+        ),
+        ("a container", container_side(&l).and_then(fit)),
+    ];
 
     let mut rows = Vec::new();
-    for mut peer in peers {
-        if let Some(why) = unfit(&mut peer) {
-            eprintln!("bench: PEER vs {} skipped: {why}", peer.name);
-            continue;
-        }
+    for (name, peer) in peers {
+        let mut peer = match peer {
+            Ok(peer) => peer,
+            Err(why) => {
+                eprintln!("bench: PEER vs {name} skipped: {why}");
+                continue;
+            }
+        };
         let (a, b) = side_by_side(
             20,
             || expect_ok(&mut ours.allowed),
@@ -268,33 +261,13 @@ pub(crate) fn peer_rows(sbx: &Path, runner: &Path, scratch: &Path) -> Res<Vec<Ro
             goal: "<= 1.0x",
             met: ratio <= 1.0,
         });
-        let (ma, mb) = (peak_kib(&mut ours.allowed)?, peak_kib(&mut peer.allowed)?);
-        rows.push(Row {
-            id: "PEERm",
-            what: format!(
-                "the same, the process's peak resident memory (vs {})",
-                peer.name
-            ),
-            ours: format!("{ma} KiB"),
-            theirs: format!("{mb} KiB"),
-            ratio: ma as f64 / mb.max(1) as f64,
-            goal: "(reported)",
-            met: true,
-        });
     }
     Ok(rows)
 }
 
 fn expect_ok(cmd: &mut Command) -> Res<()> {
     match run(cmd)? {
-        (true, _, _) => Ok(()),
-        (false, out, _) => Err(format!("{cmd:?} failed, printed {out:?}").into()),
+        (true, _) => Ok(()),
+        (false, out) => Err(format!("{cmd:?} failed, printed {out:?}").into()),
     }
-}
-
-/// The median of five runs' peak resident memory, KiB.
-fn peak_kib(cmd: &mut Command) -> Res<u64> {
-    let mut v = (0..5).map(|_| Ok(run(cmd)?.2)).collect::<Res<Vec<u64>>>()?;
-    v.sort_unstable();
-    Ok(v[v.len() / 2])
 }
