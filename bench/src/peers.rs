@@ -9,15 +9,17 @@
 //! file beside the folder: a peer that reads it is not confining the
 //! script, and its row would compare unlike things, so it is skipped with
 //! that reason, as is a peer that is not installed or does not start.
-//! The row: the cold start (process start to the result, medians of
-//! interleaved rounds).
+//! The rows: the cold start (process start to the result, medians of
+//! interleaved rounds), and the process's resident peak (PEERm).
 
 use super::javascript::{on_path, run_js};
 use super::timing::{fmt, side_by_side};
 use super::{Res, Row};
 use sbx_wasm::Capabilities;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 /// The script, reading `path`; node and deno take it as an ES module, and
 /// so does the sandbox's JavaScript runner.
@@ -68,23 +70,97 @@ struct Side {
     refused: Command,
 }
 
-/// Run `cmd`; whether it succeeded, and its output.
+/// How long one run of a side may take: a peer that hangs (a prompt, a
+/// daemon that never answers) is killed and fails, instead of hanging the
+/// bench.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// Run `cmd`; whether it succeeded, and its output. Past [`PATIENCE`] the
+/// child is killed and the run is an error.
 ///
-/// No memory row: a child's `ru_maxrss` is no measure of it here. The
-/// child starts in the harness's memory (`vfork`), and Linux keeps that
-/// resident peak across `exec`, so every side read as the larger of the
-/// harness and itself (the same figure for all three in a dev build).
+/// The wait costs both sides the same: a thread reads the output to its
+/// end (the child's exit closes it) while this one waits for it with a
+/// deadline; nothing polls.
 fn run(cmd: &mut Command) -> Res<(bool, String)> {
-    let child = cmd
+    let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()?;
-    let out = child.wait_with_output()?;
-    Ok((
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    ))
+    let mut stdout = child
+        .stdout
+        .take()
+        .ok_or("the child's output was not piped")?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let read = stdout.read_to_end(&mut out).map(|_| out);
+        let _ = tx.send(read);
+    });
+    let out = match rx.recv_timeout(PATIENCE) {
+        Ok(out) => out?,
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("{cmd:?}: the thread reading its output ended").into());
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("{cmd:?} ran past {PATIENCE:?}: killed").into());
+        }
+    };
+    let status = child.wait()?;
+    Ok((status.success(), String::from_utf8_lossy(&out).into_owned()))
+}
+
+/// GNU time, which reports its child's resident peak (`%M`, KiB).
+const GNU_TIME: &str = "/usr/bin/time";
+
+/// The resident peak of one run of `cmd`, in KiB, or why it cannot be had.
+///
+/// Read through GNU time, not from this harness's own `wait4`: a child the
+/// harness spawns starts in the harness's memory (`vfork`), and Linux keeps
+/// that resident peak across `exec`, so every side would read as the larger
+/// of the harness and itself. GNU time forks its child from its own small
+/// process, so the figure is the larger of that process (printed as the
+/// floor) and the side.
+fn peak_kib(cmd: &Command) -> Result<u64, String> {
+    if !Path::new(GNU_TIME).is_file() {
+        return Err(format!("{GNU_TIME} (GNU time) is not installed"));
+    }
+    let report = tempfile::NamedTempFile::new().map_err(|e| e.to_string())?;
+    let mut timed = Command::new(GNU_TIME);
+    timed
+        .args(["-f", "%M", "-o"])
+        .arg(report.path())
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    for (key, value) in cmd.get_envs() {
+        match value {
+            Some(v) => timed.env(key, v),
+            None => timed.env_remove(key),
+        };
+    }
+    match run(&mut timed) {
+        Ok((true, _)) => {}
+        Ok((false, out)) => return Err(format!("{cmd:?} failed, printed {out:?}")),
+        Err(e) => return Err(e.to_string()),
+    }
+    let text = std::fs::read_to_string(report.path()).map_err(|e| e.to_string())?;
+    // The last line: GNU time puts its own notes (a signal) above it.
+    let last = text.lines().last().unwrap_or("").trim();
+    last.parse()
+        .map_err(|_| format!("{GNU_TIME} wrote {text:?}, not a size"))
+}
+
+/// The median of five resident peaks of `cmd`, in KiB.
+fn median_peak_kib(cmd: &Command) -> Result<u64, String> {
+    let mut peaks = (0..5)
+        .map(|_| peak_kib(cmd))
+        .collect::<Result<Vec<_>, _>>()?;
+    peaks.sort_unstable();
+    Ok(peaks[2])
 }
 
 /// `side`, if it can be compared; else why not: it fails the allowed
@@ -234,6 +310,11 @@ pub(crate) fn peer_rows(sbx: &Path, runner: &Path, scratch: &Path) -> Res<Vec<Ro
         ("a container", container_side(&l).and_then(fit)),
     ];
 
+    // Memory: one peak per side, the median of five runs; the floor is
+    // what GNU time's own process holds under a child that does nothing.
+    let ours_peak = median_peak_kib(&ours.allowed);
+    let floor = median_peak_kib(&Command::new("true")).unwrap_or(0);
+
     let mut rows = Vec::new();
     for (name, peer) in peers {
         let mut peer = match peer {
@@ -261,8 +342,35 @@ pub(crate) fn peer_rows(sbx: &Path, runner: &Path, scratch: &Path) -> Res<Vec<Ro
             goal: "<= 1.0x",
             met: ratio <= 1.0,
         });
+        match (ours_peak.as_ref(), median_peak_kib(&peer.allowed).as_ref()) {
+            (Ok(a), Ok(b)) => {
+                let ratio = *a as f64 / *b as f64;
+                rows.push(Row {
+                    id: "PEERm",
+                    what: format!(
+                        "the same script's process, resident peak (vs {}; GNU time's own \
+                         floor {})",
+                        peer.name,
+                        mib(floor)
+                    ),
+                    ours: mib(*a),
+                    theirs: mib(*b),
+                    ratio,
+                    goal: "<= 1.0x",
+                    met: ratio <= 1.0,
+                });
+            }
+            (Err(why), _) | (_, Err(why)) => {
+                eprintln!("bench: PEERm vs {name} skipped: {why}");
+            }
+        }
     }
     Ok(rows)
+}
+
+/// `kib` as MiB, for a memory row.
+fn mib(kib: u64) -> String {
+    format!("{:.1} MiB", kib as f64 / 1024.0)
 }
 
 fn expect_ok(cmd: &mut Command) -> Res<()> {
