@@ -181,3 +181,27 @@ fn a_gated_call_makes_a_bounded_number_of_allocations() {
 /// log's share; 5 on 2026-12-07 (7 before the record took the op's target
 /// and the run lent one cancel switch to all its tool calls), denied 8.
 const CALL_BOUND: u64 = 6;
+
+/// What an in-place run's future holds, in bytes: what each idle sandbox
+/// costs its caller beyond the guest's store (bench row P7). It once held
+/// the run's options twice over (a kilobyte each) and a warm instance's
+/// idle state (two) for the run's whole length. The bound sits above
+/// today's size (see the note) and below that.
+#[test]
+fn an_in_place_run_holds_a_small_future() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = WasmHost::new().unwrap().without_cache().unlimited();
+    let agent = host
+        .prepare(&host.load(&sbx_wasm_tests::guest("noop")).unwrap())
+        .unwrap();
+    let opts = RunOptions::new(grant(dir.path(), 1, 1)).in_place(true);
+    let run = host.run_prepared_async(&agent, opts);
+    let size = std::mem::size_of_val(&run);
+    println!("an in-place run's future: {size} bytes");
+    // Built, not polled: nothing ran.
+    drop(run);
+    assert!(size <= FUTURE_BOUND, "{size} bytes (bound {FUTURE_BOUND})");
+}
+
+/// Bytes: 8,928 before the options were boxed until the run begins.
+const FUTURE_BOUND: usize = 4096;

@@ -21,13 +21,17 @@ impl WasmHost {
     }
 
     /// Run `component` under `opts` on the caller's tokio runtime.
-    pub async fn run_async(
-        &self,
-        component: &Component,
+    pub fn run_async<'a>(
+        &'a self,
+        component: &'a Component,
         opts: RunOptions,
-    ) -> Result<WasmRun, LoadError> {
-        let agent = self.prepare(component)?;
-        self.run_prepared_async(&agent, opts).await
+    ) -> impl Future<Output = Result<WasmRun, LoadError>> + Send + 'a {
+        // Boxed for the reason `run_prepared_async` gives.
+        let opts = Box::new(opts);
+        async move {
+            let agent = self.prepare(component)?;
+            self.run_admitted(&agent, opts).await
+        }
     }
 
     /// Run a prepared agent under `opts`, blocking the calling thread: the
@@ -92,7 +96,7 @@ impl WasmHost {
                 let _ = cell.set(rt);
             }
             let rt = cell.get().expect("set above");
-            rt.block_on(self.run_here(agent, opts))
+            rt.block_on(self.run_here(agent, opts)?)
         })
     }
 
@@ -110,21 +114,49 @@ impl WasmHost {
     /// task of the caller's runtime instead (for many mostly idle guests),
     /// as does a run with a kernel wall ([`RunOptions::confine`]):
     /// confinement applies to the thread that sets it up.
-    pub async fn run_prepared_async(
+    pub fn run_prepared_async<'a>(
+        &'a self,
+        agent: &'a PreparedAgent,
+        opts: RunOptions,
+    ) -> impl Future<Output = Result<WasmRun, LoadError>> + Send + 'a {
+        // The options wait on the heap, freed when the run begins. An async
+        // fn keeps its arguments for its whole life, and the future is what
+        // an idle in-place sandbox costs: by value, the options (a
+        // kilobyte) were held twice over to the run's end.
+        self.run_admitted(agent, Box::new(opts))
+    }
+
+    /// [`Self::run_prepared_async`], its options boxed.
+    pub(super) async fn run_admitted(
         &self,
         agent: &PreparedAgent,
-        mut opts: RunOptions,
+        opts: Box<RunOptions>,
     ) -> Result<WasmRun, LoadError> {
         // A slot first (an in-place run takes none): waited for here, held
         // until the run ends.
         let held = self.admit(&opts).await?;
-        let queued = held.waited;
         if opts.confine.is_some() || opts.in_place {
             // Dropping this future drops the store: the run ends with it.
-            let mut run = self.run_here(agent, opts).await?;
-            run.queued = queued;
+            // Two statements: a `?` on the same line as the await would
+            // keep its own copy of the run's future alongside it.
+            let run = self.run_here(agent, *opts)?;
+            let mut run = run.await?;
+            run.queued = held.waited;
             return Ok(run);
         }
+        self.run_on_thread(agent, opts, held).await
+    }
+
+    /// A run on a thread of the blocking pool, awaited here. A function of
+    /// its own: its locals (the run's result among them) would otherwise
+    /// take room in every in-place run's future too.
+    async fn run_on_thread(
+        &self,
+        agent: &PreparedAgent,
+        mut opts: Box<RunOptions>,
+        held: super::admission::Held,
+    ) -> Result<WasmRun, LoadError> {
+        let queued = held.waited;
         // The run's own switch: thrown by the caller's handle, or by
         // dropping this future.
         let own = CancelHandle::new();
@@ -135,7 +167,7 @@ impl WasmHost {
         // A thread of the caller's blocking pool: kept for the next run
         // (with the runtime it made) instead of started for each.
         drop(tokio::task::spawn_blocking(move || {
-            let run = host.run_blocking(&agent, opts).map(|mut run| {
+            let run = host.run_blocking(&agent, *opts).map(|mut run| {
                 run.queued = queued;
                 run
             });
@@ -160,12 +192,16 @@ impl WasmHost {
         }
     }
 
-    /// Run a prepared agent on the current task.
-    async fn run_here(
-        &self,
-        agent: &PreparedAgent,
+    /// Run a prepared agent on the current task: the run begins here (its
+    /// state, its store, the kernel wall); the future runs the guest.
+    ///
+    /// Not an async fn: the future keeps only what the run needs to its
+    /// end, not the options it began from (see `run_prepared_async`).
+    fn run_here<'a>(
+        &'a self,
+        agent: &'a PreparedAgent,
         opts: RunOptions,
-    ) -> Result<WasmRun, LoadError> {
+    ) -> Result<impl Future<Output = Result<WasmRun, LoadError>> + 'a, LoadError> {
         let Begun {
             state,
             budget,
@@ -196,7 +232,8 @@ impl WasmHost {
             }) => {
                 let mut state = state;
                 state.limiter = cost.limiter(&budget);
-                let idle = std::mem::replace(store.data_mut(), state);
+                // Boxed: held to the end of the run, in its future.
+                let idle = Box::new(std::mem::replace(store.data_mut(), state));
                 self.arm(&mut store, deterministic, cost.fuel_spent)?;
                 (store, Some(command), Some(idle))
             }
@@ -210,80 +247,85 @@ impl WasmHost {
             Some((policy, required)) => Some(self.confined(policy, *required)?),
             None => None,
         };
-        let call = async {
-            let pre = match (&agent.pre, ready) {
-                (_, Some(command)) => return command.wasi_cli_run().call_run(&mut store).await,
-                (Entry::P3 { pre, .. }, None) => return wasi03::call(pre, &mut store).await,
-                (Entry::P2(pre), None) => pre,
-            };
-            let command = match pre.instantiate_async(&mut store).await {
-                // The pool may be full of stores that warming threads
-                // have yet to drop: once they are, try again.
-                Err(e) if e.is::<wasmtime::PoolConcurrencyLimitError>() => {
-                    agent.retiring.settle();
-                    pre.instantiate_async(&mut store).await?
-                }
-                other => other?,
-            };
-            command.wasi_cli_run().call_run(&mut store).await
-        };
-        // The real-time backstop, whatever the run's clock says; and the
-        // cancel switch, which ends a guest waiting in WASI at once (guest
-        // code stops at its next epoch tick, host calls in the gate).
-        let cancelled = async {
-            match &cancel {
-                Some(c) => c.cancelled().await,
-                None => std::future::pending().await,
-            }
-        };
-        let end = tokio::select! {
-            biased;
-            () = cancelled => End::Limit(Violation::Cancelled),
-            timed = tokio::time::timeout(budget.max_wall, call) => match timed {
-                Err(_) => End::Limit(Violation::MaxWall),
-                Ok(Ok(Ok(()))) => End::Exit(0),
-                Ok(Ok(Err(()))) => End::Exit(1),
-                Ok(Err(e)) => {
-                    // A full pool is the host's capacity, not a guest trap.
-                    if let Some(full) = e.downcast_ref::<wasmtime::PoolConcurrencyLimitError>() {
-                        return Err(LoadError::Capacity {
-                            message: full.to_string(),
-                        });
+        Ok(async move {
+            let call = async {
+                let pre = match (&agent.pre, ready) {
+                    (_, Some(command)) => return command.wasi_cli_run().call_run(&mut store).await,
+                    (Entry::P3 { pre, .. }, None) => return wasi03::call(pre, &mut store).await,
+                    (Entry::P2(pre), None) => pre,
+                };
+                let command = match pre.instantiate_async(&mut store).await {
+                    // The pool may be full of stores that warming threads
+                    // have yet to drop: once they are, try again.
+                    Err(e) if e.is::<wasmtime::PoolConcurrencyLimitError>() => {
+                        agent.retiring.settle();
+                        pre.instantiate_async(&mut store).await?
                     }
-                    classify(&e, &store)
+                    other => other?,
+                };
+                command.wasi_cli_run().call_run(&mut store).await
+            };
+            // The real-time backstop, whatever the run's clock says; and the
+            // cancel switch, which ends a guest waiting in WASI at once (guest
+            // code stops at its next epoch tick, host calls in the gate).
+            let cancelled = async {
+                match &cancel {
+                    Some(c) => c.cancelled().await,
+                    None => std::future::pending().await,
                 }
-            },
-        };
-        // Output past the budget is a hard limit however the guest took
-        // the refusal (a 0.3 stream's error can be ignored to the end).
-        let end = match end {
-            End::Exit(_) if meter.breached() => End::Limit(Violation::MaxOutputBytes),
-            other => other,
-        };
-        let fuel_left = store.get_fuel().unwrap_or(0);
-        let state = match (idle, &agent.warm) {
-            // The run's state (its files, streams, gate) ends here; the
-            // instance is torn down on the warming thread.
-            (Some(idle), Some(pool)) => {
-                let state = std::mem::replace(store.data_mut(), idle);
-                pool.retire(store);
-                state
-            }
-            _ => store.into_data(),
-        };
-        let mut run = finish(fuel_left, state, end, &meter, kernel_wall, header);
-        for (name, flag, output) in closed {
-            // Output held for its newline goes out now.
-            output.flush_events();
-            if flag.load(std::sync::atomic::Ordering::SeqCst) {
-                run.report.notes.push(format!(
-                    "{name}: its reader went away; the guest's later writes to it were \
+            };
+            let end = tokio::select! {
+                biased;
+                () = cancelled => End::Limit(Violation::Cancelled),
+                timed = tokio::time::timeout(budget.max_wall, call) => match timed {
+                    Err(_) => End::Limit(Violation::MaxWall),
+                    Ok(Ok(Ok(()))) => End::Exit(0),
+                    Ok(Ok(Err(()))) => End::Exit(1),
+                    Ok(Err(e)) => {
+                        // A full pool is the host's capacity, not a guest trap.
+                        if let Some(full) = e.downcast_ref::<wasmtime::PoolConcurrencyLimitError>() {
+                            return Err(LoadError::Capacity {
+                                message: full.to_string(),
+                            });
+                        }
+                        classify(&e, &store)
+                    }
+                },
+            };
+            // Output past the budget is a hard limit however the guest took
+            // the refusal (a 0.3 stream's error can be ignored to the end).
+            let end = match end {
+                End::Exit(_) if meter.breached() => End::Limit(Violation::MaxOutputBytes),
+                other => other,
+            };
+            let fuel_left = store.get_fuel().unwrap_or(0);
+            let state = match (idle, &agent.warm) {
+                // The run's state (its files, streams, gate) ends here; the
+                // instance is torn down on the warming thread.
+                (Some(idle), Some(pool)) => {
+                    let state = std::mem::replace(store.data_mut(), *idle);
+                    pool.retire(store);
+                    state
+                }
+                _ => store.into_data(),
+            };
+            let mut run = finish(fuel_left, state, end, &meter, kernel_wall, header);
+            for (name, flag, output) in closed {
+                // Output held for its newline goes out now.
+                output.flush_events();
+                if flag.load(std::sync::atomic::Ordering::SeqCst) {
+                    run.report.notes.push(format!(
+                        "{name}: its reader went away; the guest's later writes to it were \
                      refused as a closed stream"
-                ));
+                    ));
+                }
             }
-        }
-        (run.stdout, run.stderr) = capture.take();
-        Ok(run)
+            (run.stdout, run.stderr) = capture.take();
+            // The private /tmp lives as long as the run (so the future
+            // owns it): removed now.
+            drop(_tmp);
+            Ok(run)
+        })
     }
 
     /// A store on `engine` (this host's, or its WASI 0.3 one) for a run's

@@ -269,14 +269,19 @@ impl<L: Language> ScriptRunner<L> {
 
     /// Run `source` (as [`run_source`](Self::run_source) names it) under
     /// `opts`, from an async runtime.
-    pub async fn run_source_async(
-        &self,
-        host: &WasmHost,
-        source: &str,
+    pub fn run_source_async<'a>(
+        &'a self,
+        host: &'a WasmHost,
+        source: &'a str,
         opts: RunOptions,
-    ) -> Result<WasmRun, LoadError> {
-        let opts = self.source_options(source, L::SNIPPET, opts)?;
-        host.run_prepared_async(&self.agent, opts).await
+    ) -> impl Future<Output = Result<WasmRun, LoadError>> + Send + 'a {
+        // Boxed, as `WasmHost::run_prepared_async` boxes them: the future
+        // holds a pointer to the options, not the options, to its end.
+        let opts = Box::new(opts);
+        async move {
+            let opts = self.source_options(source, L::SNIPPET, *opts)?;
+            host.run_admitted(&self.agent, Box::new(opts)).await
+        }
     }
 
     /// Run the host file `script` (read by the host: the caller's input,
