@@ -164,18 +164,20 @@ impl CapabilitiesBuilder {
         let flow = self.flow_policy(&mounts, &egress, &tools, &secrets, &ask, &mut warnings)?;
         check_budget(&self.budget)?;
         Ok(Capabilities {
-            mounts,
-            egress,
-            tools,
-            commands,
-            kv: self.kv,
-            env,
-            secrets,
-            ask,
-            flow,
-            budget: self.budget,
-            warnings,
-            folders: self.folders_of.unwrap_or_default(),
+            grant: Arc::new(Grant {
+                mounts,
+                egress,
+                tools,
+                commands,
+                kv: self.kv,
+                env,
+                secrets,
+                ask,
+                flow,
+                budget: self.budget,
+                warnings,
+                folders: self.folders_of.unwrap_or_default(),
+            }),
         })
     }
 }

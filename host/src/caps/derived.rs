@@ -11,11 +11,12 @@
 //! held when it was built, and a mount added later can neither satisfy a
 //! rule that failed nor unsettle one that passed.
 
-use super::Capabilities;
+use super::{Capabilities, Grant};
 use crate::capability::fs::config::RequestedMounts;
 use crate::error::CapsError;
 use crate::fs::Access;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 impl Capabilities {
     /// This grant with `host` mounted writable at `guest`, private to one
@@ -49,21 +50,24 @@ impl Capabilities {
     }
 
     fn with_mounts(&self, added: &RequestedMounts) -> Result<Capabilities, CapsError> {
-        let mounts = added.build_onto(Path::new("/"), &self.mounts)?;
+        let g = &self.grant;
+        let mounts = added.build_onto(Path::new("/"), &g.mounts)?;
         let folders = self.derived_folders();
         Ok(Capabilities {
-            mounts,
-            egress: self.egress.clone(),
-            tools: self.tools.clone(),
-            commands: self.commands.clone(),
-            kv: self.kv,
-            env: self.env.clone(),
-            secrets: self.secrets.clone(),
-            ask: self.ask.clone(),
-            flow: self.flow.clone(),
-            budget: self.budget,
-            warnings: self.warnings.clone(),
-            folders,
+            grant: Arc::new(Grant {
+                mounts,
+                egress: g.egress.clone(),
+                tools: g.tools.clone(),
+                commands: g.commands.clone(),
+                kv: g.kv,
+                env: g.env.clone(),
+                secrets: g.secrets.clone(),
+                ask: g.ask.clone(),
+                flow: g.flow.clone(),
+                budget: g.budget,
+                warnings: g.warnings.clone(),
+                folders,
+            }),
         })
     }
 }

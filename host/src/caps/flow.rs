@@ -116,6 +116,6 @@ impl Capabilities {
     /// Where data may flow: the labels on sources and the sinks each label
     /// may reach (`[flow]`; empty: nothing labelled, nothing tracked).
     pub fn flow(&self) -> &FlowPolicy {
-        &self.flow
+        &self.grant.flow
     }
 }

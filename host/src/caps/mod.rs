@@ -50,9 +50,39 @@ use std::sync::Arc;
 /// A validated, immutable grant.
 ///
 /// Build one with [`Capabilities::builder`] or load one with
-/// [`Capabilities::from_file`]. There are no setters.
-#[derive(Clone, Debug, PartialEq)]
+/// [`Capabilities::from_file`]. There are no setters. A clone shares the
+/// grant (a reference count, no copy): clone one per run.
+#[derive(Clone, PartialEq)]
 pub struct Capabilities {
+    /// Shared by every clone: the copy a run takes (`RunOptions::new(caps.
+    /// clone())`) and the gate keeps is this pointer, not the grant's
+    /// mounts, rules and policy copied again for each run. A grant is never
+    /// changed once built; a derived one is a new grant.
+    grant: Arc<Grant>,
+}
+
+impl std::fmt::Debug for Capabilities {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let g = &self.grant;
+        f.debug_struct("Capabilities")
+            .field("mounts", &g.mounts)
+            .field("egress", &g.egress)
+            .field("tools", &g.tools)
+            .field("commands", &g.commands)
+            .field("kv", &g.kv)
+            .field("env", &g.env)
+            .field("secrets", &g.secrets)
+            .field("ask", &g.ask)
+            .field("flow", &g.flow)
+            .field("budget", &g.budget)
+            .field("warnings", &g.warnings)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a [`Capabilities`] holds, validated.
+#[derive(PartialEq)]
+struct Grant {
     mounts: Vec<Mount>,
     egress: Egress,
     tools: BTreeSet<String>,
@@ -260,8 +290,8 @@ impl Capabilities {
         let mut file = self.to_file();
         file.secrets.clear();
         let mut b = Self::builder_from(file, Path::new("/"))?;
-        b.secrets.keep(&self.secrets);
-        b.mounts.keep_runner(&self.mounts);
+        b.secrets.keep(&self.grant.secrets);
+        b.mounts.keep_runner(&self.grant.mounts);
         b.folders_of = Some(self.derived_folders());
         Ok(b)
     }
@@ -270,64 +300,64 @@ impl Capabilities {
     /// folders this one names (its mounts but the private ones) and keeps
     /// what it adds to itself.
     fn derived_folders(&self) -> Arc<Folders> {
-        let named = self.mounts.iter().filter(|m| !m.private);
-        self.folders.derive(named.map(|m| m.host.clone()))
+        let named = self.grant.mounts.iter().filter(|m| !m.private);
+        self.grant.folders.derive(named.map(|m| m.host.clone()))
     }
 
     /// The mounts' folders, opened once for every run of this grant.
     pub(crate) fn folders(&self) -> &Folders {
-        &self.folders
+        &self.grant.folders
     }
 
     /// Mounts, in caps-file order (read mounts first).
     pub fn mounts(&self) -> &[Mount] {
-        &self.mounts
+        &self.grant.mounts
     }
 
     /// The egress grant.
     pub fn egress(&self) -> &Egress {
-        &self.egress
+        &self.grant.egress
     }
 
     /// Tool names the agent may call.
     pub fn tools(&self) -> &BTreeSet<String> {
-        &self.tools
+        &self.grant.tools
     }
 
     /// How the CLI runs tools defined in the caps file.
     pub fn tool_commands(&self) -> &BTreeMap<String, CommandTool> {
-        &self.commands
+        &self.grant.commands
     }
 
     /// The key-value store the grant holds, if any.
     pub fn kv(&self) -> Option<&KvGrant> {
-        self.kv.as_ref()
+        self.grant.kv.as_ref()
     }
 
     /// Environment variables the guest sees.
     pub fn env(&self) -> &BTreeMap<String, String> {
-        &self.env
+        &self.grant.env
     }
 
     /// Secrets: bound to hosts and headers, never shown to the guest (it
     /// sees a placeholder per run).
     pub fn secrets(&self) -> &[Secret] {
-        &self.secrets
+        &self.grant.secrets
     }
 
     /// What a run may ask for while it runs (`[ask]`).
     pub fn ask(&self) -> &AskGrant {
-        &self.ask
+        &self.grant.ask
     }
 
     /// The budget.
     pub fn budget(&self) -> &Budget {
-        &self.budget
+        &self.grant.budget
     }
 
     /// Things that are valid but probably not meant (e.g. allow-all egress).
     pub fn warnings(&self) -> &[String] {
-        &self.warnings
+        &self.grant.warnings
     }
 
     /// The effective grant as a caps file: absolute host paths, every budget
@@ -342,15 +372,15 @@ impl Capabilities {
 
     fn to_file(&self) -> CapsFile {
         CapsFile {
-            fs: FsSection::render(&self.mounts),
-            net: NetSection::render(&self.egress),
-            tools: ToolsSection::render(&self.tools, &self.commands),
-            kv: self.kv.as_ref().map(KvSection::render),
-            env: self.env.clone(),
-            secrets: crate::capability::net::secrets::config::render(&self.secrets),
-            ask: AskSection::render(&self.ask),
-            flow: FlowSection::render(&self.flow),
-            budget: BudgetSection::render(&self.budget),
+            fs: FsSection::render(&self.grant.mounts),
+            net: NetSection::render(&self.grant.egress),
+            tools: ToolsSection::render(&self.grant.tools, &self.grant.commands),
+            kv: self.grant.kv.as_ref().map(KvSection::render),
+            env: self.grant.env.clone(),
+            secrets: crate::capability::net::secrets::config::render(&self.grant.secrets),
+            ask: AskSection::render(&self.grant.ask),
+            flow: FlowSection::render(&self.grant.flow),
+            budget: BudgetSection::render(&self.grant.budget),
         }
     }
 }
