@@ -132,9 +132,10 @@ fn a_run_makes_a_bounded_number_of_allocations_that_does_not_grow() {
 }
 
 /// About twice today's count (94 a run on 2026-12-05, 88 once a grant's
-/// folders were opened once for all its runs; 126, then 111, with 8 mounts and 32
-/// egress rules), room for the platform's variation, not for new per-run
-/// work.
+/// folders were opened once for all its runs, 85 once the gate stopped
+/// making default services a run replaces; 126, then 111, then 108 with 8
+/// mounts and 32 egress rules), room for the platform's variation, not for
+/// new per-run work.
 const BOUND: u64 = 200;
 
 /// A gated tool call's allocations, allowed and denied, from the difference

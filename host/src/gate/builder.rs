@@ -27,7 +27,10 @@ use std::time::Duration;
 /// | [`labels`](SandboxBuilder::labels) | none: the run starts having read nothing labelled |
 pub struct SandboxBuilder {
     caps: Capabilities,
-    services: Services,
+    /// `None` until set: the defaults are made at `build` only if no
+    /// services were given (a run always gives its own; making the
+    /// defaults first cost each run three allocations it threw away).
+    services: Option<Services>,
     output: Option<Arc<OutputMeter>>,
     sent: Option<Arc<OutputMeter>>,
     writes: Option<Arc<WriteMeter>>,
@@ -120,7 +123,7 @@ impl SandboxBuilder {
     /// resolver, the clock, the tools, the key-value store; see [`Services`] for each
     /// default).
     pub fn services(mut self, services: Services) -> Self {
-        self.services = services;
+        self.services = Some(services);
         self
     }
 
@@ -134,7 +137,7 @@ impl SandboxBuilder {
                     source,
                 }
             })?;
-        let services = self.services;
+        let services = self.services.unwrap_or_default();
         let clock = services
             .clock
             .clone()
@@ -190,7 +193,7 @@ impl Sandbox {
     pub fn builder(caps: Capabilities) -> SandboxBuilder {
         SandboxBuilder {
             caps,
-            services: Services::default(),
+            services: None,
             output: None,
             sent: None,
             writes: None,
