@@ -186,8 +186,8 @@ const CALL_BOUND: u64 = 6;
 /// What an in-place run's future holds, in bytes: what each idle sandbox
 /// costs its caller beyond the guest's store (bench row P7). It once held
 /// the run's options twice over (a kilobyte each) and a warm instance's
-/// idle state (two) for the run's whole length. The bound sits above
-/// today's size (see the note) and below that.
+/// idle state (two kilobytes) for the run's whole length. The bound
+/// ([`FUTURE_BOUND`]) sits above today's size and below that.
 #[test]
 fn an_in_place_run_holds_a_small_future() {
     let dir = tempfile::tempdir().unwrap();
