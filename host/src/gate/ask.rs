@@ -38,17 +38,15 @@ enum Widening {
     Tool(String),
 }
 
-impl Asked {
+impl Sandbox {
     /// `rule` as the audit records it: marked when an approval allowed it.
     pub(super) fn mark(&self, rule: String) -> String {
-        match self.approved.get(&rule) {
+        match self.asked.as_ref().and_then(|a| a.approved.get(&rule)) {
             Some(entry) => format!("{rule} (approved at run time, [ask] {entry})"),
             None => rule,
         }
     }
-}
 
-impl Sandbox {
     /// `denial` of `op`, or, when the grant's `[ask]` covers `op` and the
     /// run has an approver, the permit an approval gives (or the denial
     /// saying what was asked and why it was refused).
@@ -63,17 +61,19 @@ impl Sandbox {
             return Err(denial);
         };
         let key = format!("{} {}", question.kind.name(), question.target);
-        let answer = match self.asked.answers.get(&key) {
-            Some(answer) => answer.clone(),
-            None if self.asked.questions >= self.caps.ask().max_questions() => {
+        let asked = self.asked.get_or_insert_with(Default::default);
+        let questions = asked.questions;
+        let answer = match asked.answers.get(&key).cloned() {
+            Some(answer) => answer,
+            None if questions >= self.caps.ask().max_questions() => {
                 let message = format!(
-                    "{}; not asked: the run already asked {} questions, the most its grant allows",
-                    denial.message, self.asked.questions
+                    "{}; not asked: the run already asked {questions} questions, the most its grant allows",
+                    denial.message
                 );
                 return Err(Denial::new(denial.violation, message));
             }
             None => {
-                self.asked.questions += 1;
+                asked.questions += 1;
                 let limits = AskLimits {
                     timeout: self
                         .caps
@@ -89,7 +89,8 @@ impl Sandbox {
                         true => Answer::Refused("no answer in time".into()),
                         false => answer,
                     };
-                self.asked.answers.insert(key, answer.clone());
+                let asked = self.asked.get_or_insert_with(Default::default);
+                asked.answers.insert(key, answer.clone());
                 answer
             }
         };
@@ -147,16 +148,17 @@ impl Sandbox {
     }
 
     fn widen(&mut self, widening: Widening, entry: &str) {
+        let asked = self.asked.get_or_insert_with(Default::default);
         match widening {
             Widening::Rule(rule) => {
-                let egress = (self.asked.egress).get_or_insert_with(|| self.caps.egress().clone());
-                (self.asked.approved).insert(rule.as_str().to_string(), entry.to_string());
-                egress.rules.push(rule);
+                let egress = (asked.egress).get_or_insert_with(|| self.caps.egress().clone());
+                egress.rules.push(rule.clone());
+                (asked.approved).insert(rule.as_str().to_string(), entry.to_string());
             }
             Widening::Tool(name) => {
-                let tools = (self.asked.tools).get_or_insert_with(|| self.caps.tools().clone());
-                (self.asked.approved).insert(format!("tool {name}"), entry.to_string());
-                tools.insert(name);
+                let tools = (asked.tools).get_or_insert_with(|| self.caps.tools().clone());
+                tools.insert(name.clone());
+                (asked.approved).insert(format!("tool {name}"), entry.to_string());
             }
         }
     }

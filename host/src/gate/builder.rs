@@ -1,7 +1,7 @@
 //! [`SandboxBuilder`]: what a run is set up with, every default stated,
 //! and the sandbox it builds (the mounts opened, the clock started).
 
-use super::{Sandbox, ask};
+use super::Sandbox;
 use crate::CancelHandle;
 use crate::budget::{MonotonicClock, OutputMeter, WriteMeter};
 use crate::caps::Capabilities;
@@ -183,7 +183,7 @@ impl SandboxBuilder {
             denials: Vec::new(),
             secrets,
             tape: self.tape,
-            asked: ask::Asked::default(),
+            asked: None,
         })
     }
 }

@@ -66,8 +66,10 @@ impl Sandbox {
             mounts: &self.mounts,
             // Widened by what the run's approver approved ([ask]), if
             // anything: only this run's view, never the grant.
-            egress: self.asked.egress.as_ref().unwrap_or(self.caps.egress()),
-            allowed_tools: self.asked.tools.as_ref().unwrap_or(self.caps.tools()),
+            egress: (self.asked.as_ref().and_then(|a| a.egress.as_ref()))
+                .unwrap_or(self.caps.egress()),
+            allowed_tools: (self.asked.as_ref().and_then(|a| a.tools.as_ref()))
+                .unwrap_or(self.caps.tools()),
             tools: &self.services.tools,
             resolver: &*self.services.resolver,
             net: &self.services.net,

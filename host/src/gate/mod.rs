@@ -86,7 +86,7 @@ pub struct Sandbox {
     secrets: RunSecrets,
     tape: Option<Tape>,
     /// What the run asked for (the grant's `[ask]`) and was answered.
-    asked: ask::Asked,
+    asked: Option<Box<ask::Asked>>,
     /// The run's label mark under the grant's `[flow]`.
     flow: Arc<FlowState>,
     /// Whether op results go back to the caller (a plan) rather than to a
@@ -304,7 +304,7 @@ impl Sandbox {
             Ok(incoming) => incoming,
             Err(d) => return self.finish(op, None, Err(Failure::Denied(d))),
         };
-        let rule = self.asked.mark(permit.take_rule());
+        let rule = self.mark(permit.take_rule());
         if admitted {
             self.flow_raise(&op, incoming, &Trace::default());
             let mut decided = self.finish(op, Some(rule), Ok(Output::Admitted));

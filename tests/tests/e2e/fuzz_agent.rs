@@ -165,7 +165,8 @@ fn fuzz_init_writes_a_project_seeded_from_the_recording() {
         String::from_utf8_lossy(&o.stderr)
     );
     // The target is the example project's (examples/fuzz-agent, run by
-    // its own test), the component named in place of its default.
+    // its own test), the component named in place of its default by its
+    // real path (the build folder may be a link, as CI's is).
     let target = std::fs::read_to_string(d.join("gen/src/main.rs")).unwrap();
     let example = std::fs::read_to_string(repo_root().join("cli/templates/fuzz-agent.rs")).unwrap();
     assert_eq!(
@@ -174,7 +175,10 @@ fn fuzz_init_writes_a_project_seeded_from_the_recording() {
             "const COMPONENT: &str = \"agent.wasm\";",
             &format!(
                 "const COMPONENT: &str = {:?};",
-                component.display().to_string()
+                std::fs::canonicalize(&component)
+                    .unwrap()
+                    .display()
+                    .to_string()
             )
         )
     );

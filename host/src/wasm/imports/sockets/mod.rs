@@ -55,8 +55,14 @@ use wasmtime_wasi::sockets::SocketAddrUse;
 /// connecting to one needs an IP rule).
 const MAX_REMEMBERED: usize = 4096;
 
-/// The socket state of one run.
-pub(crate) struct SocketDoor {
+/// The socket state of one run, made on its first socket: most runs make
+/// none, and an idle sandbox then holds one pointer instead of the state's
+/// 200-odd bytes (row P7).
+#[derive(Default)]
+pub(crate) struct SocketDoor(Option<Box<Door>>);
+
+/// What a run that made a socket, or whose grant allows sockets, holds.
+struct Door {
     /// The TCP sockets the guest holds (`held.rs`).
     open: Held,
     /// The name each address a lookup answered came from.
@@ -70,9 +76,9 @@ pub(crate) struct SocketDoor {
     granted: Option<Granted>,
 }
 
-impl Default for SocketDoor {
+impl Default for Door {
     fn default() -> Self {
-        SocketDoor {
+        Door {
             open: Held::sockets(),
             looked_up: HashMap::new(),
             order: Default::default(),
@@ -104,23 +110,51 @@ impl SocketDoor {
         impl Fn(SocketAddr, SocketAddrUse) -> Verdict + Send + Sync + 'static,
     ) {
         let shared = Arc::new(Shared::new(egress.clone()));
-        let door = SocketDoor {
+        let door = Door {
             granted: Some(Granted {
                 shared: shared.clone(),
                 received: Charge::received(received),
                 sent: Charge::sent(sent),
             }),
-            ..SocketDoor::default()
+            ..Door::default()
         };
-        (door, shared::checker(shared))
+        (SocketDoor(Some(Box::new(door))), shared::checker(shared))
+    }
+
+    /// The state, made on first use.
+    fn door(&mut self) -> &mut Door {
+        self.0.get_or_insert_with(Default::default)
+    }
+
+    /// Whether the run holds as many sockets as it may.
+    fn full(&self) -> bool {
+        self.0.as_ref().is_some_and(|d| d.open.full())
+    }
+
+    /// The socket `rep` was made: it counts against the bound.
+    fn hold(&mut self, rep: u32) {
+        self.door().open.hold(rep);
+    }
+
+    /// Whether this is the first `receive` taken of the 0.3 socket `rep`.
+    fn first_receive(&mut self, rep: u32) -> bool {
+        self.door().receiving.insert(rep)
+    }
+
+    /// The name the address `ip` was looked up by, if a lookup answered it.
+    fn name_of(&self, ip: &IpAddr) -> Option<String> {
+        self.0.as_ref()?.looked_up.get(ip).cloned()
     }
 
     /// A socket is gone: its place among those the run holds (made, or
-    /// accepted) is free.
+    /// accepted) is free. (With no state, the run holds none.)
     fn release(&mut self, rep: u32) {
-        self.receiving.remove(&rep);
-        if !self.open.release(rep)
-            && let Some(g) = &self.granted
+        let Some(door) = &mut self.0 else {
+            return;
+        };
+        door.receiving.remove(&rep);
+        if !door.open.release(rep)
+            && let Some(g) = &door.granted
         {
             g.shared.unaccept();
         }
@@ -128,13 +162,15 @@ impl SocketDoor {
 
     /// What the address check shares, when sockets are granted.
     fn shared(&self) -> Option<&Shared> {
-        self.granted.as_ref().map(|g| &*g.shared)
+        self.0.as_ref()?.granted.as_ref().map(|g| &*g.shared)
     }
 
     /// What received and sent bytes are charged to, when sockets are
     /// granted.
     fn charges(&self) -> Option<(Charge, Charge)> {
-        self.granted
+        self.0
+            .as_ref()?
+            .granted
             .as_ref()
             .map(|g| (g.received.clone(), g.sent.clone()))
     }
@@ -158,13 +194,14 @@ impl SocketDoor {
     }
 
     fn remember(&mut self, name: &str, addrs: &[IpAddr]) {
+        let door = self.door();
         for ip in addrs {
-            if self.looked_up.insert(*ip, name.to_string()).is_none() {
-                self.order.push_back(*ip);
+            if door.looked_up.insert(*ip, name.to_string()).is_none() {
+                door.order.push_back(*ip);
             }
-            while self.order.len() > MAX_REMEMBERED {
-                if let Some(old) = self.order.pop_front() {
-                    self.looked_up.remove(&old);
+            while door.order.len() > MAX_REMEMBERED {
+                if let Some(old) = door.order.pop_front() {
+                    door.looked_up.remove(&old);
                 }
             }
         }
@@ -221,7 +258,7 @@ impl HostState {
     /// Decide a connection to `addr`; an allowed one leaves its proof.
     fn decide_connect(&mut self, addr: SocketAddr) -> wasmtime::Result<Result<(), ErrorCode>> {
         let ip = crate::net::canonical_ip(addr.ip());
-        let name = self.tcp.looked_up.get(&ip).cloned();
+        let name = self.tcp.name_of(&ip);
         let op = SocketOp::connect(name.as_deref(), ip, addr.port());
         // As the guest wrote it, which is what the check sees (an
         // IPv4-mapped spelling never gets here: refused as an argument
@@ -236,7 +273,7 @@ impl HostState {
             return Ok(Ok(()));
         }
         let ip = crate::net::canonical_ip(addr.ip());
-        let name = self.tcp.looked_up.get(&ip).cloned();
+        let name = self.tcp.name_of(&ip);
         let op = SocketOp::datagram(name.as_deref(), ip, addr.port());
         self.decide_socket(op, |s| s.add_peer(addr))
     }
@@ -400,8 +437,14 @@ mod tests {
         for i in 0..(MAX_REMEMBERED as u32 + 10) {
             door.remember("n.test", &[IpAddr::from(i.to_be_bytes())]);
         }
-        assert_eq!(door.looked_up.len(), MAX_REMEMBERED);
-        assert!(!door.looked_up.contains_key(&IpAddr::from([0, 0, 0, 0])));
+        let held = door.0.as_ref().unwrap();
+        assert_eq!(held.looked_up.len(), MAX_REMEMBERED);
+        assert!(!held.looked_up.contains_key(&IpAddr::from([0, 0, 0, 0])));
+        assert_eq!(door.name_of(&IpAddr::from([0, 0, 0, 9])), None);
+        assert_eq!(
+            door.name_of(&IpAddr::from([0, 0, 0, 10])).as_deref(),
+            Some("n.test")
+        );
         assert!(plausible("db.test") && plausible("::1") && plausible("a_b-c.d"));
         assert!(!plausible("a@b") && !plausible("a b") && !plausible("") && !plausible("ü.test"));
     }

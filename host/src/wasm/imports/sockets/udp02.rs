@@ -46,12 +46,12 @@ pub(super) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
         |mut store, (family,): (IpAddressFamily,)| {
             Box::new(async move {
                 let state = store.data_mut();
-                if state.tcp.open.full() {
+                if state.tcp.full() {
                     return Ok((Err(ErrorCode::NewSocketLimit),));
                 }
                 let made = answer(state.sockets().create_udp_socket(family).await)?;
                 if let Ok(socket) = &made {
-                    state.tcp.open.hold(socket.rep());
+                    state.tcp.hold(socket.rep());
                 }
                 Ok((made,))
             })

@@ -33,13 +33,13 @@ pub(super) fn add_to_linker(types: &mut LinkerInstance<'_, HostState>) -> wasmti
         |mut store, (family,): (IpAddressFamily,)| {
             Box::new(async move {
                 let state = store.data_mut();
-                if state.tcp.open.full() {
+                if state.tcp.full() {
                     let limit = format!("new-socket-limit: {MAX_OPEN_SOCKETS} sockets held");
                     return Ok((Err(ErrorCode::Other(Some(limit))),));
                 }
                 let made = answer(HostUdpSocket::create(&mut state.sockets(), family).await)?;
                 if let Ok(socket) = &made {
-                    state.tcp.open.hold(socket.rep());
+                    state.tcp.hold(socket.rep());
                 }
                 Ok((made,))
             })

@@ -64,12 +64,12 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
         "create-tcp-socket",
         |mut store, (family,): (IpAddressFamily,)| {
             let state = store.data_mut();
-            if state.tcp.open.full() {
+            if state.tcp.full() {
                 return Ok((Err(ErrorCode::NewSocketLimit),));
             }
             let made = answer(state.sockets().create_tcp_socket(family))?;
             if let Ok(socket) = &made {
-                state.tcp.open.hold(socket.rep());
+                state.tcp.hold(socket.rep());
             }
             Ok((made,))
         },

@@ -66,13 +66,13 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
         |mut store, (family,): (IpAddressFamily,)| {
             let state = store.data_mut();
             // 0.3 has no `new-socket-limit`: the same words in `other`.
-            if state.tcp.open.full() {
+            if state.tcp.full() {
                 let limit = format!("new-socket-limit: {MAX_OPEN_SOCKETS} sockets held");
                 return Ok((Err(ErrorCode::Other(Some(limit))),));
             }
             let made = answer(HostTcpSocket::create(&mut state.sockets(), family))?;
             if let Ok(socket) = &made {
-                state.tcp.open.hold(socket.rep());
+                state.tcp.hold(socket.rep());
             }
             Ok((made,))
         },
@@ -155,7 +155,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
             let borrowed = Resource::<TcpSocket>::new_borrow(rep);
             let connected =
                 HostTcpSocket::get_remote_address(&mut state.sockets(), borrowed).is_ok();
-            let first = connected && state.tcp.receiving.insert(rep);
+            let first = connected && state.tcp.first_receive(rep);
             let charges = state.tcp.charges();
             let (inner, done) = {
                 let access = Access::<HostState, WasiSockets>::new(
