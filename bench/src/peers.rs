@@ -79,38 +79,52 @@ const PATIENCE: Duration = Duration::from_secs(60);
 /// child is killed and the run is an error.
 ///
 /// The wait costs both sides the same: a thread reads the output to its
-/// end (the child's exit closes it) while this one waits for it with a
-/// deadline; nothing polls.
+/// end and reaps the child while this one waits for it with a deadline;
+/// nothing polls.
 fn run(cmd: &mut Command) -> Res<(bool, String)> {
+    run_within(cmd, PATIENCE)
+}
+
+/// [`run`], killing the child past `patience`.
+fn run_within(cmd: &mut Command, patience: Duration) -> Res<(bool, String)> {
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()?;
-    let mut stdout = child
-        .stdout
-        .take()
-        .ok_or("the child's output was not piped")?;
+    let pid = rustix::process::Pid::from_child(&child);
+    // The thread reads the output to its end and reaps the child, so one
+    // that closes its output and goes on running is still under the
+    // deadline; this thread waits for it without polling.
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let mut out = Vec::new();
-        let read = stdout.read_to_end(&mut out).map(|_| out);
-        let _ = tx.send(read);
+        let read = match child.stdout.take() {
+            Some(mut stdout) => stdout.read_to_end(&mut out).map(|_| out),
+            None => Err(std::io::Error::other("the child's output was not piped")),
+        };
+        let status = child.wait();
+        let _ = tx.send((read, status));
     });
-    let out = match rx.recv_timeout(PATIENCE) {
-        Ok(out) => out?,
-        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(format!("{cmd:?}: the thread reading its output ended").into());
-        }
-        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(format!("{cmd:?} ran past {PATIENCE:?}: killed").into());
+    let (out, status) = match rx.recv_timeout(patience) {
+        Ok(done) => done,
+        Err(e) => {
+            // Not yet reaped (the thread holds it until `wait` returns), so
+            // the pid is still the child's.
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            let _ = rx.recv_timeout(Duration::from_secs(5));
+            return Err(match e {
+                std::sync::mpsc::RecvTimeoutError::Timeout => {
+                    format!("{cmd:?} ran past {patience:?}: killed")
+                }
+                std::sync::mpsc::RecvTimeoutError::Disconnected => {
+                    format!("{cmd:?}: the thread waiting for it ended")
+                }
+            }
+            .into());
         }
     };
-    let status = child.wait()?;
+    let (out, status) = (out?, status?);
     Ok((status.success(), String::from_utf8_lossy(&out).into_owned()))
 }
 
@@ -377,5 +391,30 @@ fn expect_ok(cmd: &mut Command) -> Res<()> {
     match run(cmd)? {
         (true, _) => Ok(()),
         (false, out) => Err(format!("{cmd:?} failed, printed {out:?}").into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_side_that_closes_its_output_and_hangs_is_killed_at_the_deadline() {
+        let started = std::time::Instant::now();
+        let hung = run_within(
+            Command::new("sh").args(["-c", "echo partial; exec >&-; exec sleep 30"]),
+            Duration::from_secs(1),
+        );
+        let err = hung.expect_err("a hung side is an error").to_string();
+        assert!(err.contains("killed"), "{err}");
+        // Killed, not waited out: the sleep had 29 s to go.
+        assert!(started.elapsed() < Duration::from_secs(20));
+        // Its neighbour, which exits, is read whole.
+        let done = run_within(
+            Command::new("sh").args(["-c", "echo hi; exit 3"]),
+            Duration::from_secs(20),
+        )
+        .unwrap();
+        assert_eq!(done, (false, "hi\n".to_string()));
     }
 }
