@@ -85,6 +85,9 @@ fn main() {
     let hold = Duration::from_millis(1500);
     let sample = || async move {
         tokio::time::sleep(hold).await;
+        if let Ok(to) = std::env::var("P7_SMAPS") {
+            std::fs::copy("/proc/self/smaps", to).unwrap();
+        }
         (rss_kib(), live())
     };
     let (rss0, heap0, (rss1, heap1));
@@ -100,12 +103,14 @@ fn main() {
         // One run first (cut short), so what every run shares is made
         // before the count.
         let _ = rt.block_on(async { tokio::time::timeout(hold / 10, run()).await });
+        sbx_wasm_bench::settle_heap();
         (rss0, heap0) = (rss_kib(), live());
         (rss1, heap1) = rt.block_on(held(n, run, sample));
     } else {
         let bare = sbx_wasm_bench::bare::Bare::new().unwrap();
         let pre = bare.load_file(&path).unwrap();
         let _ = rt.block_on(async { tokio::time::timeout(hold / 10, bare.run(&pre, &[])).await });
+        sbx_wasm_bench::settle_heap();
         (rss0, heap0) = (rss_kib(), live());
         (rss1, heap1) = rt.block_on(held(n, || bare.run(&pre, &[]), sample));
     }

@@ -28,6 +28,8 @@ pub(crate) fn p7_child(side: &str, guests: &Path, n: usize) -> Res<()> {
             .max_wall(hold * 2)
             .build()?;
         let agent = host.prepare(&host.load(&path)?)?;
+        // Each side's growth counted whole: see `settle_heap`.
+        sbx_wasm_bench::settle_heap();
         before = rss_kib();
         during = rt.block_on(async {
             let runs =
@@ -45,6 +47,8 @@ pub(crate) fn p7_child(side: &str, guests: &Path, n: usize) -> Res<()> {
             &bare.engine,
             &path,
         )?)?;
+        // Each side's growth counted whole: see `settle_heap`.
+        sbx_wasm_bench::settle_heap();
         before = rss_kib();
         during = rt.block_on(async {
             let runs = (0..n).map(|_| tokio::time::timeout(hold * 2, bare.run(&pre, &[])));

@@ -67,9 +67,13 @@ pub struct Services {
 
 impl Default for Services {
     fn default() -> Self {
+        // Both hold no state: one of each for the process, lent to every
+        // run, instead of two allocations a run keeps to its end.
+        static NET: std::sync::OnceLock<Arc<HttpNet>> = std::sync::OnceLock::new();
+        static RESOLVER: std::sync::OnceLock<Arc<SystemResolver>> = std::sync::OnceLock::new();
         Services {
-            net: Arc::new(HttpNet::new()),
-            resolver: Arc::new(SystemResolver),
+            net: NET.get_or_init(|| Arc::new(HttpNet::new())).clone(),
+            resolver: RESOLVER.get_or_init(|| Arc::new(SystemResolver)).clone(),
             clock: None,
             tools: ToolRegistry::new(),
             kv: Arc::new(MemoryKv::new()),

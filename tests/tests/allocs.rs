@@ -133,9 +133,12 @@ fn a_run_makes_a_bounded_number_of_allocations_that_does_not_grow() {
 
 /// About twice today's count (94 a run on 2026-12-05, 88 once a grant's
 /// folders were opened once for all its runs, 85 once the gate stopped
-/// making default services a run replaces; 126, then 111, then 108 with 8
-/// mounts and 32 egress rules), room for the platform's variation, not for
-/// new per-run work.
+/// making default services a run replaces, 81 once the stateless defaults
+/// (network client, resolver, clock, an empty secret list) came to be one
+/// for the process and output streams stopped holding a line buffer
+/// without an event sink; 126, then 111, then 108, then 102 with 8 mounts
+/// and 32 egress rules), room for the platform's variation, not for new
+/// per-run work.
 const BOUND: u64 = 200;
 
 /// A gated tool call's allocations, allowed and denied, from the difference

@@ -138,10 +138,7 @@ impl SandboxBuilder {
                 }
             })?;
         let services = self.services.unwrap_or_default();
-        let clock = services
-            .clock
-            .clone()
-            .unwrap_or_else(|| Arc::new(MonotonicClock::new()));
+        let clock = services.clock.clone().unwrap_or_else(shared_clock);
         let start = clock.now();
         let secrets = self
             .secrets
@@ -211,4 +208,14 @@ impl Sandbox {
     pub fn new(caps: Capabilities) -> Result<Self, Error> {
         Self::builder(caps).build()
     }
+}
+
+/// The default clock: one for the process, lent to every gate. The gate
+/// reads only the time since its own start, so a shared origin serves
+/// every run, without an allocation each run keeps to its end.
+fn shared_clock() -> Arc<dyn crate::budget::Clock> {
+    static CLOCK: std::sync::OnceLock<Arc<MonotonicClock>> = std::sync::OnceLock::new();
+    CLOCK
+        .get_or_init(|| Arc::new(MonotonicClock::new()))
+        .clone()
 }

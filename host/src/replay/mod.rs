@@ -62,7 +62,9 @@ pub(crate) enum TapeSpec {
 pub(crate) enum Tape {
     Record(Box<Recorder>),
     Replay(Arc<Recording>),
-    Script(Script),
+    /// Boxed: the fuzzer's script is the largest variant, and every run's
+    /// gate holds a `Tape`'s room whether it has one or not.
+    Script(Box<Script>),
 }
 
 impl Tape {
@@ -70,7 +72,7 @@ impl Tape {
         match spec {
             TapeSpec::Record { limit } => Tape::Record(Box::new(Recorder::new(limit))),
             TapeSpec::Replay(r) => Tape::Replay(r),
-            TapeSpec::Script(s) => Tape::Script(s),
+            TapeSpec::Script(s) => Tape::Script(Box::new(s)),
         }
     }
 }

@@ -121,8 +121,9 @@ pub(crate) struct HostState {
     open_files: held::Held,
     /// File times and identities come from the virtual clock.
     deterministic: bool,
-    /// The exception a script runner said the script ended on.
-    script_error: Option<crate::report::ScriptError>,
+    /// The exception a script runner said the script ended on (boxed: set
+    /// once, by a failing script, and every run's state holds its room).
+    script_error: Option<Box<crate::report::ScriptError>>,
     /// The exit code a script runner said the script asked for.
     exit_code: Option<i32>,
     /// wasi:http's requests and their state (`imports/http/`).

@@ -50,7 +50,7 @@ pub(super) fn finish(
             report.exit_code = Some(said.unwrap_or(code));
             // Only a run that failed carries the exception its runner
             // reported (a script that caught it and went on did not fail).
-            report.error = state.script_error.take();
+            report.error = state.script_error.take().map(|e| *e);
         }
         End::Limit(Violation::Cancelled) => {
             report.status = Status::Cancelled;

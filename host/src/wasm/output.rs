@@ -32,15 +32,18 @@ pub(crate) struct MeteredOutput {
     sink: Sink,
     /// The sink refused a write: its reader is gone.
     closed: Arc<AtomicBool>,
-    /// Where each chunk is also announced, and as which event.
-    events: Option<(EventSink, ChunkEvent)>,
+    /// Where each chunk is also announced, as which event, and the output
+    /// held until its newline when the events go as whole lines (made only
+    /// with the events: a run without a sink pays nothing for it).
+    events: Option<(EventSink, ChunkEvent, Pending)>,
     /// The run's label mark, when the grant labels anything, and this
     /// stream's name: a write the mark does not let reach `stdout` is
     /// refused (soft: the guest sees a failed write).
     flow: Option<(Arc<FlowState>, crate::OpName)>,
-    /// Output held until its newline, when the events go as whole lines.
-    pending: Arc<Mutex<Vec<u8>>>,
 }
+
+/// Output held until its newline, shared by a stream's clones.
+type Pending = Arc<Mutex<Vec<u8>>>;
 
 /// The most output held waiting for a newline.
 const MAX_LINE: usize = 64 * 1024;
@@ -64,16 +67,15 @@ impl MeteredOutput {
             closed: Arc::new(AtomicBool::new(false)),
             events: None,
             flow: None,
-            pending: Arc::default(),
         }
     }
 
     /// Send what output is still held for its newline (at the run's end).
     pub(crate) fn flush_events(&self) {
-        let Some((events, kind)) = &self.events else {
+        let Some((events, kind, pending)) = &self.events else {
             return;
         };
-        if let Ok(mut p) = self.pending.lock()
+        if let Ok(mut p) = pending.lock()
             && !p.is_empty()
         {
             events.send(kind(std::mem::take(&mut *p)));
@@ -82,14 +84,14 @@ impl MeteredOutput {
 
     /// Announce `bytes` written: as they come, or as whole lines.
     fn announce(&self, bytes: &[u8]) {
-        let Some((events, kind)) = &self.events else {
+        let Some((events, kind, pending)) = &self.events else {
             return;
         };
         if !events.wants_lines() {
             events.send(kind(bytes.to_vec()));
             return;
         }
-        let Ok(mut p) = self.pending.lock() else {
+        let Ok(mut p) = pending.lock() else {
             return;
         };
         p.extend_from_slice(bytes);
@@ -113,7 +115,7 @@ impl MeteredOutput {
 
     /// Also announce every chunk written to `events`, as `kind`.
     pub(crate) fn with_events(mut self, events: Option<EventSink>, kind: ChunkEvent) -> Self {
-        self.events = events.map(|e| (e, kind));
+        self.events = events.map(|e| (e, kind, Pending::default()));
         self
     }
 
@@ -246,7 +248,8 @@ mod tests {
         let chunk = vec![b'x'; 1000];
         for _ in 0..200 {
             assert!(matches!(out.put(&chunk), Put::Written));
-            assert!(out.pending.lock().unwrap().len() < MAX_LINE);
+            let pending = &out.events.as_ref().unwrap().2;
+            assert!(pending.lock().unwrap().len() < MAX_LINE);
         }
         out.flush_events();
         let sizes: Vec<usize> = rx

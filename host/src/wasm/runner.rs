@@ -279,7 +279,7 @@ impl<L: Language> ScriptRunner<L> {
         // holds a pointer to the options, not the options, to its end.
         let opts = Box::new(opts);
         async move {
-            let opts = self.source_options(source, L::SNIPPET, *opts)?;
+            let opts = self.source_options(source, L::SNIPPET, super::run::unboxed(opts))?;
             host.run_admitted(&self.agent, Box::new(opts)).await
         }
     }

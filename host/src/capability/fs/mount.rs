@@ -401,10 +401,12 @@ impl MountTable {
     /// Every mount of a grant, through the grant's `folders`; on
     /// failure, say which one.
     pub(crate) fn open(mounts: &[Mount], folders: &Folders) -> Result<Self, (Mount, io::Error)> {
-        let mut open = mounts
-            .iter()
-            .map(|m| OpenMount::open(m, folders).map_err(|e| (m.clone(), e)))
-            .collect::<Result<Vec<_>, _>>()?;
+        // Sized up front: collected through a `Result`, the vector started
+        // at room for four, and every run held the room to its end.
+        let mut open = Vec::with_capacity(mounts.len());
+        for m in mounts {
+            open.push(OpenMount::open(m, folders).map_err(|e| (m.clone(), e))?);
+        }
         open.sort_by_key(|m| std::cmp::Reverse(m.mount.guest.components().count()));
         let lends_runner = open.iter().any(|m| m.mount.runner);
         Ok(MountTable {

@@ -17,11 +17,11 @@ const MAX_MESSAGE_BYTES: usize = 4096;
 
 impl Host for HostState {
     fn script_failed(&mut self, e: ScriptError) -> wasmtime::Result<()> {
-        self.script_error = Some(crate::report::ScriptError {
+        self.script_error = Some(Box::new(crate::report::ScriptError {
             kind: clip_to(&e.kind, MAX_KIND_BYTES),
             message: clip_to(&e.message, MAX_MESSAGE_BYTES),
             line: e.line,
-        });
+        }));
         Ok(())
     }
 

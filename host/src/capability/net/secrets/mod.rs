@@ -111,6 +111,12 @@ impl RunSecrets {
     /// deterministic run, placeholders derived from `seed` (so its output
     /// is reproducible; still not the value).
     pub(crate) fn bind(secrets: &[Secret], seed: Option<u64>) -> RunSecrets {
+        if secrets.is_empty() {
+            // Most grants hold none: one empty list for every such run,
+            // not an allocation each run keeps to its end.
+            static NONE: std::sync::OnceLock<Arc<Vec<Bound>>> = std::sync::OnceLock::new();
+            return RunSecrets(NONE.get_or_init(Arc::default).clone());
+        }
         let bound = secrets
             .iter()
             .map(|s| {
