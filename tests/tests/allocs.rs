@@ -73,6 +73,16 @@ fn grant(dir: &std::path::Path, mounts: usize, rules: usize) -> Capabilities {
     b.build().unwrap()
 }
 
+/// A host without an artifact cache or admission limit, and the example
+/// guest `name` prepared on it.
+fn prepared(name: &str) -> (WasmHost, PreparedAgent) {
+    let host = WasmHost::new().unwrap().without_cache().unlimited();
+    let agent = host
+        .prepare(&host.load(&sbx_wasm_tests::guest(name)).unwrap())
+        .unwrap();
+    (host, agent)
+}
+
 /// Allocations made by one run of `agent` under `caps`.
 fn allocations(host: &WasmHost, agent: &PreparedAgent, caps: &Capabilities) -> u64 {
     allocations_with(host, agent, caps, &[])
@@ -102,9 +112,7 @@ fn allocations_with(
 fn a_run_makes_a_bounded_number_of_allocations_that_does_not_grow() {
     let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
-    let host = WasmHost::new().unwrap().without_cache().unlimited();
-    let noop = sbx_wasm_tests::guest("noop");
-    let agent = host.prepare(&host.load(&noop).unwrap()).unwrap();
+    let (host, agent) = prepared("noop");
     let small = grant(dir.path(), 1, 1);
     let big = grant(dir.path(), 8, 32);
     for _ in 0..10 {
@@ -159,10 +167,7 @@ fn a_gated_call_makes_a_bounded_number_of_allocations() {
     let _alone = alone();
     const CALLS: u64 = 1_000;
     let dir = tempfile::tempdir().unwrap();
-    let host = WasmHost::new().unwrap().without_cache().unlimited();
-    let agent = host
-        .prepare(&host.load(&sbx_wasm_tests::guest("callloop")).unwrap())
-        .unwrap();
+    let (host, agent) = prepared("callloop");
     let caps = grant(dir.path(), 1, 1);
     let n = CALLS.to_string();
     let per_call = |tool: &str| {
@@ -200,10 +205,7 @@ const CALL_BOUND: u64 = 6;
 #[test]
 fn an_in_place_run_holds_a_small_future() {
     let dir = tempfile::tempdir().unwrap();
-    let host = WasmHost::new().unwrap().without_cache().unlimited();
-    let agent = host
-        .prepare(&host.load(&sbx_wasm_tests::guest("noop")).unwrap())
-        .unwrap();
+    let (host, agent) = prepared("noop");
     let opts = RunOptions::new(grant(dir.path(), 1, 1)).in_place(true);
     let run = host.run_prepared_async(&agent, opts);
     let size = std::mem::size_of_val(&run);
@@ -227,10 +229,7 @@ const FUTURE_BOUND: usize = 4096;
 fn an_idle_sandbox_holds_a_bounded_heap() {
     let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
-    let host = WasmHost::new().unwrap().without_cache().unlimited();
-    let agent = host
-        .prepare(&host.load(&sbx_wasm_tests::guest("sleepy")).unwrap())
-        .unwrap();
+    let (host, agent) = prepared("sleepy");
     let caps = grant(dir.path(), 1, 1);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
