@@ -152,13 +152,13 @@ impl Sandbox {
         match widening {
             Widening::Rule(rule) => {
                 let egress = (asked.egress).get_or_insert_with(|| self.caps.egress().clone());
-                egress.rules.push(rule.clone());
                 (asked.approved).insert(rule.as_str().to_string(), entry.to_string());
+                egress.rules.push(rule);
             }
             Widening::Tool(name) => {
                 let tools = (asked.tools).get_or_insert_with(|| self.caps.tools().clone());
-                tools.insert(name.clone());
                 (asked.approved).insert(format!("tool {name}"), entry.to_string());
+                tools.insert(name);
             }
         }
     }
