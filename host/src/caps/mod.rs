@@ -305,7 +305,7 @@ impl Capabilities {
     }
 
     /// The mounts' folders, opened once for every run of this grant.
-    pub(crate) fn folders(&self) -> &Folders {
+    pub(crate) fn folders(&self) -> &Arc<Folders> {
         &self.grant.folders
     }
 

@@ -86,7 +86,7 @@ impl ProtectedPaths {
             let host = &m.host;
             for p in &self.0 {
                 let reaches = match m.runner {
-                    true => p.path.starts_with(host),
+                    true => within(&p.path, host),
                     false => overlap(host, &p.path),
                 };
                 if reaches {
@@ -122,7 +122,24 @@ impl ProtectedPaths {
 /// Whether one of `a` and `b` is the other or lies inside it (by whole
 /// components: `/work` and `/workshop` do not overlap).
 pub(crate) fn overlap(a: &Path, b: &Path) -> bool {
-    a.starts_with(b) || b.starts_with(a)
+    within(a, b) || within(b, a)
+}
+
+/// Whether `inner` is `outer` or lies inside it, by whole components. Both
+/// are canonical (a mount's folder and a protected path are made so before
+/// any run), where the components match exactly when the bytes do up to a
+/// separator: compared as bytes, every run, without splitting either path.
+fn within(inner: &Path, outer: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let (i, o) = (inner.as_os_str().as_bytes(), outer.as_os_str().as_bytes());
+        i.starts_with(o) && (i.len() == o.len() || o.ends_with(b"/") || i[o.len()] == b'/')
+    }
+    #[cfg(not(unix))]
+    {
+        inner.starts_with(outer)
+    }
 }
 
 /// `path` made absolute and canonical as far as it exists: links in the
@@ -214,6 +231,30 @@ mod tests {
         );
         let all = protected.conflicts(&caps(&r.join("home"), &r.join("other")));
         assert!(all[1].contains("the cache key"), "{all:?}");
+    }
+
+    /// Compared as bytes, a path lies within another by whole components
+    /// only: the root holds everything, a name that only starts the same
+    /// is a neighbour.
+    #[test]
+    fn within_goes_by_whole_components() {
+        for (inner, outer, expected) in [
+            ("/a/b", "/a", true),
+            ("/a", "/a", true),
+            ("/x/y", "/", true),
+            ("/", "/", true),
+            ("/ab", "/a", false),
+            ("/a", "/a/b", false),
+            ("/", "/a", false),
+        ] {
+            let found = within(Path::new(inner), Path::new(outer));
+            assert_eq!(found, expected, "{inner} within {outer}");
+            assert_eq!(
+                found,
+                Path::new(inner).starts_with(outer),
+                "{inner} {outer}"
+            );
+        }
     }
 
     #[test]

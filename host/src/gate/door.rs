@@ -20,9 +20,11 @@ impl Sandbox {
     }
 
     /// The folder of the mount at guest path `via`, as the gate holds it,
-    /// for WASI to be lent the same handle (`wasm/root.rs`).
+    /// for WASI to be lent the same handle (`wasm/root.rs`); an error when
+    /// the folder was removed and its path leads to none the grant could
+    /// name.
     #[cfg(feature = "wasm")]
-    pub(crate) fn mount_folder(&self, via: &str) -> Option<Arc<std::fs::File>> {
+    pub(crate) fn mount_folder(&self, via: &str) -> Option<std::io::Result<Arc<std::fs::File>>> {
         self.mounts.by_guest(via).map(|m| m.folder_file())
     }
 

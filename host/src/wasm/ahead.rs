@@ -62,7 +62,7 @@ pub(super) fn idle_state() -> Option<HostState> {
         table: ResourceTable::new(),
         gate: crate::gate::Sandbox::builder(caps).build().ok()?,
         limiter: MemoryLimiter::new(u64::MAX),
-        preopens: Vec::new(),
+        preopens: super::root::Preopens::Lent(Vec::new()),
         fs_paths: std::collections::HashMap::new(),
         open_files: super::held::Held::files(),
         deterministic: false,

@@ -86,7 +86,7 @@ impl WasmHost {
             gate = gate.tape(crate::replay::Tape::from_spec(t));
         }
         let gate = gate.build()?;
-        let preopens = self.lend(&gate)?;
+        let preopens = self.unlent()?;
         let state = HostState {
             wasi,
             table: ResourceTable::new(),

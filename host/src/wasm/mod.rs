@@ -112,9 +112,9 @@ pub(crate) struct HostState {
     table: ResourceTable,
     gate: Sandbox,
     limiter: MemoryLimiter,
-    /// The folders `get-directories` lends, with their guest paths
-    /// (`root.rs`).
-    preopens: Vec<(wasmtime_wasi::filesystem::Dir, String)>,
+    /// The folders `get-directories` lends, with their guest paths, made
+    /// at its first call (`root.rs`).
+    preopens: root::Preopens,
     /// What fs_gate knows of each directory descriptor (by resource rep).
     fs_paths: std::collections::HashMap<u32, fs_gate::DirInfo>,
     /// The files the guest has open (`held.rs`).

@@ -68,40 +68,67 @@ impl WasmHost {
         Ok(dir)
     }
 
-    /// What a run's `get-directories` lends, in order: the grant's mounts
-    /// (a program that takes "the directory it was given" takes the first),
-    /// then the empty root, unless the grant mounts a folder at `/` (which
-    /// then plays its part). Each mount is lent the folder `gate` holds,
-    /// which the grant opened before (`capability/fs/folders.rs`): no path
-    /// is walked here.
-    pub(super) fn lend(
-        &self,
-        gate: &crate::gate::Sandbox,
-    ) -> Result<Vec<(Dir, String)>, LoadError> {
-        let root = self.empty_root()?;
-        let mounts = gate.caps().mounts();
-        let mut lent = Vec::with_capacity(mounts.len() + 1);
-        for m in mounts {
-            let guest = m.guest.as_str();
-            let file = gate
-                .mount_folder(guest)
-                .ok_or_else(|| setup(format!("the gate holds no folder for {guest}")))?;
-            // wasmtime-wasi makes its folders from a path alone; this one
-            // takes the root's settings and the grant's handle instead.
-            let mut dir = root.clone();
-            dir.dir = file;
-            (dir.perms, dir.open_mode) = match m.access {
-                crate::fs::Access::ReadOnly => (FsPerms::ReadOnly, OpenMode::READ),
-                crate::fs::Access::ReadWrite => {
-                    (FsPerms::ReadWrite, OpenMode::READ | OpenMode::WRITE)
-                }
-            };
-            lent.push((dir, guest.to_owned()));
+    /// The empty root, as a run's preopens start from it (`Preopens`).
+    pub(super) fn unlent(&self) -> Result<Preopens, LoadError> {
+        Ok(Preopens::Unlent(self.empty_root()?))
+    }
+}
+
+/// What a run's `get-directories` lends: made at the guest's first call, so
+/// a run that never asks for its folders makes no system call for them
+/// (checking that a held folder was not removed is one `fstat` a mount).
+pub(super) enum Preopens {
+    /// Not asked for yet: the empty root, which the mounts' folders are
+    /// lent with the settings of.
+    Unlent(Dir),
+    /// Lent: each with its guest path.
+    Lent(Vec<(Dir, String)>),
+}
+
+impl Preopens {
+    /// The folders, in order: the grant's mounts (a program that takes
+    /// "the directory it was given" takes the first), then the empty root,
+    /// unless the grant mounts a folder at `/` (which then plays its
+    /// part). Each mount is lent the folder `gate` holds, which the grant
+    /// opened before (`capability/fs/folders.rs`): no path is walked here
+    /// unless the folder was removed since.
+    pub(super) fn lend(&mut self, gate: &crate::gate::Sandbox) -> Result<&[(Dir, String)], String> {
+        if let Preopens::Unlent(root) = self {
+            let root = root.clone();
+            let mounts = gate.caps().mounts();
+            let mut lent = Vec::with_capacity(mounts.len() + 1);
+            for m in mounts {
+                let guest = m.guest.as_str();
+                let file = match gate.mount_folder(guest) {
+                    Some(Ok(file)) => file,
+                    Some(Err(e)) => {
+                        return Err(format!(
+                            "the folder of the mount {guest} cannot be lent: {e}"
+                        ));
+                    }
+                    None => return Err(format!("the gate holds no folder for {guest}")),
+                };
+                // wasmtime-wasi makes its folders from a path alone; this
+                // one takes the root's settings and the grant's handle.
+                let mut dir = root.clone();
+                dir.dir = file;
+                (dir.perms, dir.open_mode) = match m.access {
+                    crate::fs::Access::ReadOnly => (FsPerms::ReadOnly, OpenMode::READ),
+                    crate::fs::Access::ReadWrite => {
+                        (FsPerms::ReadWrite, OpenMode::READ | OpenMode::WRITE)
+                    }
+                };
+                lent.push((dir, guest.to_owned()));
+            }
+            if !mounts.iter().any(|m| m.guest.as_str() == "/") {
+                lent.push((root, "/".to_owned()));
+            }
+            *self = Preopens::Lent(lent);
         }
-        if !mounts.iter().any(|m| m.guest.as_str() == "/") {
-            lent.push((root, "/".to_owned()));
+        match self {
+            Preopens::Lent(lent) => Ok(lent),
+            Preopens::Unlent(_) => unreachable!("lent above"),
         }
-        Ok(lent)
     }
 }
 

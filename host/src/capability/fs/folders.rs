@@ -12,7 +12,9 @@
 //! the grant's first run is still the folder its runs see. A folder
 //! removed is not: a run finds its handle's folder gone (no links left,
 //! one `fstat`, no path walk) and opens the path afresh, so a host that
-//! clears a folder by removing and re-making it keeps working.
+//! clears a folder by removing and re-making it keeps working. A run asks
+//! at its first use of the folder (`OpenMount::dir`), not when it begins:
+//! a run that never reaches a mount makes no system call for it.
 //!
 //! A run's private folders (the Python doors' `/tmp`) are made for one run
 //! and never shared: the grant derived for that run holds them, and they
@@ -123,14 +125,11 @@ impl Folders {
     /// own): the one opened before, unless it was removed since; otherwise
     /// opened now.
     pub(crate) fn open(&self, host: &Path, private: bool) -> io::Result<Arc<Folder>> {
-        if let Some((parent, named)) = &self.parent
-            && !private
-            && named.iter().any(|n| n == host)
-        {
+        if let Some(parent) = self.lender(host, private) {
             return parent.open(host, private);
         }
         let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(i) = held.iter().position(|(h, _)| h == host) {
+        if let Some(i) = held.iter().position(|(h, _)| same(h, host)) {
             if !held[i].1.removed() {
                 return Ok(held[i].1.clone());
             }
@@ -141,11 +140,38 @@ impl Folders {
         Ok(folder)
     }
 
+    /// Whether the folder at `host` was opened before (by this grant or
+    /// the one that lends it): no system call, nothing checked.
+    pub(crate) fn holds(&self, host: &Path, private: bool) -> bool {
+        if let Some(parent) = self.lender(host, private) {
+            return parent.holds(host, private);
+        }
+        let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        held.iter().any(|(h, _)| same(h, host))
+    }
+
+    /// The grant that lends the folder at `host`, when another does.
+    fn lender(&self, host: &Path, private: bool) -> Option<&Arc<Folders>> {
+        match &self.parent {
+            Some((parent, named)) if !private && named.iter().any(|n| same(n, host)) => {
+                Some(parent)
+            }
+            _ => None,
+        }
+    }
+
     /// How many folders this grant itself holds open.
     #[cfg(test)]
     pub(crate) fn held(&self) -> usize {
         self.held.lock().map_or(0, |h| h.len())
     }
+}
+
+/// Whether two mounts' host folders are the same one. Both are canonical
+/// (made so when the grant was built), so their bytes are equal exactly
+/// when their components are, and bytes compare without splitting either.
+fn same(a: &Path, b: &Path) -> bool {
+    a.as_os_str() == b.as_os_str()
 }
 
 /// A grant's folders are part of no comparison: two grants alike are

@@ -10,8 +10,8 @@ use super::folders::{Folder, Folders};
 use super::path::GuestPath;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 /// What a mount lets the guest do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -114,7 +114,11 @@ impl From<io::Error> for FsError {
 #[derive(Debug)]
 pub(crate) struct OpenMount {
     pub(crate) mount: Mount,
-    pub(super) dir: Arc<Folder>,
+    /// The folder this run reaches the mount through, settled at its first
+    /// use ([`OpenMount::dir`]); set from the start when the run opened it.
+    folder: OnceLock<Result<Arc<Folder>, Arc<io::Error>>>,
+    /// The grant's folders, which hold the handle.
+    folders: Arc<Folders>,
 }
 
 /// A directory entry as listed to the caller.
@@ -188,19 +192,43 @@ pub(super) fn kind_name(ft: cap_std::fs::FileType) -> EntryKind {
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 impl OpenMount {
-    /// `mount`'s folder, as `folders` holds it (opened there if need be).
-    pub(crate) fn open(mount: &Mount, folders: &Folders) -> io::Result<Self> {
+    /// `mount`'s folder, as `folders` holds it. A folder no run of the
+    /// grant opened yet is opened now, so a grant naming a folder that is
+    /// not there fails before its run begins; one opened before is
+    /// checked at this run's first use of it ([`OpenMount::dir`]).
+    pub(crate) fn open(mount: &Mount, folders: &Arc<Folders>) -> io::Result<Self> {
+        let folder = OnceLock::new();
+        if !folders.holds(&mount.host, mount.private) {
+            let _ = folder.set(Ok(folders.open(&mount.host, mount.private)?));
+        }
         Ok(OpenMount {
             mount: mount.clone(),
-            dir: folders.open(&mount.host, mount.private)?,
+            folder,
+            folders: folders.clone(),
         })
+    }
+
+    /// The folder, settled at the run's first use: the grant's handle,
+    /// unless its folder was removed since (then the path is opened
+    /// afresh, and refused if it no longer leads to a folder the grant
+    /// could name). Every effect through the mount goes through here.
+    pub(super) fn dir(&self) -> io::Result<&Folder> {
+        let settled = self.folder.get_or_init(|| {
+            self.folders
+                .open(&self.mount.host, self.mount.private)
+                .map_err(Arc::new)
+        });
+        match settled {
+            Ok(folder) => Ok(folder),
+            Err(e) => Err(io::Error::new(e.kind(), e.to_string())),
+        }
     }
 
     /// The folder as WASI is lent it: the same folder as the gate's
     /// handle, never opened again.
     #[cfg(feature = "wasm")]
-    pub(crate) fn folder_file(&self) -> Arc<std::fs::File> {
-        self.dir.file.clone()
+    pub(crate) fn folder_file(&self) -> io::Result<Arc<std::fs::File>> {
+        Ok(self.dir()?.file.clone())
     }
 
     fn rel(rel: &str) -> &Path {
@@ -209,7 +237,7 @@ impl OpenMount {
 
     /// Read a whole file, refusing to return more than `limit` bytes.
     pub(crate) fn read(&self, rel: &str, limit: u64) -> Result<Vec<u8>, FsError> {
-        let file = self.dir.open(Self::rel(rel))?;
+        let file = self.dir()?.open(Self::rel(rel))?;
         if file.metadata()?.is_dir() {
             return Err(FsError::Io(io::Error::new(
                 io::ErrorKind::IsADirectory,
@@ -237,12 +265,13 @@ impl OpenMount {
         let tmp = parent.join(format!(".sbx-{}-{n}.tmp", std::process::id()));
         let mut opts = cap_std::fs::OpenOptions::new();
         opts.write(true).create_new(true);
-        let mut file = self.dir.open_with(&tmp, &opts)?;
+        let dir = self.dir()?;
+        let mut file = dir.open_with(&tmp, &opts)?;
         let written = file.write_all(content).and_then(|()| file.flush());
         drop(file);
-        let renamed = written.and_then(|()| self.dir.rename(&tmp, &self.dir, target));
+        let renamed = written.and_then(|()| dir.rename(&tmp, dir, target));
         if let Err(e) = renamed {
-            let _ = self.dir.remove_file(&tmp);
+            let _ = dir.remove_file(&tmp);
             return Err(e.into());
         }
         Ok(())
@@ -256,7 +285,7 @@ impl OpenMount {
     pub(crate) fn list(&self, rel: &str, max_bytes: u64) -> Result<Vec<Entry>, FsError> {
         let mut out = Vec::new();
         let mut charged = 0u64;
-        for entry in self.dir.read_dir(Self::rel(rel))? {
+        for entry in self.dir()?.read_dir(Self::rel(rel))? {
             let entry = entry?;
             let name = entry.file_name().to_string_lossy().into_owned();
             charged += name.len() as u64 + 1;
@@ -274,7 +303,7 @@ impl OpenMount {
 
     /// Metadata, following symlinks only while they stay inside the mount.
     pub(crate) fn stat(&self, rel: &str) -> Result<Stat, FsError> {
-        let md = self.dir.metadata(Self::rel(rel))?;
+        let md = self.dir()?.metadata(Self::rel(rel))?;
         Ok(Stat {
             kind: kind_name(md.file_type()),
             size: md.len(),
@@ -287,18 +316,20 @@ impl OpenMount {
         if rel.is_empty() {
             return Err(FsError::MountPoint);
         }
-        let md = self.dir.symlink_metadata(rel)?;
+        let dir = self.dir()?;
+        let md = dir.symlink_metadata(rel)?;
         if md.is_dir() {
-            self.dir.remove_dir(rel)?;
+            dir.remove_dir(rel)?;
         } else {
-            self.dir.remove_file(rel)?;
+            dir.remove_file(rel)?;
         }
         Ok(())
     }
 
     /// Whether `rel` names something (a link counts, not followed).
     pub(crate) fn exists(&self, rel: &str) -> bool {
-        self.dir.symlink_metadata(Self::rel(rel)).is_ok()
+        self.dir()
+            .is_ok_and(|d| d.symlink_metadata(Self::rel(rel)).is_ok())
     }
 
     /// How many folders `mkdir(rel)` would create.
@@ -322,6 +353,10 @@ impl OpenMount {
     /// links (a loop, refused as one by the OS).
     pub(crate) fn escapes(&self, rel: &str) -> bool {
         use std::path::Component;
+        // A folder that cannot be reached lets nothing out.
+        let Ok(dir) = self.dir() else {
+            return false;
+        };
         let mut todo: Vec<PathBuf> = Path::new(rel)
             .components()
             .rev()
@@ -342,7 +377,7 @@ impl OpenMount {
                 _ => continue,
             }
             let candidate = at.join(&next);
-            let Ok(md) = self.dir.symlink_metadata(&candidate) else {
+            let Ok(md) = dir.symlink_metadata(&candidate) else {
                 return false;
             };
             if !md.file_type().is_symlink() {
@@ -350,7 +385,7 @@ impl OpenMount {
                 continue;
             }
             links += 1;
-            let Ok(target) = self.dir.read_link_contents(&candidate) else {
+            let Ok(target) = dir.read_link_contents(&candidate) else {
                 return false;
             };
             if links > 40 {
@@ -382,7 +417,7 @@ impl OpenMount {
         if rel.is_empty() {
             return Ok(());
         }
-        self.dir.create_dir_all(rel)?;
+        self.dir()?.create_dir_all(rel)?;
         Ok(())
     }
 }
@@ -400,7 +435,10 @@ pub(crate) struct MountTable {
 impl MountTable {
     /// Every mount of a grant, through the grant's `folders`; on
     /// failure, say which one.
-    pub(crate) fn open(mounts: &[Mount], folders: &Folders) -> Result<Self, (Mount, io::Error)> {
+    pub(crate) fn open(
+        mounts: &[Mount],
+        folders: &Arc<Folders>,
+    ) -> Result<Self, (Mount, io::Error)> {
         // Sized up front: collected through a `Result`, the vector started
         // at room for four, and every run held the room to its end.
         let mut open = Vec::with_capacity(mounts.len());

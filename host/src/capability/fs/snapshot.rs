@@ -42,12 +42,15 @@ impl OpenMount {
     /// The state of `rel` below this mount, reading at most `limit` bytes
     /// of a file's content.
     pub(crate) fn snapshot(&self, path: &str, limit: u64) -> Found {
-        let Ok(md) = self.dir.symlink_metadata(rel(path)) else {
+        let Ok(dir) = self.dir() else {
+            return Found::Absent;
+        };
+        let Ok(md) = dir.symlink_metadata(rel(path)) else {
             return Found::Absent;
         };
         let ft = md.file_type();
         if ft.is_symlink() {
-            return match self.dir.read_link_contents(rel(path)) {
+            return match dir.read_link_contents(rel(path)) {
                 Ok(t) => Found::Symlink {
                     target: t.to_string_lossy().into_owned(),
                 },
@@ -62,7 +65,7 @@ impl OpenMount {
         }
         let size = md.len();
         let content = (size <= limit)
-            .then(|| self.dir.open(rel(path)).ok())
+            .then(|| dir.open(rel(path)).ok())
             .flatten()
             .and_then(|f| {
                 let mut buf = Vec::new();
@@ -78,7 +81,7 @@ impl OpenMount {
     /// Where `rel` leads once its links are followed (within this mount),
     /// relative to the mount; `None` when it leads nowhere or out.
     pub(crate) fn resolved(&self, path: &str) -> Option<String> {
-        let p = self.dir.canonicalize(rel(path)).ok()?;
+        let p = self.dir().ok()?.canonicalize(rel(path)).ok()?;
         let s = p.to_string_lossy();
         Some(if s == "." {
             String::new()
@@ -90,7 +93,8 @@ impl OpenMount {
     /// The entries of folder `rel`, sorted by name, at most `max` of them.
     pub(crate) fn listing(&self, path: &str, max: usize) -> Option<Vec<Listed>> {
         let mut out = Vec::new();
-        for entry in self.dir.read_dir(rel(path)).ok()?.flatten().take(max) {
+        let dir = self.dir().ok()?;
+        for entry in dir.read_dir(rel(path)).ok()?.flatten().take(max) {
             let name = entry.file_name().to_string_lossy().into_owned();
             let Ok(md) = entry.metadata() else { continue };
             let target = md
@@ -102,7 +106,7 @@ impl OpenMount {
                     } else {
                         format!("{path}/{name}")
                     };
-                    self.dir.read_link_contents(&p).ok()
+                    dir.read_link_contents(&p).ok()
                 })
                 .flatten()
                 .map(|t| t.to_string_lossy().into_owned());

@@ -100,8 +100,14 @@ impl HostState {
     /// each remembered as the guest path it stands for (0.2's and 0.3's
     /// `get-directories`).
     fn lend_directories(&mut self) -> wasmtime::Result<Vec<(Resource<Descriptor>, String)>> {
-        let mut dirs = Vec::with_capacity(self.preopens.len());
-        for (dir, path) in &self.preopens {
+        // A folder that cannot be lent ends the run with the reason: the
+        // grant's folder is gone, and the guest was promised it.
+        let preopens = self
+            .preopens
+            .lend(&self.gate)
+            .map_err(wasmtime::Error::msg)?;
+        let mut dirs = Vec::with_capacity(preopens.len());
+        for (dir, path) in preopens {
             let fd = self.table.push(Descriptor::Dir(dir.clone()))?;
             let info = DirInfo {
                 path: path.clone(),

@@ -169,3 +169,53 @@ fn spinning(t: &Tree, wall: Duration, clock: Arc<sbx_wasm::ManualClock>) -> RunO
         .unwrap();
     RunOptions::new(caps).services(Services::new().clock(clock))
 }
+
+/// A grant's folders are opened by its first run and lent to the next
+/// (checked at each run's first use of them): a folder removed and made
+/// again at its path is the grant's again; one replaced by a link to a
+/// folder elsewhere is refused, never followed, by the run that reaches
+/// it, while a run that never reaches it runs.
+#[test]
+fn a_folder_removed_between_runs_is_opened_again_or_refused_never_followed() {
+    let h = host();
+    let benign = h.prepare(&h.load(&guest("benign")).unwrap()).unwrap();
+    let noop = h.prepare(&h.load(&guest("noop")).unwrap()).unwrap();
+    let t = Tree::new();
+    let out = t.path("out");
+    let caps = t.caps().build().unwrap();
+    let run = |agent| {
+        let services = Services::new().tools(command_tools(&caps));
+        h.run_prepared(agent, RunOptions::new(caps.clone()).services(services))
+            .unwrap()
+    };
+    let summary = "rows=2 total=42 api=no url words=3\n";
+    let first = run(&benign);
+    assert_eq!(first.report.exit_code, Some(0), "{:?}", first.trap);
+    // Removed and made again: the next run writes into the new folder.
+    std::fs::remove_dir_all(&out).unwrap();
+    std::fs::create_dir(&out).unwrap();
+    let again = run(&benign);
+    assert_eq!(again.report.exit_code, Some(0), "{:?}", again.trap);
+    assert_eq!(
+        std::fs::read_to_string(out.join("summary.txt")).unwrap(),
+        summary
+    );
+    // Removed and replaced by a link to a folder outside the grant.
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::fs::remove_dir_all(&out).unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), &out).unwrap();
+    let untouched = run(&noop);
+    assert_eq!(untouched.report.exit_code, Some(0), "{:?}", untouched.trap);
+    let refused = run(&benign);
+    assert_ne!(refused.report.exit_code, Some(0));
+    let why = refused.trap.clone().unwrap_or_default();
+    assert!(
+        why.contains("no longer the folder the grant named"),
+        "{why}"
+    );
+    assert_eq!(
+        std::fs::read_dir(elsewhere.path()).unwrap().count(),
+        0,
+        "the run wrote through the planted link"
+    );
+}
