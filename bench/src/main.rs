@@ -90,10 +90,15 @@ fn tools() -> ToolRegistry {
     t
 }
 
+/// The run's options: the grant and services an embedder would hold, the
+/// services (with the tool registry) made once and cloned for each run,
+/// which shares what they hold.
 fn opts(caps: &Capabilities, args: &[&str]) -> RunOptions {
+    static SERVICES: std::sync::OnceLock<Services> = std::sync::OnceLock::new();
+    let services = SERVICES.get_or_init(|| Services::new().tools(tools()));
     RunOptions::new(caps.clone())
         .args(args.iter().copied())
-        .services(Services::new().tools(tools()))
+        .services(services.clone())
 }
 
 fn run_ours(host: &WasmHost, agent: &PreparedAgent, o: RunOptions) -> Res<()> {

@@ -79,10 +79,22 @@ pub(crate) fn record_target_owned(s: String) -> String {
 /// `s` quoted for a message, cut at [`MAX_QUOTED_BYTES`] (the message never
 /// repeats a long target; the record's target field holds it, bounded).
 pub fn quote(s: &str) -> String {
-    if s.len() <= MAX_QUOTED_BYTES {
-        format!("{s:?}")
-    } else {
-        format!("{:?}… ({} bytes)", prefix(s, MAX_QUOTED_BYTES), s.len())
+    Quoted(s).to_string()
+}
+
+/// [`quote`] as a value to format into a message: written straight into
+/// it, with no string of its own (a denial on a hot path, such as a tool
+/// refused on every call, formats one message, not two).
+pub(crate) struct Quoted<'a>(pub(crate) &'a str);
+
+impl std::fmt::Display for Quoted<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self.0;
+        if s.len() <= MAX_QUOTED_BYTES {
+            write!(f, "{s:?}")
+        } else {
+            write!(f, "{:?}… ({} bytes)", prefix(s, MAX_QUOTED_BYTES), s.len())
+        }
     }
 }
 

@@ -165,7 +165,7 @@ impl CapabilitiesBuilder {
         check_budget(&self.budget)?;
         Ok(Capabilities {
             grant: Arc::new(Grant {
-                mounts,
+                mounts: mounts.into(),
                 egress,
                 tools,
                 commands,

@@ -55,7 +55,7 @@ impl Capabilities {
         let folders = self.derived_folders();
         Ok(Capabilities {
             grant: Arc::new(Grant {
-                mounts,
+                mounts: mounts.into(),
                 egress: g.egress.clone(),
                 tools: g.tools.clone(),
                 commands: g.commands.clone(),

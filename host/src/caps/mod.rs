@@ -83,7 +83,8 @@ impl std::fmt::Debug for Capabilities {
 /// What a [`Capabilities`] holds, validated.
 #[derive(PartialEq)]
 struct Grant {
-    mounts: Vec<Mount>,
+    /// Shared with every run's open mounts, which read them here.
+    mounts: Arc<[Mount]>,
     egress: Egress,
     tools: BTreeSet<String>,
     commands: BTreeMap<String, CommandTool>,
@@ -311,6 +312,11 @@ impl Capabilities {
 
     /// Mounts, in caps-file order (read mounts first).
     pub fn mounts(&self) -> &[Mount] {
+        &self.grant.mounts
+    }
+
+    /// The mounts, shared (a run's open mounts hold them, not copies).
+    pub(crate) fn mounts_shared(&self) -> &Arc<[Mount]> {
         &self.grant.mounts
     }
 

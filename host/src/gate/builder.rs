@@ -129,14 +129,13 @@ impl SandboxBuilder {
 
     /// Open the mounts and start the wall clock.
     pub fn build(self) -> Result<Sandbox, Error> {
-        let mounts =
-            MountTable::open(self.caps.mounts(), self.caps.folders()).map_err(|(m, source)| {
-                Error::Mount {
-                    guest: m.guest.to_string(),
-                    host: m.host,
-                    source,
-                }
-            })?;
+        let mounts = MountTable::open(self.caps.mounts_shared(), self.caps.folders()).map_err(
+            |(m, source)| Error::Mount {
+                guest: m.guest.to_string(),
+                host: m.host,
+                source,
+            },
+        )?;
         let services = self.services.unwrap_or_default();
         let clock = services.clock.clone().unwrap_or_else(shared_clock);
         let start = clock.now();

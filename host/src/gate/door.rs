@@ -16,7 +16,7 @@ impl Sandbox {
     /// What the mount at guest path `via` allows, or `None` when no mount
     /// is there (the empty root).
     pub(crate) fn mount_access(&self, via: &str) -> Option<crate::fs::Access> {
-        self.mounts.by_guest(via).map(|m| m.mount.access)
+        self.mounts.by_guest(via).map(|m| m.mount().access)
     }
 
     /// The folder of the mount at guest path `via`, as the gate holds it,
@@ -113,7 +113,7 @@ impl Sandbox {
             return None;
         }
         let m = self.mounts.by_guest(via)?;
-        (!m.mount.private).then(|| crate::flow::Sink::Mount(m.mount.guest.to_string()))
+        (!m.mount().private).then(|| crate::flow::Sink::Mount(m.mount().guest.to_string()))
     }
 
     /// The label of the mount at guest path `via`, when the grant asks for
@@ -124,7 +124,7 @@ impl Sandbox {
             return None;
         }
         let m = self.mounts.by_guest(via)?;
-        let source = crate::flow::Source::Mount(m.mount.guest.to_string());
+        let source = crate::flow::Source::Mount(m.mount().guest.to_string());
         policy.label_of(&source).map(str::to_string)
     }
 
@@ -195,6 +195,6 @@ impl Sandbox {
 fn below<'a>(mounts: &'a MountTable, via: &str, guest: &str) -> Option<(&'a OpenMount, String)> {
     let mount = mounts.by_guest(via)?;
     let path = check_path(guest).ok()?;
-    let rel = path.strip_base(&mount.mount.guest)?;
+    let rel = path.strip_base(&mount.mount().guest)?;
     Some((mount, rel))
 }

@@ -124,7 +124,7 @@ impl Sandbox {
         match op {
             Op::Fs(_) if op.op_kind().is_some_and(OpKind::writes) && permit.writes() => {
                 let (mount, _) = self.mounts.reached(permit)?;
-                (!mount.mount.private).then(|| Sink::Mount(mount.mount.guest.to_string()))
+                (!mount.mount().private).then(|| Sink::Mount(mount.mount().guest.to_string()))
             }
             Op::Net(_) => Some(Sink::Egress(rule.to_string())),
             // A connection sends what the guest writes to it, unseen by
@@ -143,7 +143,7 @@ impl Sandbox {
         match op {
             Op::Fs(_) if admitted || !op.op_kind().is_some_and(OpKind::writes) => {
                 let (mount, _) = self.mounts.reached(permit)?;
-                Some(Source::Mount(mount.mount.guest.to_string()))
+                Some(Source::Mount(mount.mount().guest.to_string()))
             }
             Op::Net(_) => Some(Source::Egress(rule.to_string())),
             Op::Socket(s) if s.reaches_peer() => Some(Source::Egress(rule.to_string())),

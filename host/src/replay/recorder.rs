@@ -53,7 +53,7 @@ impl Recorder {
     pub(crate) fn sight(&mut self, mount: &OpenMount, path: &str) {
         let mut path = path.to_string();
         for _ in 0..MAX_LINK_HOPS {
-            let guest = mount.mount.guest.as_str().to_string();
+            let guest = mount.mount().guest.as_str().to_string();
             if !self.seen.insert((guest.clone(), path.clone())) {
                 return;
             }
@@ -110,7 +110,7 @@ impl Recorder {
     /// Keep folder `path` below `mount`'s entries as they are now, unless
     /// already kept.
     pub(crate) fn listing(&mut self, mount: &OpenMount, path: &str) {
-        let guest = mount.mount.guest.as_str().to_string();
+        let guest = mount.mount().guest.as_str().to_string();
         if !self.listed.insert((guest.clone(), path.to_string())) {
             return;
         }

@@ -7,7 +7,7 @@ fn recording(dir: &std::path::Path) -> Recording {
         .build()
         .unwrap();
     let mut rec = Recorder::new(1 << 20);
-    let mounts = crate::fs::MountTable::open(caps.mounts(), caps.folders()).unwrap();
+    let mounts = crate::fs::MountTable::open(caps.mounts_shared(), caps.folders()).unwrap();
     let mount = mounts.by_guest("/work").unwrap();
     rec.sight(mount, "a.txt");
     rec.sight(mount, "missing.txt");
@@ -112,7 +112,7 @@ fn a_recording_keeps_no_more_than_its_limit_whatever_the_guest_meets() {
         .read_mount(data.path(), "/work")
         .build()
         .unwrap();
-    let mounts = crate::fs::MountTable::open(caps.mounts(), caps.folders()).unwrap();
+    let mounts = crate::fs::MountTable::open(caps.mounts_shared(), caps.folders()).unwrap();
     let mount = mounts.by_guest("/work").unwrap();
     let mut rec = Recorder::new(1000);
     rec.sight(mount, "big.bin");

@@ -120,8 +120,8 @@ impl MeteredOutput {
     }
 
     /// Whether the sink's reader went away during the run.
-    pub(crate) fn closed_flag(&self) -> Arc<AtomicBool> {
-        self.closed.clone()
+    pub(crate) fn was_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
     }
 
     /// Write what the budget allows.

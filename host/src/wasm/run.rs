@@ -310,10 +310,10 @@ impl WasmHost {
                 _ => store.into_data(),
             };
             let mut run = finish(fuel_left, state, end, &meter, kernel_wall, header);
-            for (name, flag, output) in closed {
+            for (name, output) in closed {
                 // Output held for its newline goes out now.
                 output.flush_events();
-                if flag.load(std::sync::atomic::Ordering::SeqCst) {
+                if output.was_closed() {
                     run.report.notes.push(format!(
                         "{name}: its reader went away; the guest's later writes to it were \
                      refused as a closed stream"

@@ -127,7 +127,7 @@ impl WasmHost {
             None,
             begun.header,
         );
-        for (_, _, output) in begun.closed {
+        for (_, output) in begun.closed {
             output.flush_events();
         }
         (run.stdout, run.stderr) = begun.capture.take();

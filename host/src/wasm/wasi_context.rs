@@ -12,12 +12,9 @@ use std::sync::Arc;
 use wasmtime_wasi::p2::pipe::MemoryInputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder};
 
-/// Each output stream's name and whether its reader went away.
-pub(super) type Closed = [(
-    &'static str,
-    Arc<std::sync::atomic::AtomicBool>,
-    MeteredOutput,
-); 2];
+/// Each output stream's name, and the stream (which says whether its
+/// reader went away).
+pub(super) type Closed = [(&'static str, MeteredOutput); 2];
 
 impl WasmHost {
     /// The guest's WASI: the caps' env, args, stdin, metered stdout and
@@ -40,9 +37,8 @@ impl WasmHost {
         wasi.envs(&env);
         // A secret's env var holds this run's placeholder, never the value.
         wasi.envs(&secrets.placeholders());
-        let mut argv = vec![opts.program_name.clone()];
-        argv.extend(opts.args.iter().cloned());
-        wasi.args(&argv);
+        // Copied once, into the context (not into a list of our own first).
+        wasi.arg(&opts.program_name).args(&opts.args);
         if opts.inherit_stdin {
             // Streamed as the guest reads it, never read ahead: a guest that
             // never reads is not held by an open pipe, and one blocked
@@ -60,10 +56,7 @@ impl WasmHost {
                 .with_events(opts.events.clone(), Event::Stderr)
                 .with_flow(flow, crate::OpName::Stderr),
         );
-        let closed = [
-            ("stdout", stdout.closed_flag(), stdout.clone()),
-            ("stderr", stderr.closed_flag(), stderr.clone()),
-        ];
+        let closed = [("stdout", stdout.clone()), ("stderr", stderr.clone())];
         wasi.stdout(stdout);
         wasi.stderr(stderr);
         if let Some(seed) = opts.deterministic {

@@ -16,8 +16,8 @@ impl MountTable {
             return Err(outside(access, &path));
         };
         let mount = &self.mounts[index];
-        if access == Access::ReadWrite && mount.mount.access != Access::ReadWrite {
-            let why = format!("is in read-only mount {}", mount.mount.guest);
+        if access == Access::ReadWrite && mount.mount().access != Access::ReadWrite {
+            let why = format!("is in read-only mount {}", mount.mount().guest);
             return Err(refuse(access, path.as_str(), why));
         }
         Ok(permit(index, mount, rel))
@@ -55,15 +55,15 @@ impl MountTable {
             return Err(outside(access, &path));
         };
         let mount = &self.mounts[index];
-        let Some(rel) = path.strip_base(&mount.mount.guest) else {
+        let Some(rel) = path.strip_base(&mount.mount().guest) else {
             return Err(outside(access, &path));
         };
-        if removing && path == mount.mount.guest {
+        if removing && path == mount.mount().guest {
             let why = "is a mount point; it cannot be renamed or removed";
             return Err(refuse(access, path.as_str(), why));
         }
-        if access == Access::ReadWrite && mount.mount.access != Access::ReadWrite {
-            let why = format!("is reached through read-only mount {}", mount.mount.guest);
+        if access == Access::ReadWrite && mount.mount().access != Access::ReadWrite {
+            let why = format!("is reached through read-only mount {}", mount.mount().guest);
             return Err(refuse(access, path.as_str(), why));
         }
         Ok(permit(index, mount, rel))
@@ -80,9 +80,9 @@ impl MountTable {
 
 /// The permit for `rel` below mount `index`.
 fn permit(index: usize, mount: &OpenMount, rel: String) -> Permit {
-    let write = mount.mount.access == Access::ReadWrite;
+    let write = mount.mount().access == Access::ReadWrite;
     Permit::new(
-        mount.mount.rule(),
+        mount.mount().rule(),
         Grant::Fs {
             mount: index,
             rel,
@@ -105,7 +105,7 @@ impl MountTable {
             || self
                 .mounts
                 .iter()
-                .any(|m| m.mount.guest != path && m.mount.guest.is_under(&path));
+                .any(|m| m.mount().guest != path && m.mount().guest.is_under(&path));
         above.then(|| "a folder above the mounts (empty)".to_string())
     }
 }
@@ -144,7 +144,7 @@ mod tests {
             .write_mount(dir.path(), "/work/out")
             .build()
             .unwrap();
-        let mounts = MountTable::open(caps.mounts(), caps.folders()).unwrap();
+        let mounts = MountTable::open(caps.mounts_shared(), caps.folders()).unwrap();
         for above in ["/", "/.", "/work", "/work/", "/work/."] {
             assert!(mounts.above_mounts(above).is_some(), "{above}");
         }

@@ -113,7 +113,10 @@ impl From<io::Error> for FsError {
 /// A mount with its handle open (the grant's, lent to this run).
 #[derive(Debug)]
 pub(crate) struct OpenMount {
-    pub(crate) mount: Mount,
+    /// The grant's mounts and which one this is: read there, not copied
+    /// into every run ([`OpenMount::mount`]).
+    mounts: Arc<[Mount]>,
+    index: usize,
     /// The folder this run reaches the mount through, settled at its first
     /// use ([`OpenMount::dir`]); set from the start when the run opened it.
     folder: OnceLock<Result<Arc<Folder>, Arc<io::Error>>>,
@@ -196,16 +199,27 @@ impl OpenMount {
     /// grant opened yet is opened now, so a grant naming a folder that is
     /// not there fails before its run begins; one opened before is
     /// checked at this run's first use of it ([`OpenMount::dir`]).
-    pub(crate) fn open(mount: &Mount, folders: &Arc<Folders>) -> io::Result<Self> {
+    pub(crate) fn open(
+        mounts: &Arc<[Mount]>,
+        index: usize,
+        folders: &Arc<Folders>,
+    ) -> io::Result<Self> {
+        let mount = &mounts[index];
         let folder = OnceLock::new();
         if !folders.holds(&mount.host, mount.private) {
             let _ = folder.set(Ok(folders.open(&mount.host, mount.private)?));
         }
         Ok(OpenMount {
-            mount: mount.clone(),
+            mounts: mounts.clone(),
+            index,
             folder,
             folders: folders.clone(),
         })
+    }
+
+    /// The mount, as the grant names it.
+    pub(crate) fn mount(&self) -> &Mount {
+        &self.mounts[self.index]
     }
 
     /// The folder, settled at the run's first use: the grant's handle,
@@ -215,7 +229,7 @@ impl OpenMount {
     pub(super) fn dir(&self) -> io::Result<&Folder> {
         let settled = self.folder.get_or_init(|| {
             self.folders
-                .open(&self.mount.host, self.mount.private)
+                .open(&self.mount().host, self.mount().private)
                 .map_err(Arc::new)
         });
         match settled {
@@ -307,7 +321,7 @@ impl OpenMount {
         Ok(Stat {
             kind: kind_name(md.file_type()),
             size: md.len(),
-            writable: self.mount.access == Access::ReadWrite && !md.permissions().readonly(),
+            writable: self.mount().access == Access::ReadWrite && !md.permissions().readonly(),
         })
     }
 
@@ -436,17 +450,20 @@ impl MountTable {
     /// Every mount of a grant, through the grant's `folders`; on
     /// failure, say which one.
     pub(crate) fn open(
-        mounts: &[Mount],
+        mounts: &Arc<[Mount]>,
         folders: &Arc<Folders>,
     ) -> Result<Self, (Mount, io::Error)> {
         // Sized up front: collected through a `Result`, the vector started
         // at room for four, and every run held the room to its end.
         let mut open = Vec::with_capacity(mounts.len());
-        for m in mounts {
-            open.push(OpenMount::open(m, folders).map_err(|e| (m.clone(), e))?);
+        for (i, m) in mounts.iter().enumerate() {
+            open.push(OpenMount::open(mounts, i, folders).map_err(|e| (m.clone(), e))?);
         }
-        open.sort_by_key(|m| std::cmp::Reverse(m.mount.guest.components().count()));
-        let lends_runner = open.iter().any(|m| m.mount.runner);
+        // Deepest first. A mount's guest path is normalised, so of two
+        // nested mounts the deeper is the longer; mounts that do not nest
+        // never both cover a path, and their order does not matter.
+        open.sort_by_key(|m| std::cmp::Reverse(m.mount().guest.as_str().len()));
+        let lends_runner = open.iter().any(|m| m.mount().runner);
         Ok(MountTable {
             mounts: open,
             lends_runner,
@@ -455,7 +472,7 @@ impl MountTable {
 
     /// Whether the mount at exactly guest path `guest` is a runner's own.
     pub(crate) fn runner_at(&self, guest: &str) -> bool {
-        self.lends_runner && self.by_guest(guest).is_some_and(|m| m.mount.runner)
+        self.lends_runner && self.by_guest(guest).is_some_and(|m| m.mount().runner)
     }
 
     /// The mount at exactly guest path `guest`.
@@ -467,7 +484,7 @@ impl MountTable {
     pub(super) fn index_of(&self, guest: &str) -> Option<usize> {
         self.mounts
             .iter()
-            .position(|m| m.mount.guest.as_str() == guest)
+            .position(|m| m.mount().guest.as_str() == guest)
     }
 
     /// The index of the most specific mount covering `path`, and the path
@@ -476,6 +493,6 @@ impl MountTable {
         self.mounts
             .iter()
             .enumerate()
-            .find_map(|(i, m)| path.strip_base(&m.mount.guest).map(|rel| (i, rel)))
+            .find_map(|(i, m)| path.strip_base(&m.mount().guest).map(|rel| (i, rel)))
     }
 }

@@ -147,7 +147,7 @@ fn open(dir: &Path) -> OpenMount {
         .read_mount(dir, "/work")
         .build()
         .unwrap();
-    OpenMount::open(&caps.mounts()[0], caps.folders()).unwrap()
+    OpenMount::open(caps.mounts_shared(), 0, caps.folders()).unwrap()
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! and an implementation registered.
 
 use super::ToolRegistry;
-use crate::bound::{MAX_TOOL_INPUT_BYTES, MAX_TOOL_NAME_BYTES, quote};
+use crate::bound::{MAX_TOOL_INPUT_BYTES, MAX_TOOL_NAME_BYTES, Quoted};
 use crate::capability::{Grant, Permit};
 use crate::violation::{Denial, Violation};
 use std::collections::BTreeSet;
@@ -37,7 +37,7 @@ pub(crate) fn check_call(
     if !allowed.contains(name) {
         return Err(Denial::new(
             Violation::ToolDenied,
-            format!("tool {} is not on the allow-list", quote(name)),
+            format!("tool {} is not on the allow-list", Quoted(name)),
         ));
     }
     let Some(tool) = registry.get(name) else {
@@ -45,14 +45,14 @@ pub(crate) fn check_call(
             Violation::ToolDenied,
             format!(
                 "tool {} is allowed but no implementation is registered",
-                quote(name)
+                Quoted(name)
             ),
         ));
     };
     if let Err(why) = tool.check_input(input) {
         return Err(Denial::new(
             Violation::InvalidRequest,
-            format!("tool {}: {why}", quote(name)),
+            format!("tool {}: {why}", Quoted(name)),
         ));
     }
     // Built by hand: this runs on every allowed call, and format! costs

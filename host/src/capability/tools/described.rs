@@ -7,6 +7,7 @@ use super::{ToolError, ToolRegistry};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 /// What a model is told about one tool.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -118,7 +119,7 @@ impl ToolRegistry {
             description: description.into(),
             input_schema,
         };
-        self.definitions.insert(name.to_string(), definition);
+        Arc::make_mut(&mut self.definitions).insert(name.to_string(), definition);
         true
     }
 

@@ -218,9 +218,13 @@ impl Tool for CommandTool {
 /// the gate checks the caps' allow-list first.
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
-    tools: BTreeMap<String, Arc<dyn Tool>>,
+    /// Shared by the registry's clones (one per run, in the run's
+    /// [`Services`](crate::Services)) and copied only when a clone
+    /// registers a tool: a clone costs a reference count, not a copy of
+    /// every name.
+    tools: Arc<BTreeMap<String, Arc<dyn Tool>>>,
     /// What a model is told about each tool that has a description.
-    definitions: BTreeMap<String, ToolDefinition>,
+    definitions: Arc<BTreeMap<String, ToolDefinition>>,
 }
 
 impl fmt::Debug for ToolRegistry {
@@ -248,8 +252,10 @@ impl ToolRegistry {
     /// ```
     pub fn register(&mut self, name: impl Into<String>, tool: impl Tool + 'static) -> &mut Self {
         let name = name.into();
-        self.definitions.remove(&name);
-        self.tools.insert(name, Arc::new(tool));
+        if self.definitions.contains_key(&name) {
+            Arc::make_mut(&mut self.definitions).remove(&name);
+        }
+        Arc::make_mut(&mut self.tools).insert(name, Arc::new(tool));
         self
     }
 
