@@ -14,13 +14,13 @@
 //!   PEER rows are skipped without it; `node`, `deno` and a container
 //!   runtime are found on PATH).
 
-use sbx_wasm::Services;
 use sbx_wasm_bench::bare;
 
 #[path = "../../guest-examples/agents/src/cpu_work.rs"]
 mod cpu_work;
 mod crowd;
 mod data;
+mod grant;
 mod guard;
 mod javascript;
 mod mcp;
@@ -31,12 +31,12 @@ mod python;
 mod soak;
 mod timing;
 
+use grant::{full_grant, opts, run_ours};
 use timing::{fmt, join_all, rate, side_by_side};
 
 use sbx_wasm::Capabilities;
-use sbx_wasm::tools::{ToolError, ToolRegistry};
 use sbx_wasm::wasm::{PoolSizes, PreparedAgent, RunOptions, WasmHost};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
@@ -65,46 +65,6 @@ fn spawn_ok(cmd: &mut Command) -> Res<()> {
         .status()?;
     if !status.success() {
         return Err(format!("{cmd:?} failed: {status}").into());
-    }
-    Ok(())
-}
-
-/// A full grant over a scratch folder: a read mount, a write mount, an
-/// egress rule, two tools, generous budgets.
-fn full_grant(dir: &Path) -> Res<Capabilities> {
-    std::fs::create_dir_all(dir.join("data"))?;
-    std::fs::create_dir_all(dir.join("out"))?;
-    Ok(Capabilities::builder()
-        .read_mount(dir.join("data"), "/work")
-        .write_mount(dir.join("out"), "/work/out")
-        .allow_egress("https://api.example.com")
-        .allow_tool("noop")
-        .allow_tool("other")
-        .max_ops(1_000_000)
-        .build()?)
-}
-
-fn tools() -> ToolRegistry {
-    let mut t = ToolRegistry::new();
-    t.register("noop", |_: &str| Ok::<_, ToolError>(String::new()));
-    t
-}
-
-/// The run's options: the grant and services an embedder would hold, the
-/// services (with the tool registry) made once and cloned for each run,
-/// which shares what they hold.
-fn opts(caps: &Capabilities, args: &[&str]) -> RunOptions {
-    static SERVICES: std::sync::OnceLock<Services> = std::sync::OnceLock::new();
-    let services = SERVICES.get_or_init(|| Services::new().tools(tools()));
-    RunOptions::new(caps.clone())
-        .args(args.iter().copied())
-        .services(services.clone())
-}
-
-fn run_ours(host: &WasmHost, agent: &PreparedAgent, o: RunOptions) -> Res<()> {
-    let run = host.run_prepared(agent, o)?;
-    if run.report.exit_code != Some(0) {
-        return Err(format!("guest ended {:?} {:?}", run.report, run.trap).into());
     }
     Ok(())
 }
