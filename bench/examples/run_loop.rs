@@ -1,8 +1,9 @@
-//! P6's loop alone, for a profiler: `run_loop ours|bare SECONDS` runs the
+//! P6's loop alone, for a profiler: `run_loop ours|bare|bare-metered SECONDS` runs the
 //! noop guest under the bench's full grant (or the bare embedding) on one
 //! thread, back to back, and prints runs per second. `run_loop ours|bare
 //! SECONDS callloop noop 20000` runs P4's guest instead, 20,000 gated (or
-//! ungated) tool calls a run.
+//! ungated) tool calls a run. `THREADS=N` runs N such loops at once
+//! (P6 runs two), sharing one host and agent.
 
 use sbx_wasm::Capabilities;
 use sbx_wasm::Services;
@@ -31,33 +32,73 @@ fn main() {
         .build()
         .unwrap();
     let window = Duration::from_secs(secs);
-    let start = Instant::now();
-    let mut n = 0u64;
-    if which == "bare" {
-        let bare = sbx_wasm_bench::bare::Bare::pooled(&PoolSizes::for_caps(&caps, 4)).unwrap();
+    let threads: usize = std::env::var("THREADS")
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(1);
+    // One host and agent for all threads, as P6 has them.
+    let sizes = PoolSizes::for_caps(&caps, 4);
+    let shared = if which.starts_with("bare") {
+        let bare = if which == "bare-metered" {
+            sbx_wasm_bench::bare::Bare::pooled_metered(&sizes).unwrap()
+        } else {
+            sbx_wasm_bench::bare::Bare::pooled(&sizes).unwrap()
+        };
         let pre = bare.load_file(&noop).unwrap();
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        while start.elapsed() < window {
-            rt.block_on(bare.run(&pre, &args)).unwrap();
-            n += 1;
-        }
+        Shared::Bare(bare, pre)
     } else {
-        let host = WasmHost::with_pool(PoolSizes::for_caps(&caps, 4)).unwrap();
+        let host = WasmHost::with_pool(sizes).unwrap();
         let agent = host.prepare(&host.load(&noop).unwrap()).unwrap();
         let mut tools = ToolRegistry::new();
         tools.register("noop", |_: &str| Ok::<_, ToolError>(String::new()));
-        let services = Services::new().tools(tools);
-        while start.elapsed() < window {
-            let o = RunOptions::new(caps.clone())
-                .args(args.iter().copied())
-                .services(services.clone());
-            let run = host.run_prepared(&agent, o).unwrap();
-            assert_eq!(run.report.exit_code, Some(0));
-            n += 1;
+        Shared::Ours(host, agent, Services::new().tools(tools))
+    };
+    let rate: f64 = std::thread::scope(|scope| {
+        let (shared, caps, args) = (&shared, &caps, &args);
+        let all: Vec<_> = (0..threads)
+            .map(|_| scope.spawn(move || one_thread(shared, window, caps, args)))
+            .collect();
+        all.into_iter().map(|t| t.join().unwrap()).sum()
+    });
+    println!(
+        "{which}: {rate:.0} runs/s on {threads} thread(s), {:.1} us a run a thread",
+        1e6 * threads as f64 / rate
+    );
+}
+
+/// What every thread shares: the host (or bare engine) and the agent.
+enum Shared {
+    Bare(
+        sbx_wasm_bench::bare::Bare,
+        wasmtime_wasi::p2::bindings::CommandPre<sbx_wasm_bench::bare::State>,
+    ),
+    Ours(WasmHost, sbx_wasm::wasm::PreparedAgent, Services),
+}
+
+/// Runs per second on this thread for `window`.
+fn one_thread(shared: &Shared, window: Duration, caps: &Capabilities, args: &[&str]) -> f64 {
+    let mut n = 0u64;
+    let start = Instant::now();
+    match shared {
+        Shared::Bare(bare, pre) => {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap();
+            while start.elapsed() < window {
+                rt.block_on(bare.run(pre, args)).unwrap();
+                n += 1;
+            }
+        }
+        Shared::Ours(host, agent, services) => {
+            while start.elapsed() < window {
+                let o = RunOptions::new(caps.clone())
+                    .args(args.iter().copied())
+                    .services(services.clone());
+                let run = host.run_prepared(agent, o).unwrap();
+                assert_eq!(run.report.exit_code, Some(0));
+                n += 1;
+            }
         }
     }
-    let rate = n as f64 / start.elapsed().as_secs_f64();
-    println!("{which}: {rate:.0} runs/s, {:.1} us a run", 1e6 / rate);
+    n as f64 / start.elapsed().as_secs_f64()
 }

@@ -155,6 +155,19 @@ impl Bare {
         Self::with_config(&config, false, false)
     }
 
+    /// The same pooling with wasmtime's fuel and epoch interruption, as a
+    /// default grant (fuel metered, a wall deadline) compiles its guests:
+    /// the baseline of pooled rates with wasmtime's own metering.
+    pub fn pooled_metered(sizes: &sbx_wasm::wasm::PoolSizes) -> wasmtime::Result<Self> {
+        let mut config = base();
+        config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(
+            sizes.pooling_config(),
+        ));
+        config.consume_fuel(true);
+        config.epoch_interruption(true);
+        Self::with_config(&config, true, true)
+    }
+
     /// The same, with wasmtime's own fuel metering (as `wasmtime run -W
     /// fuel=N`), each run given all the fuel there is.
     pub fn with_fuel() -> wasmtime::Result<Self> {

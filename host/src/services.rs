@@ -24,7 +24,7 @@ use std::sync::Arc;
 /// |---|---|
 /// | [`net`](Services::net) | [`HttpNet`] (ureq + rustls, no proxy, no redirects of its own: the gate follows each hop) |
 /// | [`resolver`](Services::resolver) | [`SystemResolver`] (the system's name lookup) |
-/// | [`clock`](Services::clock) | none given: a [`MonotonicClock`](crate::MonotonicClock) started when the sandbox is built (a 1 ms [`TickClock`](crate::TickClock) for a deterministic component run) |
+/// | [`clock`](Services::clock) | none given: the system's monotonic clock (as [`MonotonicClock`](crate::MonotonicClock) reads it), the run timed from when the sandbox is built (a 1 ms [`TickClock`](crate::TickClock) for a deterministic component run) |
 /// | [`tools`](Services::tools) | an empty [`ToolRegistry`] (every tool call `tool_denied`) |
 /// | [`kv`](Services::kv) | a new, empty [`MemoryKv`] (its data in the host's memory, bounded by the grant's `[kv]` `max_bytes`) |
 /// | [`approver`](Services::approver) | none: nothing is asked, whatever the grant's `[ask]` says (see [`crate::ask`]) |
@@ -133,6 +133,20 @@ impl Services {
         self
     }
 
+    /// Whether a clock was given.
+    pub(crate) fn has_clock(&self) -> bool {
+        self.clock.is_some()
+    }
+
+    /// The clock's reading: the given clock's, or the process's real one
+    /// (see [`real_now`]).
+    pub(crate) fn now(&self) -> std::time::Duration {
+        match &self.clock {
+            Some(clock) => clock.now(),
+            None => real_now(),
+        }
+    }
+
     /// The tools registered (to list them, or to add to them).
     pub fn tool_registry(&self) -> &ToolRegistry {
         &self.tools
@@ -147,4 +161,17 @@ impl fmt::Debug for Services {
             .field("approver", &self.approver.as_ref().map(|_| "given"))
             .finish_non_exhaustive()
     }
+}
+
+/// The real clock when no clock is given: time since one origin for the
+/// process. A gate reads only differences from its own start, so every run
+/// can share the origin; read in place, not through a shared reference
+/// count that every run's start and end would write (two threads running
+/// at once then took a cache miss at each reading).
+pub(crate) fn real_now() -> std::time::Duration {
+    // Alone on its cache line: nothing written beside it.
+    #[repr(align(64))]
+    struct Origin(std::sync::OnceLock<std::time::Instant>);
+    static ORIGIN: Origin = Origin(std::sync::OnceLock::new());
+    ORIGIN.0.get_or_init(std::time::Instant::now).elapsed()
 }

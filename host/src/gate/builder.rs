@@ -3,7 +3,7 @@
 
 use super::Sandbox;
 use crate::CancelHandle;
-use crate::budget::{MonotonicClock, OutputMeter, WriteMeter};
+use crate::budget::{OutputMeter, WriteMeter};
 use crate::caps::Capabilities;
 use crate::error::Error;
 use crate::events::EventSink;
@@ -19,7 +19,7 @@ use std::time::Duration;
 ///
 /// | setting | default |
 /// |---|---|
-/// | [`services`](SandboxBuilder::services) | [`Services::default`]: [`HttpNet`](crate::net::HttpNet), the system resolver, a [`MonotonicClock`] started at [`build`](SandboxBuilder::build), no tools, an empty in-memory key-value store |
+/// | [`services`](SandboxBuilder::services) | [`Services::default`]: [`HttpNet`](crate::net::HttpNet), the system resolver, the system's monotonic clock (as [`MonotonicClock`](crate::MonotonicClock) reads it), the run timed from [`build`](SandboxBuilder::build), no tools, an empty in-memory key-value store |
 /// | [`output_meter`](SandboxBuilder::output_meter) | a meter of its own with the caps' `max_output_bytes` |
 /// | [`write_meter`](SandboxBuilder::write_meter) | a meter of its own with the caps' `max_write_bytes` and `max_files` |
 /// | [`cancel`](SandboxBuilder::cancel) | none: the run cannot be cancelled from outside |
@@ -137,8 +137,7 @@ impl SandboxBuilder {
             },
         )?;
         let services = self.services.unwrap_or_default();
-        let clock = services.clock.clone().unwrap_or_else(shared_clock);
-        let start = clock.now();
+        let start = services.now();
         let secrets = self
             .secrets
             .unwrap_or_else(|| RunSecrets::bind(self.caps.secrets(), None));
@@ -166,7 +165,6 @@ impl SandboxBuilder {
             caps: self.caps,
             mounts,
             services,
-            clock,
             cancel: self.cancel,
             tool_cancel: std::sync::OnceLock::new(),
             events: self.events,
@@ -207,14 +205,4 @@ impl Sandbox {
     pub fn new(caps: Capabilities) -> Result<Self, Error> {
         Self::builder(caps).build()
     }
-}
-
-/// The default clock: one for the process, lent to every gate. The gate
-/// reads only the time since its own start, so a shared origin serves
-/// every run, without an allocation each run keeps to its end.
-fn shared_clock() -> Arc<dyn crate::budget::Clock> {
-    static CLOCK: std::sync::OnceLock<Arc<MonotonicClock>> = std::sync::OnceLock::new();
-    CLOCK
-        .get_or_init(|| Arc::new(MonotonicClock::new()))
-        .clone()
 }

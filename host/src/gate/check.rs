@@ -51,7 +51,7 @@ impl Sandbox {
 
     /// Time on the injected clock since the run started (one reading).
     pub(crate) fn elapsed_now(&self) -> std::time::Duration {
-        self.clock.now().saturating_sub(self.start)
+        self.services.now().saturating_sub(self.start)
     }
 
     /// Whether output past `max_output_bytes` was refused (a hard limit,

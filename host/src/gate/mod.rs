@@ -19,7 +19,7 @@ pub use builder::SandboxBuilder;
 pub(crate) use record::Decided;
 
 use crate::CancelHandle;
-use crate::budget::{Clock, OutputMeter, Usage, WriteMeter};
+use crate::budget::{OutputMeter, Usage, WriteMeter};
 use crate::capability::Trace;
 use crate::caps::Capabilities;
 use crate::events::EventSink;
@@ -63,8 +63,6 @@ pub struct Sandbox {
     /// The backends, whole: capabilities take what they need from them
     /// (`Held`), so a new backend adds nothing here.
     services: Services,
-    /// The services' clock, or the default started at build.
-    clock: Arc<dyn Clock>,
     cancel: Option<CancelHandle>,
     /// The switch a tool is lent when the run has no cancel switch: made
     /// at the run's first tool call and lent to each after (a new one per
@@ -268,7 +266,7 @@ impl Sandbox {
             return self.finish(op, None, Err(Failure::Denied(d)));
         }
         self.ops += 1;
-        self.elapsed = self.clock.now().saturating_sub(self.start);
+        self.elapsed = self.services.now().saturating_sub(self.start);
         let budget = *self.caps.budget();
         if self.ops > budget.max_ops {
             let d = Denial::new(
@@ -347,7 +345,7 @@ impl Sandbox {
             // the report say when it ended, not when it began. (File ops
             // take no time worth a clock reading: a tick clock advances
             // once per op for them.)
-            self.elapsed = self.clock.now().saturating_sub(self.start);
+            self.elapsed = self.services.now().saturating_sub(self.start);
         }
         let rule = trace.rule.clone().unwrap_or(rule);
         let outcome = match outcome {

@@ -67,15 +67,18 @@ impl WasmHost {
             tape,
             ..
         } = opts;
-        if services.clock.is_none() && deterministic {
-            services.clock = Some(Arc::new(TickClock::new(Duration::from_millis(1))));
+        if deterministic && services.as_ref().is_none_or(|s| !s.has_clock()) {
+            let tick = Arc::new(TickClock::new(Duration::from_millis(1)));
+            services = Some(services.unwrap_or_default().clock(tick));
         }
         let mut gate = Sandbox::builder(caps)
             .secrets(secrets)
-            .services(services)
             .output_meter(meter.clone())
             .sent_meter(sent)
             .guest_flow(flow);
+        if let Some(s) = services {
+            gate = gate.services(s);
+        }
         if let Some(c) = &cancel {
             gate = gate.cancel(c.clone());
         }

@@ -8,7 +8,6 @@ use crate::events::EventSink;
 use crate::report::{AuditEvent, RunReport};
 use crate::services::Services;
 use crate::tools::ToolRegistry;
-use std::sync::Arc;
 
 /// How to run one component: the grant, and everything around it. Built
 /// from [`RunOptions::new`] with one method per setting; `Clone`, so one
@@ -48,13 +47,18 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub struct RunOptions {
     pub(super) caps: Capabilities,
-    pub(super) program_name: String,
+    /// `agent` unless set: a name of our own costs no copy.
+    pub(super) program_name: std::borrow::Cow<'static, str>,
     pub(super) args: Vec<String>,
-    pub(super) stdin: Arc<Vec<u8>>,
+    /// Shared, not copied, by the guest's stdin stream (empty: none made).
+    pub(super) stdin: bytes::Bytes,
     pub(super) inherit_stdin: bool,
     pub(super) stdout: Option<Sink>,
     pub(super) stderr: Option<Sink>,
-    pub(super) services: Services,
+    /// `None` until given: the defaults are made when the run begins, and
+    /// only when no services were given (options given services never
+    /// build the defaults only to drop them).
+    pub(super) services: Option<Services>,
     pub(super) deterministic: Option<u64>,
     pub(super) cancel: Option<CancelHandle>,
     pub(super) events: Option<EventSink>,
@@ -71,13 +75,13 @@ impl RunOptions {
     pub fn new(caps: Capabilities) -> Self {
         RunOptions {
             caps,
-            program_name: "agent".into(),
+            program_name: std::borrow::Cow::Borrowed("agent"),
             args: Vec::new(),
-            stdin: Arc::new(Vec::new()),
+            stdin: bytes::Bytes::new(),
             inherit_stdin: false,
             stdout: None,
             stderr: None,
-            services: Services::default(),
+            services: None,
             deterministic: None,
             cancel: None,
             events: None,
@@ -172,7 +176,7 @@ impl RunOptions {
 
     /// `argv[0]` as the guest sees it.
     pub fn program_name(mut self, name: impl Into<String>) -> Self {
-        self.program_name = name.into();
+        self.program_name = std::borrow::Cow::Owned(name.into());
         self
     }
 
@@ -188,7 +192,7 @@ impl RunOptions {
 
     /// Standard input, whole.
     pub fn stdin(mut self, bytes: impl Into<Vec<u8>>) -> Self {
-        self.stdin = Arc::new(bytes.into());
+        self.stdin = bytes::Bytes::from(bytes.into());
         self
     }
 
@@ -221,13 +225,14 @@ impl RunOptions {
     /// `max_wall_ms` around the whole call is the backstop, so a clock
     /// slower than real time never lets a guest outlive it.
     pub fn services(mut self, services: Services) -> Self {
-        self.services = services;
+        self.services = Some(services);
         self
     }
 
-    /// The backends this run will use.
-    pub fn services_ref(&self) -> &Services {
-        &self.services
+    /// The backends given for this run; `None`: the defaults of
+    /// [`Services`], made when the run begins.
+    pub fn services_ref(&self) -> Option<&Services> {
+        self.services.as_ref()
     }
 
     /// Virtual clocks and randomness seeded with `seed`: the same

@@ -44,8 +44,10 @@ impl WasmHost {
             // never reads is not held by an open pipe, and one blocked
             // reading ends at max_wall like any blocked call.
             wasi.inherit_stdin();
-        } else {
-            wasi.stdin(MemoryInputPipe::new(opts.stdin.as_ref().clone()));
+        } else if !opts.stdin.is_empty() {
+            // Shared with the options, not copied. Empty: WASI's default,
+            // a stream at its end, as an empty pipe would be.
+            wasi.stdin(MemoryInputPipe::new(opts.stdin.clone()));
         }
         let sink = |s: &Option<Sink>| s.clone().expect("Capture::new set every sink");
         let (stdout, stderr) = (
