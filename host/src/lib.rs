@@ -35,7 +35,10 @@
 //! assert!(!out.path().join("report.txt").exists());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
-// One audited exception: loading a cached compiled artifact (wasm::cache).
+// Audited exceptions, each with its reason: loading a cached compiled
+// artifact (wasm::cache), the exit hook that removes private folders
+// (wasm::tmp_dirs), and the advice that maps a compiled image ahead of a
+// run (wasm::prefault).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 #![warn(unreachable_pub)]

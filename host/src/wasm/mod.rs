@@ -31,6 +31,7 @@ mod options;
 mod outcome;
 mod output;
 mod page_reset;
+mod prefault;
 pub mod python;
 pub(crate) mod relay;
 mod root;

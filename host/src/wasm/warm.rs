@@ -391,7 +391,10 @@ impl PreparedAgent {
     /// the component's start functions before the run's kernel wall is up,
     /// with nothing granted: use it for a component you trust to start
     /// (such as the Python runner, whose input arrives with the run), not
-    /// one that is itself the untrusted input.
+    /// one that is itself the untrusted input. The component's compiled
+    /// code and the instance's initial memory are mapped into the process
+    /// here too (both are mapped from the artifact file, page by page at
+    /// first use otherwise), so the run takes no page fault to read them.
     ///
     /// ```no_run
     /// use sbx_wasm::Capabilities;
@@ -409,6 +412,9 @@ impl PreparedAgent {
         let pre = self.p2_only()?;
         let pool = WarmPool::made_here(&self.engine, pre, self.fuel, self.retiring.clone())
             .map_err(super::setup)?;
+        // The code and memory the run will reach, mapped while nothing
+        // waits for them.
+        super::prefault::image(pre.instance_pre().component());
         Ok(PreparedAgent {
             warm: Some(pool),
             ..self.clone()
