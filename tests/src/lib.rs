@@ -135,6 +135,24 @@ pub fn sbx_bin() -> PathBuf {
     bin
 }
 
+/// The artifact cache the tests share, kept across `cargo test` runs
+/// (entries are keyed by component and engine, so reuse is safe).
+pub fn test_cache() -> PathBuf {
+    repo_root().join("target/sbx-test-cache")
+}
+
+/// Compile `runner` into the artifact cache at `cache` with the CLI's
+/// `compile` (nothing to do when it is there already).
+pub fn compile_into(cache: &Path, runner: &Path) {
+    let out = std::process::Command::new(sbx_bin())
+        .env("SBX_WASM_CACHE_DIR", cache)
+        .arg("compile")
+        .arg(runner)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", utf8(&out.stderr));
+}
+
 /// Run the `sbx-wasm` binary in `dir` with `args`.
 pub fn sbx_in(dir: &Path, args: &[&str]) -> std::process::Output {
     std::process::Command::new(sbx_bin())

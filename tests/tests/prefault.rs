@@ -6,9 +6,8 @@
 //! artifact, which no other test maps here.
 
 use sbx_wasm::wasm::{ArtifactCache, WasmHost};
-use sbx_wasm_tests::{python_runner, repo_root, sbx_bin};
+use sbx_wasm_tests::{compile_into, python_runner, test_cache};
 use std::path::Path;
-use std::process::Command;
 
 /// Size and resident kB of every mapping of `file` in this process, with
 /// its permissions.
@@ -46,18 +45,8 @@ fn mappings_of(file: &Path) -> Vec<(String, u64, u64)> {
 
 #[test]
 fn an_instance_made_ahead_has_its_code_and_memory_mapped_before_its_run() {
-    let cache_dir = repo_root().join("target/sbx-test-cache");
-    let out = Command::new(sbx_bin())
-        .env("SBX_WASM_CACHE_DIR", &cache_dir)
-        .arg("compile")
-        .arg(python_runner())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let cache_dir = test_cache();
+    compile_into(&cache_dir, &python_runner());
     let host = WasmHost::new()
         .unwrap()
         .with_cache(ArtifactCache::open(&cache_dir).unwrap());

@@ -4,7 +4,8 @@
 //! in a runner, with what a run left (`Ran`).
 
 use sbx_wasm_tests::{
-    copy_tree, js_runner, mount_caps, mount_tree, python_runner, repo_root, sbx_bin, utf8,
+    compile_into, copy_tree, js_runner, mount_caps, mount_tree, python_runner, repo_root, sbx_bin,
+    test_cache, utf8,
 };
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -17,16 +18,10 @@ use std::sync::OnceLock;
 pub(crate) fn warm_cache() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let dir = repo_root().join("target/sbx-test-cache");
+        let dir = test_cache();
         // Both script runners: the JavaScript tests share it.
         for runner in [python_runner(), js_runner()] {
-            let out = Command::new(sbx_bin())
-                .env("SBX_WASM_CACHE_DIR", &dir)
-                .arg("compile")
-                .arg(runner)
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "{}", utf8(&out.stderr));
+            compile_into(&dir, &runner);
         }
         dir
     })
