@@ -51,7 +51,9 @@ fn an_instance_made_ahead_has_its_code_and_memory_mapped_before_its_run() {
         .unwrap()
         .with_cache(ArtifactCache::open(&cache_dir).unwrap());
     let prepared = host.prepare(&host.load(&python_runner()).unwrap()).unwrap();
-    let artifact = std::fs::read_dir(&cache_dir)
+    // As the kernel names it: the cache folder may be reached through a
+    // link (CI links `target/` to a cache outside the checkout).
+    let artifact = std::fs::read_dir(std::fs::canonicalize(&cache_dir).unwrap())
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "cwasm"))
