@@ -139,6 +139,16 @@ fn base() -> Config {
     config
 }
 
+/// [`base`] with instance slots reserved as sbx-wasm reserves them for
+/// `sizes`.
+fn pooled_config(sizes: &sbx_wasm::wasm::PoolSizes) -> Config {
+    let mut config = base();
+    config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(
+        sizes.pooling_config(),
+    ));
+    config
+}
+
 impl Bare {
     pub fn new() -> wasmtime::Result<Self> {
         let config = base();
@@ -148,21 +158,14 @@ impl Bare {
     /// The same, with instance slots reserved as sbx-wasm reserves them
     /// for `sizes` (`WasmHost::with_pool`): the baseline of pooled rates.
     pub fn pooled(sizes: &sbx_wasm::wasm::PoolSizes) -> wasmtime::Result<Self> {
-        let mut config = base();
-        config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(
-            sizes.pooling_config(),
-        ));
-        Self::with_config(&config, false, false)
+        Self::with_config(&pooled_config(sizes), false, false)
     }
 
     /// The same pooling with wasmtime's fuel and epoch interruption, as a
     /// default grant (fuel metered, a wall deadline) compiles its guests:
     /// the baseline of pooled rates with wasmtime's own metering.
     pub fn pooled_metered(sizes: &sbx_wasm::wasm::PoolSizes) -> wasmtime::Result<Self> {
-        let mut config = base();
-        config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(
-            sizes.pooling_config(),
-        ));
+        let mut config = pooled_config(sizes);
         config.consume_fuel(true);
         config.epoch_interruption(true);
         Self::with_config(&config, true, true)

@@ -41,9 +41,9 @@ impl Conn {
         // One write: the pipe is unbuffered, and `writeln!` of a JSON
         // value wrote it piece by piece (a system call for each quote,
         // brace and string: about 100 for the table a run starts with).
-        let mut line = request.to_string();
-        line.push('\n');
-        self.stdin.write_all(line.as_bytes())?;
+        let mut sent = request.to_string();
+        sent.push('\n');
+        self.stdin.write_all(sent.as_bytes())?;
         let mut line = String::new();
         if self.stdout.read_line(&mut line)? == 0 {
             return Err(std::io::Error::other("exited"));
