@@ -169,9 +169,14 @@ impl fmt::Debug for Services {
 /// count that every run's start and end would write (two threads running
 /// at once then took a cache miss at each reading).
 pub(crate) fn real_now() -> std::time::Duration {
+    real_origin().elapsed()
+}
+
+/// The instant [`real_now`] counts from.
+pub(crate) fn real_origin() -> std::time::Instant {
     // Alone on its cache line: nothing written beside it.
     #[repr(align(64))]
     struct Origin(std::sync::OnceLock<std::time::Instant>);
     static ORIGIN: Origin = Origin(std::sync::OnceLock::new());
-    ORIGIN.0.get_or_init(std::time::Instant::now).elapsed()
+    *ORIGIN.0.get_or_init(std::time::Instant::now)
 }

@@ -367,7 +367,7 @@ pub fn record_summary(name: &str, server: &LoopbackServer) -> sbx_wasm::replay::
     let run = host.run(&agent, opts).unwrap();
     assert_eq!(run.report.exit_code, Some(0), "{:?}", run.trap);
     assert_eq!(String::from_utf8_lossy(&run.stdout), "summary: ok\n");
-    run.recording.unwrap()
+    *run.recording.unwrap()
 }
 
 /// The records of an audit log's text (`--audit`): its lines as JSON,

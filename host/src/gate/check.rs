@@ -49,6 +49,13 @@ impl Sandbox {
         held.tools.definitions(held.allowed_tools)
     }
 
+    /// When the run started in real time, if its clock is the real one
+    /// (read when the gate was built; an injected clock's start says
+    /// nothing of real time).
+    pub(crate) fn real_start(&self) -> Option<std::time::Instant> {
+        (!self.services.has_clock()).then(|| crate::services::real_origin() + self.start)
+    }
+
     /// Time on the injected clock since the run started (one reading).
     pub(crate) fn elapsed_now(&self) -> std::time::Duration {
         self.services.now().saturating_sub(self.start)

@@ -128,8 +128,8 @@ pub(super) struct Begun {
     pub(super) meter: Arc<OutputMeter>,
     pub(super) capture: Capture,
     pub(super) closed: super::wasi_context::Closed,
-    pub(super) header: Option<crate::replay::Header>,
-    pub(super) confine: Option<(crate::confine::Policy, bool)>,
+    pub(super) header: Option<Box<crate::replay::Header>>,
+    pub(super) confine: Option<Box<(crate::confine::Policy, bool)>>,
     pub(super) cancel: Option<CancelHandle>,
     /// Held to the end of the run: removed with it.
     pub(super) _tmp: super::run_inputs::PrivateTmp,

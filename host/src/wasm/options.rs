@@ -62,7 +62,8 @@ pub struct RunOptions {
     pub(super) deterministic: Option<u64>,
     pub(super) cancel: Option<CancelHandle>,
     pub(super) events: Option<EventSink>,
-    pub(super) confine: Option<(crate::confine::Policy, bool)>,
+    /// Boxed: nearly every run has none, and the options move.
+    pub(super) confine: Option<Box<(crate::confine::Policy, bool)>>,
     pub(super) in_place: bool,
     pub(super) tape: Option<crate::replay::TapeSpec>,
     pub(super) private_tmp: bool,
@@ -280,7 +281,7 @@ impl RunOptions {
     /// that exists to run this one grant (the CLI's `run`). The report's
     /// `kernel_wall` says what was enforced.
     pub fn confine(mut self, policy: crate::confine::Policy, required: bool) -> Self {
-        self.confine = Some((policy, required));
+        self.confine = Some(Box::new((policy, required)));
         self
     }
 }
@@ -301,8 +302,9 @@ pub struct WasmRun {
     /// What the guest wrote to stderr, when captured (the default).
     pub stderr: Vec<u8>,
     /// The recording, when the run was recorded
-    /// ([`RunOptions::record`]).
-    pub recording: Option<crate::replay::Recording>,
+    /// ([`RunOptions::record`]). Boxed: a run that records nothing
+    /// (nearly all) moves its result several times on the way back.
+    pub recording: Option<Box<crate::replay::Recording>>,
     /// How long the run waited for a slot before it started
     /// ([`WasmHost::max_concurrent`](super::WasmHost::max_concurrent)).
     pub queued: std::time::Duration,

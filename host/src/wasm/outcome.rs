@@ -17,7 +17,7 @@ pub(super) fn finish(
     end: End,
     meter: &OutputMeter,
     kernel_wall: Option<crate::KernelWall>,
-    header: Option<crate::replay::Header>,
+    header: Option<Box<crate::replay::Header>>,
 ) -> WasmRun {
     let recorder = state.gate.take_recorder();
     let budget = *state.gate.caps().budget();
@@ -68,7 +68,7 @@ pub(super) fn finish(
     let audit = state.gate.take_audit();
     let recording = header
         .zip(recorder)
-        .map(|(h, r)| h.assemble(r, &report, &audit));
+        .map(|(h, r)| Box::new(h.assemble(r, &report, &audit)));
     WasmRun {
         report,
         audit,

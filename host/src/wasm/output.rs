@@ -25,13 +25,25 @@ pub type Sink = Arc<Mutex<dyn Write + Send>>;
 /// Which event a chunk of this stream is (`Event::Stdout` or `Event::Stderr`).
 pub(crate) type ChunkEvent = fn(Vec<u8>) -> Event;
 
-/// A metered stdout or stderr.
+/// A metered stdout or stderr: one allocation shared by its clones (the
+/// WASI context's, the run's own, each stream the guest is handed), so a
+/// clone or a drop is one reference count, not one per part.
 #[derive(Clone)]
-pub(crate) struct MeteredOutput {
+pub(crate) struct MeteredOutput(Arc<Stream>);
+
+impl std::ops::Deref for MeteredOutput {
+    type Target = Stream;
+    fn deref(&self) -> &Stream {
+        &self.0
+    }
+}
+
+/// A stream's parts ([`MeteredOutput`]), set up before it is shared.
+pub(crate) struct Stream {
     meter: Arc<OutputMeter>,
     sink: Sink,
     /// The sink refused a write: its reader is gone.
-    closed: Arc<AtomicBool>,
+    closed: AtomicBool,
     /// Where each chunk is also announced, as which event, and the output
     /// held until its newline when the events go as whole lines (made only
     /// with the events: a run without a sink pays nothing for it).
@@ -42,8 +54,8 @@ pub(crate) struct MeteredOutput {
     flow: Option<(Arc<FlowState>, crate::OpName)>,
 }
 
-/// Output held until its newline, shared by a stream's clones.
-type Pending = Arc<Mutex<Vec<u8>>>;
+/// Output held until its newline.
+type Pending = Mutex<Vec<u8>>;
 
 /// The most output held waiting for a newline.
 const MAX_LINE: usize = 64 * 1024;
@@ -59,15 +71,22 @@ enum Put {
     Refused(String),
 }
 
-impl MeteredOutput {
-    pub(crate) fn new(meter: Arc<OutputMeter>, sink: Sink) -> Self {
-        MeteredOutput {
+impl Stream {
+    /// A stream to `sink` charged to `meter`, to set up
+    /// ([`Stream::with_events`], [`Stream::with_flow`]) and then share.
+    pub(crate) fn new(meter: Arc<OutputMeter>, sink: Sink) -> Stream {
+        Stream {
             meter,
             sink,
-            closed: Arc::new(AtomicBool::new(false)),
+            closed: AtomicBool::new(false),
             events: None,
             flow: None,
         }
+    }
+
+    /// The stream, set up, as its clones share it.
+    pub(crate) fn shared(self) -> MeteredOutput {
+        MeteredOutput(Arc::new(self))
     }
 
     /// Send what output is still held for its newline (at the run's end).
@@ -243,8 +262,9 @@ mod tests {
     fn output_held_for_its_newline_is_capped() {
         let (tx, rx) = std::sync::mpsc::sync_channel(1024);
         let sink: Sink = Arc::new(Mutex::new(Vec::new()));
-        let out = MeteredOutput::new(Arc::new(OutputMeter::new(1 << 30)), sink)
-            .with_events(Some(EventSink::new(tx).lines()), Event::Stdout);
+        let out = Stream::new(Arc::new(OutputMeter::new(1 << 30)), sink)
+            .with_events(Some(EventSink::new(tx).lines()), Event::Stdout)
+            .shared();
         let chunk = vec![b'x'; 1000];
         for _ in 0..200 {
             assert!(matches!(out.put(&chunk), Put::Written));

@@ -224,6 +224,9 @@ impl WasmHost {
         }
         // A warm instance, if the agent keeps them and the run can pay for
         // one; else a store of the run's own, instantiated below.
+        // The backstop's deadline from the gate's start when that is real
+        // time (a clock reading fewer per run).
+        let deadline = backstop(state.gate.real_start(), budget.max_wall);
         let (mut store, ready, idle) = match agent.warm.as_ref().and_then(|p| p.take(&budget)) {
             Some(Warm {
                 mut store,
@@ -244,7 +247,7 @@ impl WasmHost {
             ),
         };
         let kernel_wall = match &confine {
-            Some((policy, required)) => Some(self.confined(policy, *required)?),
+            Some(c) => Some(self.confined(&c.0, c.1)?),
             None => None,
         };
         Ok(async move {
@@ -277,7 +280,7 @@ impl WasmHost {
             let end = tokio::select! {
                 biased;
                 () = cancelled => End::Limit(Violation::Cancelled),
-                timed = tokio::time::timeout(budget.max_wall, call) => match timed {
+                timed = tokio::time::timeout_at(deadline, call) => match timed {
                     Err(_) => End::Limit(Violation::MaxWall),
                     Ok(Ok(Ok(()))) => End::Exit(0),
                     Ok(Ok(Err(()))) => End::Exit(1),
@@ -442,4 +445,13 @@ impl Drop for CancelOnDrop {
 /// (half a kilobyte) to no use.
 pub(super) fn unboxed(opts: Box<RunOptions>) -> RunOptions {
     *opts
+}
+
+/// The real-time backstop's deadline: `wall` after `start` (now, when the
+/// run's clock is not the real one), at most about thirty years away (a
+/// grant's wall can be any length; an instant cannot).
+fn backstop(start: Option<std::time::Instant>, wall: std::time::Duration) -> tokio::time::Instant {
+    const FAR: std::time::Duration = std::time::Duration::from_secs(30 * 365 * 86_400);
+    let start = start.unwrap_or_else(std::time::Instant::now);
+    tokio::time::Instant::from_std(start + wall.min(FAR))
 }

@@ -7,7 +7,7 @@ use super::{LoadError, RunOptions, setup};
 /// set) and keep what it starts with.
 pub(super) fn record_header(
     opts: &mut RunOptions,
-) -> Result<Option<crate::replay::Header>, LoadError> {
+) -> Result<Option<Box<crate::replay::Header>>, LoadError> {
     if !matches!(opts.tape, Some(crate::replay::TapeSpec::Record { .. })) {
         return Ok(None);
     }
@@ -22,13 +22,15 @@ pub(super) fn record_header(
             .map_err(|e| setup(format!("no randomness for a recording's seed: {e}")))?,
     };
     opts.deterministic = Some(seed);
-    Ok(Some(crate::replay::Header::new(
+    // Boxed: carried to the run's end in every run's state, recorded or
+    // not.
+    Ok(Some(Box::new(crate::replay::Header::new(
         &opts.caps,
         &opts.program_name,
         &opts.args,
         &opts.stdin,
         seed,
-    )))
+    ))))
 }
 
 /// A run's private `/tmp`, removed when this drops: after the run has
@@ -67,14 +69,14 @@ pub(super) fn private_tmp(opts: &mut RunOptions) -> Result<PrivateTmp, LoadError
         super::python::private_tmp_from(&opts.caps, fresh).map_err(|e| setup(e.to_string()))?;
     opts.caps = caps;
     if dir.is_some()
-        && let Some((policy, _)) = &mut opts.confine
+        && let Some(confine) = &mut opts.confine
     {
         let host = opts
             .caps
             .mounts()
             .iter()
             .find(|m| m.guest.as_str() == "/tmp");
-        policy.write.extend(host.map(|m| m.host.clone()));
+        confine.0.write.extend(host.map(|m| m.host.clone()));
     }
     Ok(PrivateTmp { dir, later })
 }

@@ -4,7 +4,7 @@
 use super::clocks::{FixedWallClock, TickMonotonic, seed_bytes};
 use super::imports::SocketDoor;
 use super::options::RunOptions;
-use super::output::{MeteredOutput, Sink};
+use super::output::{MeteredOutput, Sink, Stream};
 use super::{LoadError, WasmHost};
 use crate::budget::OutputMeter;
 use crate::events::Event;
@@ -51,12 +51,14 @@ impl WasmHost {
         }
         let sink = |s: &Option<Sink>| s.clone().expect("Capture::new set every sink");
         let (stdout, stderr) = (
-            MeteredOutput::new(meter.clone(), sink(&opts.stdout))
+            Stream::new(meter.clone(), sink(&opts.stdout))
                 .with_events(opts.events.clone(), Event::Stdout)
-                .with_flow(flow, crate::OpName::Stdout),
-            MeteredOutput::new(meter.clone(), sink(&opts.stderr))
+                .with_flow(flow, crate::OpName::Stdout)
+                .shared(),
+            Stream::new(meter.clone(), sink(&opts.stderr))
                 .with_events(opts.events.clone(), Event::Stderr)
-                .with_flow(flow, crate::OpName::Stderr),
+                .with_flow(flow, crate::OpName::Stderr)
+                .shared(),
         );
         let closed = [("stdout", stdout.clone()), ("stderr", stderr.clone())];
         wasi.stdout(stdout);

@@ -288,7 +288,7 @@ fn a_recording_keeps_no_secret_and_replays_without_it() {
     let seen = (bound.connections(), other.connections());
 
     // Replayed with no value anywhere: the answers hold what the guest got.
-    let replay = Replay::new(rec).unwrap();
+    let replay = Replay::new(*rec).unwrap();
     let mut again = host.run(&agent, RunOptions::replaying(&replay)).unwrap();
     let verdict = replay.settle(&again.report, &mut again.audit);
     assert!(verdict.same_outcome, "{verdict:?}");

@@ -166,7 +166,7 @@ fn a_recorded_0_3_client_run_replays_without_the_network() {
     assert!(first.trap.is_none(), "{:?}", first.trap);
     assert_eq!(s.connections(), 2);
 
-    let replay = sbx_wasm::replay::Replay::new(first.recording.clone().unwrap()).unwrap();
+    let replay = sbx_wasm::replay::Replay::new(*first.recording.clone().unwrap()).unwrap();
     let mut again = host.run(&agent, RunOptions::replaying(&replay)).unwrap();
     let verdict = replay.settle(&again.report, &mut again.audit);
     assert!(verdict.same_outcome, "{verdict:?}");

@@ -374,7 +374,7 @@ fn each_run_makes_its_own_connections_and_a_recording_replays_without_the_networ
     // for a later run.
     assert_eq!(s.connections(), 4);
 
-    let replay = sbx_wasm::replay::Replay::new(first.recording.clone().unwrap()).unwrap();
+    let replay = sbx_wasm::replay::Replay::new(*first.recording.clone().unwrap()).unwrap();
     let mut again = host.run(&agent, RunOptions::replaying(&replay)).unwrap();
     let verdict = replay.settle(&again.report, &mut again.audit);
     assert!(verdict.same_outcome, "{verdict:?}");
