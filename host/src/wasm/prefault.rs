@@ -12,18 +12,52 @@
 //! maps it: nothing is copied (a page the run writes is copied then, as
 //! before).
 
-/// Map `component`'s compiled image now, and every private writable
-/// mapping of the same file (the linear memories of its instances, whose
-/// initial contents are mapped from the artifact). Best effort: a kernel
-/// without `MADV_POPULATE_READ` (before Linux 5.14) refuses the advice,
-/// and the pages then fault in at first use, as they would have.
+/// How much is mapped between two questions to `stop` ([`image`]): a
+/// few milliseconds of the kernel's work at most, which is how long a
+/// request that arrives meanwhile waits.
 #[cfg(target_os = "linux")]
-pub(super) fn image(component: &wasmtime::component::Component) {
+const STEP: usize = 4 << 20;
+
+impl super::PreparedAgent {
+    /// Map this agent's compiled code into the process now, and the memory
+    /// of its instances made so far (their initial contents are mapped
+    /// from the same artifact), as [`instantiate_ahead`](Self::instantiate_ahead)
+    /// does, but a few MiB at a time, asking `stop` before each step: it
+    /// stops as soon as `stop` says so. For a process that says it is
+    /// ready first and maps while it waits (the CLI's warm Python workers:
+    /// a request that comes meanwhile waits for one step, not for all of
+    /// it; what is left faults in during the run, as without this). Made
+    /// with [`instantiate_ahead_unmapped`](Self::instantiate_ahead_unmapped).
+    ///
+    /// Whether everything was mapped. Best effort: the pages are the
+    /// file's (nothing is copied); a kernel without `MADV_POPULATE_READ`
+    /// (before Linux 5.14) refuses the advice, and elsewhere than Linux
+    /// nothing is done; the pages then fault in at first use.
+    pub fn map_ahead(&self, mut stop: impl FnMut() -> bool) -> bool {
+        let component = match &self.pre {
+            super::wasi03::Entry::P2(pre) => pre.instance_pre().component(),
+            super::wasi03::Entry::P3 { pre } => pre.instance_pre().component(),
+        };
+        image(component, &mut stop)
+    }
+}
+
+/// Map `component`'s compiled image, and every private writable mapping
+/// of the same file (the linear memories of its instances, whose initial
+/// contents are mapped from the artifact), `STEP` bytes at a time, until
+/// `stop` says to stop. Whether all of it was mapped.
+#[cfg(target_os = "linux")]
+pub(super) fn image(
+    component: &wasmtime::component::Component,
+    stop: &mut dyn FnMut() -> bool,
+) -> bool {
     let code = component.image_range();
-    populate(code.start as usize, code.end as usize);
+    if !populate(code.start as usize, code.end as usize, stop) {
+        return false;
+    }
     // The memory images: found by the file the code is mapped from.
     let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
-        return;
+        return false;
     };
     let at = code.start as usize;
     let Some(file) = maps
@@ -32,18 +66,22 @@ pub(super) fn image(component: &wasmtime::component::Component) {
         .find(|m| m.start <= at && at < m.end)
         .and_then(|m| m.file)
     else {
-        return;
+        return false;
     };
-    for m in maps.lines().filter_map(Mapping::parse) {
-        if m.private_writable && m.file == Some(file) {
-            populate(m.start, m.end);
-        }
-    }
+    maps.lines()
+        .filter_map(Mapping::parse)
+        .filter(|m| m.private_writable && m.file == Some(file))
+        .all(|m| populate(m.start, m.end, stop))
 }
 
 /// Elsewhere the pages fault in at first use.
 #[cfg(not(target_os = "linux"))]
-pub(super) fn image(_component: &wasmtime::component::Component) {}
+pub(super) fn image(
+    _component: &wasmtime::component::Component,
+    _stop: &mut dyn FnMut() -> bool,
+) -> bool {
+    false
+}
 
 /// One line of `/proc/self/maps`: `start-end perms offset dev inode path`.
 #[cfg(target_os = "linux")]
@@ -72,24 +110,29 @@ impl<'a> Mapping<'a> {
     }
 }
 
-/// Ask the kernel to map `[start, end)` for reading.
+/// Ask the kernel to map `[start, end)` for reading, `STEP` bytes at a
+/// time, asking `stop` before each step; whether it got to the end.
 #[cfg(target_os = "linux")]
-fn populate(start: usize, end: usize) {
+fn populate(start: usize, end: usize, stop: &mut dyn FnMut() -> bool) -> bool {
     // Mappings start at a page boundary; the rounding is for 4 KiB pages
     // (a kernel with larger ones refuses a start it does not find aligned,
     // and the pages fault in as before).
-    let start = start & !0xfff;
-    let len = end.saturating_sub(start);
-    if len == 0 {
-        return;
+    let mut at = start & !0xfff;
+    while at < end {
+        if stop() {
+            return false;
+        }
+        let len = STEP.min(end - at);
+        // SAFETY: the advice only reads pages of mappings wasmtime made
+        // and keeps for the component's (and its instances') life, which
+        // outlives this call; it changes neither their contents nor their
+        // protection, and a range the kernel cannot populate is refused
+        // with an error, ignored here.
+        #[allow(unsafe_code)]
+        let _ = unsafe { libc::madvise(at as *mut libc::c_void, len, libc::MADV_POPULATE_READ) };
+        at += len;
     }
-    // SAFETY: the advice only reads pages of mappings wasmtime made and
-    // keeps for the component's (and its instances') life, which outlives
-    // this call; it changes neither their contents nor their protection,
-    // and a range the kernel cannot populate is refused with an error,
-    // ignored here.
-    #[allow(unsafe_code)]
-    let _ = unsafe { libc::madvise(start as *mut libc::c_void, len, libc::MADV_POPULATE_READ) };
+    true
 }
 
 #[cfg(all(test, target_os = "linux"))]

@@ -409,12 +409,20 @@ impl PreparedAgent {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn instantiate_ahead(&self) -> Result<PreparedAgent, super::LoadError> {
+        let agent = self.instantiate_ahead_unmapped()?;
+        // The code and memory the run will reach, mapped while nothing
+        // waits for them.
+        agent.map_ahead(|| false);
+        Ok(agent)
+    }
+
+    /// [`instantiate_ahead`](Self::instantiate_ahead) without mapping the
+    /// code and memory: for a caller that maps them itself with
+    /// [`map_ahead`](Self::map_ahead), when it has nothing else to do.
+    pub fn instantiate_ahead_unmapped(&self) -> Result<PreparedAgent, super::LoadError> {
         let pre = self.p2_only()?;
         let pool = WarmPool::made_here(&self.engine, pre, self.fuel, self.retiring.clone())
             .map_err(super::setup)?;
-        // The code and memory the run will reach, mapped while nothing
-        // waits for them.
-        super::prefault::image(pre.instance_pre().component());
         Ok(PreparedAgent {
             warm: Some(pool),
             ..self.clone()

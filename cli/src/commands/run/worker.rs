@@ -48,6 +48,12 @@ pub(crate) fn main(runner: &Path) -> i32 {
     if wire::send(&control, &ready).is_err() {
         return 0;
     }
+    // Ready as soon as the instance is; its code and memory are then
+    // mapped while the worker waits, step by step, until a request comes
+    // (what is not mapped by then faults in during the run, as it would
+    // have): a request close behind the last one (an agent's scripts back
+    // to back) waits for one step at most, not for the whole image.
+    prepared.agent.map_ahead(|| pending(&control));
     // The server closes the socket to let an idle worker go.
     let Ok((request, fds)) = wire::recv_with_fds::<Request>(&control) else {
         return 0;
@@ -76,6 +82,19 @@ pub(crate) fn main(runner: &Path) -> i32 {
     std::process::exit(0)
 }
 
+/// Whether the server has sent something (a request, or the socket's
+/// end) that the worker has yet to read.
+fn pending(control: &UnixStream) -> bool {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let mut fds = [PollFd::new(control, PollFlags::IN)];
+    let now = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // An error is as good as an answer: the worker goes to read it.
+    poll(&mut fds, Some(&now)).map_or(true, |n| n > 0)
+}
+
 /// The host and the runner, loaded and instantiated ahead.
 struct Prepared {
     host: sbx_wasm::wasm::WasmHost,
@@ -88,7 +107,8 @@ fn prepare(runner: &Path) -> anyhow::Result<Prepared> {
     let runner = std::fs::canonicalize(runner)?;
     let host = crate::common::engine()?.with_cache(crate::common::open_cache()?);
     let component = host.load(&runner)?;
-    let agent = host.prepare(&component)?.instantiate_ahead()?;
+    // Mapped once the server has been told the worker is ready (`main`).
+    let agent = host.prepare(&component)?.instantiate_ahead_unmapped()?;
     // A run under a kernel wall needs a helper outside it; one without
     // (`--no-kernel-confinement`) lets this one go.
     let helper = Some(crate::tool_helper::Started::start()?);
