@@ -222,11 +222,12 @@ impl WasmHost {
                     .into(),
             ));
         }
+        // The backstop's deadline from the gate's start when that is real
+        // time (a clock reading fewer per run; the wall then counts from
+        // where the gate's own accounting of it does).
+        let deadline = backstop(state.gate.real_start(), budget.max_wall);
         // A warm instance, if the agent keeps them and the run can pay for
         // one; else a store of the run's own, instantiated below.
-        // The backstop's deadline from the gate's start when that is real
-        // time (a clock reading fewer per run).
-        let deadline = backstop(state.gate.real_start(), budget.max_wall);
         let (mut store, ready, idle) = match agent.warm.as_ref().and_then(|p| p.take(&budget)) {
             Some(Warm {
                 mut store,
