@@ -56,16 +56,6 @@ pub(super) struct Held {
     pub(super) waited: Duration,
 }
 
-impl Held {
-    /// A slot that was free when asked for.
-    fn at_once(permit: OwnedSemaphorePermit) -> Held {
-        Held {
-            _permit: Some(permit),
-            waited: Duration::ZERO,
-        }
-    }
-}
-
 impl WasmHost {
     /// Run at most `n` guests at once on this host (and its clones): a run
     /// past that waits for a slot as its [`RunOptions::admission`] says.
@@ -107,23 +97,37 @@ impl WasmHost {
         }
     }
 
-    /// A slot for a run under `opts`, awaited.
-    pub(super) async fn admit(&self, opts: &RunOptions) -> Result<Held, LoadError> {
+    /// What a run under `opts` holds without waiting (`Err`): no slot
+    /// when it takes none, or a slot that was free; else the slots it
+    /// waits for (`Ok`). A free slot is taken without reading the clock:
+    /// it waited for nothing (two clock readings were a measurable part of
+    /// a small run's cost).
+    fn at_once(&self, opts: &RunOptions) -> Result<&Slots, Held> {
         let Some(slots) = self.slots.as_ref().filter(|_| !opts.in_place) else {
-            return Ok(Held {
+            return Err(Held {
                 _permit: None,
                 waited: Duration::ZERO,
             });
         };
-        // A free slot is taken without reading the clock: it waited for
-        // nothing (two clock readings were a measurable part of a small
-        // run's cost).
-        if let Ok(p) = slots.sem.clone().try_acquire_owned() {
-            return Ok(Held::at_once(p));
+        match slots.sem.clone().try_acquire_owned() {
+            Ok(p) => Err(Held {
+                _permit: Some(p),
+                waited: Duration::ZERO,
+            }),
+            Err(_) => Ok(slots),
         }
+    }
+
+    /// A slot for a run under `opts`, awaited.
+    pub(super) async fn admit(&self, opts: &RunOptions) -> Result<Held, LoadError> {
+        let slots = match self.at_once(opts) {
+            Ok(slots) => slots,
+            Err(held) => return Ok(held),
+        };
         let start = Instant::now();
         let permit = match Self::patience(opts) {
-            None => slots.sem.clone().try_acquire_owned().ok(),
+            // Not waiting: `at_once` has just tried.
+            None => None,
             Some(limit) => tokio::time::timeout(limit, slots.sem.clone().acquire_owned())
                 .await
                 .ok()
@@ -140,16 +144,10 @@ impl WasmHost {
 
     /// A slot for a run under `opts`, waited for on this thread.
     pub(super) fn admit_blocking(&self, opts: &RunOptions) -> Result<Held, LoadError> {
-        let Some(slots) = self.slots.as_ref().filter(|_| !opts.in_place) else {
-            return Ok(Held {
-                _permit: None,
-                waited: Duration::ZERO,
-            });
+        let slots = match self.at_once(opts) {
+            Ok(slots) => slots,
+            Err(held) => return Ok(held),
         };
-        // Taken at once: no clock reading (see `admit`).
-        if let Ok(p) = slots.sem.clone().try_acquire_owned() {
-            return Ok(Held::at_once(p));
-        }
         let start = Instant::now();
         let limit = Self::patience(opts).unwrap_or(Duration::ZERO);
         let mut nap = Duration::from_micros(100);

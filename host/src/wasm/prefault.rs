@@ -34,11 +34,7 @@ impl super::PreparedAgent {
     /// (before Linux 5.14) refuses the advice, and elsewhere than Linux
     /// nothing is done; the pages then fault in at first use.
     pub fn map_ahead(&self, mut stop: impl FnMut() -> bool) -> bool {
-        let component = match &self.pre {
-            super::wasi03::Entry::P2(pre) => pre.instance_pre().component(),
-            super::wasi03::Entry::P3 { pre } => pre.instance_pre().component(),
-        };
-        image(component, &mut stop)
+        image(self.pre.component(), &mut stop)
     }
 }
 
@@ -59,17 +55,16 @@ pub(super) fn image(
     let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
         return false;
     };
+    let maps: Vec<Mapping<'_>> = maps.lines().filter_map(Mapping::parse).collect();
     let at = code.start as usize;
     let Some(file) = maps
-        .lines()
-        .filter_map(Mapping::parse)
+        .iter()
         .find(|m| m.start <= at && at < m.end)
         .and_then(|m| m.file)
     else {
         return false;
     };
-    maps.lines()
-        .filter_map(Mapping::parse)
+    maps.iter()
         .filter(|m| m.private_writable && m.file == Some(file))
         .all(|m| populate(m.start, m.end, stop))
 }

@@ -81,6 +81,14 @@ impl Entry {
             Entry::P3 { .. } => None,
         }
     }
+
+    /// The component either command runs.
+    pub(super) fn component(&self) -> &wasmtime::component::Component {
+        match self {
+            Entry::P2(pre) => pre.instance_pre().component(),
+            Entry::P3 { pre } => pre.instance_pre().component(),
+        }
+    }
 }
 
 /// The handles a 0.3 guest may hold at once (streams, futures, pending
