@@ -456,3 +456,34 @@ fn backstop(start: Option<std::time::Instant>, wall: std::time::Duration) -> tok
     let start = start.unwrap_or_else(std::time::Instant::now);
     tokio::time::Instant::from_std(start + wall.min(FAR))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::backstop;
+    use std::time::{Duration, Instant};
+
+    /// A grant's wall can be any length a caps file can write
+    /// (`max_wall_ms` up to `i64::MAX`): the deadline is capped, not an
+    /// `Instant` overflow that would panic the host.
+    #[test]
+    fn the_backstop_of_any_wall_is_an_instant() {
+        let start = Instant::now();
+        for wall in [
+            Duration::ZERO,
+            Duration::from_secs(30),
+            Duration::from_millis(i64::MAX as u64),
+            Duration::MAX,
+        ] {
+            for from in [Some(start), None] {
+                let at = backstop(from, wall).into_std();
+                assert!(at >= start, "{wall:?}");
+                assert!(at <= Instant::now() + Duration::from_secs(31 * 365 * 86_400));
+            }
+        }
+        // A short wall counts from the start it is given.
+        assert_eq!(
+            backstop(Some(start), Duration::from_secs(30)).into_std(),
+            start + Duration::from_secs(30)
+        );
+    }
+}
