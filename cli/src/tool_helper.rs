@@ -57,6 +57,8 @@ impl Conn {
 pub(crate) struct Helper {
     child: Child,
     conn: Option<Arc<Mutex<Conn>>>,
+    /// Its stdout once its stdin is closed: it closes as the helper exits.
+    closing: Option<ChildStdout>,
 }
 
 impl Helper {
@@ -99,13 +101,12 @@ impl Helper {
     }
 }
 
-impl Drop for Helper {
-    /// Close its stdin (the run's tool handles are gone by now) and wait
-    /// for it to exit, killing it if it has not within two seconds (a tool
-    /// it is still running gets no longer than that): no run leaves a
-    /// process behind, even under a parent that does not reap.
-    fn drop(&mut self) {
-        let deadline = Instant::now() + Duration::from_secs(2);
+impl Helper {
+    /// Close its stdin (the run's tool handles are gone by now): it
+    /// removes the run's private folders and exits while the caller does
+    /// something else (the run's own teardown), to be waited for on drop.
+    /// Nothing more can be asked of it after.
+    pub(crate) fn close(&mut self) {
         let conn = self
             .conn
             .take()
@@ -113,11 +114,25 @@ impl Drop for Helper {
             .and_then(|m| m.into_inner().ok());
         if let Some(Conn { stdin, stdout }) = conn {
             drop(stdin);
-            // Its stdout closes as it exits: wake on that, not on a nap.
-            if until_closed(stdout.into_inner(), deadline) {
-                let _ = self.child.wait();
-                return;
-            }
+            self.closing = Some(stdout.into_inner());
+        }
+    }
+}
+
+impl Drop for Helper {
+    /// Close its stdin (if [`Helper::close`] did not) and wait for it to
+    /// exit, killing it if it has not within two seconds (a tool it is
+    /// still running gets no longer than that): no run leaves a process
+    /// behind, even under a parent that does not reap.
+    fn drop(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        self.close();
+        // Its stdout closes as it exits: wake on that, not on a nap.
+        if let Some(out) = self.closing.take()
+            && until_closed(out, deadline)
+        {
+            let _ = self.child.wait();
+            return;
         }
         loop {
             match self.child.try_wait() {
@@ -167,11 +182,20 @@ pub(crate) fn spawn(
     records: &[PathBuf],
     remove: &[PathBuf],
 ) -> std::io::Result<(ToolRegistry, Option<Helper>)> {
-    let idle = tools.is_empty() && records.is_empty() && remove.is_empty();
-    if idle && !sbx_wasm::telemetry::wanted() {
+    if !needed(tools, records, !remove.is_empty()) {
         return Ok((ToolRegistry::new(), None));
     }
     Started::start()?.configure(tools, records, remove)
+}
+
+/// Whether a run with these command tools and records, and with folders
+/// to remove at its end (`removes`), needs a helper at all.
+pub(crate) fn needed(
+    tools: &BTreeMap<String, CommandTool>,
+    records: &[PathBuf],
+    removes: bool,
+) -> bool {
+    !tools.is_empty() || !records.is_empty() || removes || sbx_wasm::telemetry::wanted()
 }
 
 /// A helper process started before its run is known (a warm worker
@@ -253,6 +277,7 @@ impl Started {
             Some(Helper {
                 child,
                 conn: Some(conn),
+                closing: None,
             }),
         ))
     }

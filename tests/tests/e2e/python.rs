@@ -380,3 +380,74 @@ for path in ("/work/missing", "/etc"):
     assert_eq!(ran.denials(), ["fs_read_denied"], "{}", ran.report);
     assert_eq!(ran.report["denials"][0]["target"], "/etc");
 }
+
+/// The processes carrying `marker` in their environment (a run's helper
+/// inherits the run's).
+fn processes_marked(marker: &str) -> Vec<String> {
+    let needle = format!("SBX_TEST_MARK={marker}");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+        .filter(|e| {
+            std::fs::read(e.path().join("environ"))
+                .map(|env| env.split(|b| *b == 0).any(|v| v == needle.as_bytes()))
+                .unwrap_or(false)
+        })
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// A run in its own process starts its helper before loading the runner
+/// (their starts overlap) and lets go of the runner while the helper
+/// removes the run's private /tmp: the folder is gone and the helper has
+/// exited when the command returns. Beside it, a run refused after its
+/// helper started (no such runner) leaves neither a folder nor a process.
+#[test]
+fn own_process_run_leaves_no_private_tmp_and_no_helper_behind() {
+    let py = Py::new("max_ops = 100", "");
+    let tmpdir = tempfile::tempdir().unwrap();
+    py.write(
+        "t.py",
+        "import os\nopen('/tmp/x', 'w').write('x' * 100)\nprint(os.listdir('/tmp'))\n",
+    );
+    let nanos = std::time::UNIX_EPOCH.elapsed().unwrap().as_nanos();
+    let marker = format!("{}-{nanos}", std::process::id());
+    let run = |runner: &Path| {
+        py.cmd(warm_cache())
+            .env("TMPDIR", tmpdir.path())
+            .env("SBX_TEST_MARK", &marker)
+            .args([
+                "run",
+                "--no-server",
+                "--caps",
+                "caps.toml",
+                "--python-runner",
+            ])
+            .arg(runner)
+            .arg("t.py")
+            .output()
+            .unwrap()
+    };
+    let ran = run(&python_runner());
+    assert_eq!(ran.status.code(), Some(0), "{}", utf8(&ran.stderr));
+    // The script had its /tmp, on the host under TMPDIR...
+    assert_eq!(utf8(&ran.stdout), "['x']\n");
+    // ...and nothing of it, nor of its helper, is left.
+    assert!(
+        snapshot(tmpdir.path()).is_empty(),
+        "{:?}",
+        snapshot(tmpdir.path())
+    );
+    assert_eq!(processes_marked(&marker), Vec::<String>::new());
+
+    let ran = run(&py.path("no-such-runner.wasm"));
+    assert_eq!(ran.status.code(), Some(125), "{}", utf8(&ran.stderr));
+    assert!(snapshot(tmpdir.path()).is_empty());
+    // The helper started ahead exits when its stdin closes with the run.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !processes_marked(&marker).is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(processes_marked(&marker), Vec::<String>::new());
+}

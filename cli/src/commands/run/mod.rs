@@ -1,6 +1,7 @@
 //! `sbx-wasm run`: load the caps and the component, run it, write the report
 //! and audit log (also after a halt or a trap), print a one-line summary.
 
+mod summary;
 pub(crate) mod worker;
 
 use crate::common::{engine_for, load_caps, open_cache, registry};
@@ -9,9 +10,9 @@ use crate::scripts::Lang;
 use crate::{progress, tool_helper};
 use anyhow::{Context, Result};
 use sbx_wasm::confine::Policy;
-use sbx_wasm::wasm::{CacheOutcome, PreparedAgent, RunOptions, WasmHost, WasmRun};
+use sbx_wasm::wasm::{CacheOutcome, PreparedAgent, RunOptions, WasmHost};
 use sbx_wasm::{Capabilities, Services};
-use sbx_wasm::{KernelWall, Landlock, Status};
+use sbx_wasm::{KernelWall, Landlock};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -228,6 +229,20 @@ fn run_inner(a: &RunArgs, mut ready: Option<&mut Ready>) -> Result<i32> {
     if a.js_runner.is_some() && lang != Some(Lang::JavaScript) {
         anyhow::bail!("--js-runner applies to JavaScript and TypeScript scripts only");
     }
+    // A helper this run will need starts now: its start (an exec of this
+    // binary) overlaps the component's load instead of following it.
+    let started = match started {
+        None if !a.no_kernel_confinement
+            && tool_helper::needed(
+                caps.tool_commands(),
+                &a.files.paths(a.record.as_ref()),
+                lang.is_some_and(Lang::private_tmp),
+            ) =>
+        {
+            Some(tool_helper::Started::start().context("cannot start the tool helper")?)
+        }
+        started => started,
+    };
     let (program, args) = match lang {
         Some(lang) => {
             let runner = match &ready {
@@ -384,7 +399,20 @@ fn run_inner(a: &RunArgs, mut ready: Option<&mut Ready>) -> Result<i32> {
         Some(helper) => helper.telemetry(&info),
         None => sbx_wasm::telemetry::Telemetry::from_env().run(&info),
     }
-    // Waits for the helper: no run leaves a process behind.
+    let cache = match target {
+        Target::Ready(_) => "warm worker",
+        Target::Loaded(_, Some(CacheOutcome::Hit)) => "cached",
+        Target::Loaded(_, Some(CacheOutcome::Miss)) => "compiled, now cached",
+        Target::Loaded(_, Some(CacheOutcome::Rebuilt)) => "recompiled (bad cache entry replaced)",
+        Target::Loaded(_, None) => "compiled, not cached",
+    };
+    // The helper removes the run's private folders and exits while this
+    // process lets go of the component (unmapping its artifact); then it
+    // is waited for: no run leaves a process behind.
+    if let Some(helper) = helper.as_mut() {
+        helper.close();
+    }
+    drop((target, host));
     drop(helper);
     if let Some(msg) = &run.trap {
         eprintln!(
@@ -393,16 +421,7 @@ fn run_inner(a: &RunArgs, mut ready: Option<&mut Ready>) -> Result<i32> {
         );
     }
     if a.summary || std::io::stderr().is_terminal() {
-        let cache = match target {
-            Target::Ready(_) => "warm worker",
-            Target::Loaded(_, Some(CacheOutcome::Hit)) => "cached",
-            Target::Loaded(_, Some(CacheOutcome::Miss)) => "compiled, now cached",
-            Target::Loaded(_, Some(CacheOutcome::Rebuilt)) => {
-                "recompiled (bad cache entry replaced)"
-            }
-            Target::Loaded(_, None) => "compiled, not cached",
-        };
-        eprintln!("{}; {cache}", summary(&run));
+        eprintln!("{}; {cache}", summary::summary(&run));
     }
     Ok(crate::exit::run_exit_code(&run.report))
 }
@@ -420,59 +439,6 @@ fn host_for(a: &RunArgs, caps: &Capabilities) -> Result<WasmHost> {
             host
         }
     })
-}
-
-fn mib(n: u64) -> String {
-    format!("{:.1}", n as f64 / (1024.0 * 1024.0))
-}
-
-/// `sbx-wasm: hard_limit (max_fuel); ops 2/10000, output 12/16777216 B, ...`
-fn summary(run: &WasmRun) -> String {
-    let r = &run.report;
-    let status = match (r.status, r.violation, r.exit_code) {
-        (Status::HardLimit, Some(v), _) => format!("hard_limit ({v})"),
-        (Status::Trapped, _, _) => "trapped".to_string(),
-        (Status::Cancelled, _, _) => "cancelled (interrupted)".to_string(),
-        (Status::Exited, _, Some(code)) => match &r.error {
-            // The exception the script ended on, as its runner reported it
-            // (guest text: control characters shown as `?`).
-            Some(e) => {
-                let kind = sbx_wasm::bound::printable(&e.kind);
-                match e.line {
-                    Some(line) => format!("exited {code} ({kind} at line {line})"),
-                    None => format!("exited {code} ({kind})"),
-                }
-            }
-            None => format!("exited {code}"),
-        },
-        _ => "completed".to_string(),
-    };
-    let (u, l) = (&r.usage, &r.limits);
-    let wall = match &r.kernel_wall {
-        Some(k) if k.up => "; kernel wall up".to_string(),
-        Some(k) if k.landlock == Landlock::Off => "; kernel wall off".to_string(),
-        Some(k) => format!(
-            "; kernel wall partial (landlock {}, tcp {})",
-            k.landlock, k.network
-        ),
-        None => "; kernel wall off".to_string(),
-    };
-    let fuel = match l.fuel {
-        Some(max) => format!("fuel {}/{max}", u.fuel.unwrap_or(0)),
-        None => "fuel off".to_string(),
-    };
-    format!(
-        "sbx-wasm: {status}; {} denials; ops {}/{}, output {}/{} B, {fuel}, wall {}/{} ms, memory {}/{} MiB{wall}",
-        r.denials.len(),
-        u.ops,
-        l.ops,
-        u.output_bytes,
-        l.output_bytes,
-        u.wall_ms,
-        l.wall_ms,
-        mib(u.memory_peak_bytes.unwrap_or(0)),
-        mib(l.memory_peak_bytes),
-    )
 }
 
 /// A file named by its path and the SHA-256 of its bytes.
