@@ -111,6 +111,9 @@ pub(crate) struct Ready {
     pub(crate) caps: Capabilities,
     /// The tool helper, started while the worker waited.
     pub(crate) helper: Option<tool_helper::Started>,
+    /// The run's helper once the run is over, closed and removing the
+    /// run's private folders: the worker waits for it after answering.
+    pub(crate) closing: Option<tool_helper::Helper>,
 }
 
 impl RunArgs {
@@ -215,7 +218,7 @@ fn run_inner(a: &RunArgs, mut ready: Option<&mut Ready>) -> Result<i32> {
         }
     }
     let started = ready.as_mut().and_then(|r| r.helper.take());
-    let (host, ready) = match ready {
+    let (host, warm) = match &ready {
         Some(r) => (r.host.clone(), Some((r.agent.clone(), r.runner.clone()))),
         None => (host_for(a, &caps)?, None),
     };
@@ -245,7 +248,7 @@ fn run_inner(a: &RunArgs, mut ready: Option<&mut Ready>) -> Result<i32> {
     };
     let (program, args) = match lang {
         Some(lang) => {
-            let runner = match &ready {
+            let runner = match &warm {
                 Some((_, runner)) => runner.clone(),
                 None => {
                     let flag = match lang {
@@ -264,10 +267,10 @@ fn run_inner(a: &RunArgs, mut ready: Option<&mut Ready>) -> Result<i32> {
     // Also for a grant a warm worker loaded, and with the runner this run
     // uses: a guest must not reach what runs natively after it. (A plain
     // component's grant was checked as it was loaded.)
-    if script || ready.is_some() {
+    if script || warm.is_some() {
         crate::common::refuse_protected(&caps, script.then_some(program.as_path()))?;
     }
-    let target = match ready {
+    let target = match warm {
         Some((agent, _)) => Target::Ready(agent),
         None => {
             let (agent, outcome) = progress::while_loading(&program, || {
@@ -408,12 +411,16 @@ fn run_inner(a: &RunArgs, mut ready: Option<&mut Ready>) -> Result<i32> {
     };
     // The helper removes the run's private folders and exits while this
     // process lets go of the component (unmapping its artifact); then it
-    // is waited for: no run leaves a process behind.
+    // is waited for (a warm worker answers its client first): no run
+    // leaves a process behind.
     if let Some(helper) = helper.as_mut() {
         helper.close();
     }
     drop((target, host));
-    drop(helper);
+    match ready {
+        Some(r) => r.closing = helper,
+        None => drop(helper),
+    }
     if let Some(msg) = &run.trap {
         eprintln!(
             "sbx-wasm: guest trapped: {}",

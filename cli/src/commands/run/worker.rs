@@ -74,9 +74,13 @@ pub(crate) fn main(runner: &Path) -> i32 {
         runner: prepared.runner,
         caps,
         helper: prepared.helper,
+        closing: None,
     };
     let code = args.execute_ready(&mut ready);
     let _ = wire::send(&control, &Reply::Exit(code));
+    // The client has its answer (its records written, its output done)
+    // while the helper removes the run's private /tmp: waited for here.
+    drop(ready.closing.take());
     // The run is over and reported: the loaded runner and the finished
     // instance go with the process, not one by one.
     std::process::exit(0)

@@ -5,6 +5,7 @@
 //! The harness (a server per test, a run's output and report) is in
 //! `served.rs`.
 
+mod cleanup;
 mod data;
 mod served;
 
