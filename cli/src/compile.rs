@@ -81,15 +81,31 @@ impl CompileBounds {
 
 /// The component at `path` for `host`, prepared: from the cache when it
 /// is there, else compiled first in a bounded child (see the module's
-/// comment).
+/// comment), saying so on stderr when that takes a while if `progress`.
 pub(crate) fn load_bounded(
     host: &WasmHost,
     path: &Path,
     bounds: &CompileBounds,
+    progress: bool,
 ) -> Result<(PreparedAgent, Option<CacheOutcome>)> {
     if let Some(c) = host.load_cached(path) {
         return Ok((host.prepare(&c)?, Some(CacheOutcome::Hit)));
     }
+    // Only a compile is slow enough for a progress line: a cache hit starts
+    // no thread to wait for one.
+    if progress {
+        crate::progress::while_loading(path, || compile_bounded(host, path, bounds))
+    } else {
+        compile_bounded(host, path, bounds)
+    }
+}
+
+/// `load_bounded` past the cache: compile in the bounded child, then load.
+fn compile_bounded(
+    host: &WasmHost,
+    path: &Path,
+    bounds: &CompileBounds,
+) -> Result<(PreparedAgent, Option<CacheOutcome>)> {
     let len = std::fs::metadata(path)
         .with_context(|| format!("cannot read {}", path.display()))?
         .len();

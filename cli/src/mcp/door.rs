@@ -465,7 +465,7 @@ impl Door {
         // bounded child: a hostile component costs this server nothing
         // past the bounds. Two sessions asking at once may both compile.
         let bounds = crate::compile::CompileBounds::default();
-        let (agent, _) = crate::compile::load_bounded(&self.host, &real, &bounds)
+        let (agent, _) = crate::compile::load_bounded(&self.host, &real, &bounds, false)
             .map_err(|e| format!("{name}: {}", crate::exit::describe(&e)))?;
         let mut prepared = self.prepared.lock().unwrap_or_else(|p| p.into_inner());
         prepared.insert(real, (stamp.0, stamp.1, agent.clone()));

@@ -315,6 +315,13 @@ fn second_run_of_a_script_uses_the_cached_runner() {
         "{}",
         first.stderr()
     );
+    // A compile (seconds for the runner) says so while it lasts; a cache
+    // hit says nothing of it.
+    assert!(
+        first.stderr().contains("one-time cost") && first.stderr().contains("sbx-wasm: compiled "),
+        "{}",
+        first.stderr()
+    );
     let second = py.run_with(cache.path(), "hello.py", &[]);
     assert_eq!(second.code(), Some(0));
     assert!(second.stderr().contains("; cached"), "{}", second.stderr());

@@ -7,7 +7,7 @@ pub(crate) mod worker;
 use crate::common::{engine_for, load_caps, open_cache, registry};
 use crate::output::{OutputFiles, write_records};
 use crate::scripts::Lang;
-use crate::{progress, tool_helper};
+use crate::tool_helper;
 use anyhow::{Context, Result};
 use sbx_wasm::confine::Policy;
 use sbx_wasm::wasm::{CacheOutcome, PreparedAgent, RunOptions, WasmHost};
@@ -273,13 +273,11 @@ fn run_inner(a: &RunArgs, mut ready: Option<&mut Ready>) -> Result<i32> {
     let target = match warm {
         Some((agent, _)) => Target::Ready(agent),
         None => {
-            let (agent, outcome) = progress::while_loading(&program, || {
-                let bounds = match lang {
-                    Some(lang) => a.compile.for_runner(lang),
-                    None => a.compile.clone(),
-                };
-                crate::compile::load_bounded(&host, &program, &bounds)
-            })?;
+            let bounds = match lang {
+                Some(lang) => a.compile.for_runner(lang),
+                None => a.compile.clone(),
+            };
+            let (agent, outcome) = crate::compile::load_bounded(&host, &program, &bounds, true)?;
             Target::Loaded(agent, outcome)
         }
     };
