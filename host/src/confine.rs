@@ -95,7 +95,16 @@ impl Policy {
     /// (`up` is false), never an error; the caller decides whether that is
     /// acceptable.
     pub fn apply(&self) -> KernelWall {
-        imp::apply(self)
+        imp::apply(self, false).0
+    }
+
+    /// [`Policy::apply`], and the same Landlock rules for another thread
+    /// of the process to take on itself ([`ThreadRules::restrict`]): one
+    /// ruleset, built once, so the other thread neither opens the mounts
+    /// again nor can end up under different rules.
+    pub(crate) fn apply_sharing(&self) -> (KernelWall, ThreadRules) {
+        let (wall, shared) = imp::apply(self, true);
+        (wall, ThreadRules(shared))
     }
 
     /// What is known, before applying, to keep this policy from being fully
@@ -129,6 +138,18 @@ impl Policy {
     }
 }
 
+/// Landlock rules made by [`Policy::apply_sharing`] for another thread.
+pub(crate) struct ThreadRules(imp::Shared);
+
+impl ThreadRules {
+    /// Put the calling thread under these rules (and `no_new_privs`); how
+    /// far the kernel enforces them (`not_enforced` when the rules could
+    /// not be made).
+    pub(crate) fn restrict(self) -> crate::report::Landlock {
+        imp::restrict(self.0)
+    }
+}
+
 #[cfg(target_os = "linux")]
 mod imp {
     use super::Policy;
@@ -136,7 +157,7 @@ mod imp {
     use crate::report::Landlock;
     use landlock::{
         ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, NetPort, PathBeneath, PathFd,
-        Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
+        Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope,
     };
 
     /// The Landlock ABI whose rights are asked for: V6 adds scoping of
@@ -144,11 +165,17 @@ mod imp {
     /// devices) and V4's TCP ports.
     const TARGET: ABI = ABI::V6;
 
-    pub(super) fn apply(p: &Policy) -> KernelWall {
+    /// The rules for another thread: a copy of the ruleset's handle.
+    pub(super) type Shared = Option<RulesetCreated>;
+
+    /// Confine this thread and the process; with `share`, a copy of the
+    /// Landlock ruleset for another thread.
+    pub(super) fn apply(p: &Policy, share: bool) -> (KernelWall, Shared) {
         let mut wall = KernelWall {
             network: p.network_summary(),
             ..KernelWall::default()
         };
+        let mut shared = None;
         for (path, why) in &p.runtime_read {
             wall.notes
                 .push(format!("runtime read {}: {why}", path.display()));
@@ -158,14 +185,11 @@ mod imp {
         for (_, why) in &p.runtime_write_files {
             wall.notes.push(format!("runtime write: {why}"));
         }
-        match landlock(p) {
-            Ok((status, nnp)) => {
+        match landlock(p, share) {
+            Ok((status, nnp, copy)) => {
+                shared = copy;
                 wall.no_new_privs = nnp;
-                wall.landlock = match status {
-                    RulesetStatus::FullyEnforced => Landlock::FullyEnforced,
-                    RulesetStatus::PartiallyEnforced => Landlock::PartiallyEnforced,
-                    RulesetStatus::NotEnforced => Landlock::NotEnforced,
-                };
+                wall.landlock = level(&status);
                 wall.filesystem = status != RulesetStatus::NotEnforced;
                 if status != RulesetStatus::FullyEnforced {
                     wall.notes.push(format!(
@@ -192,10 +216,31 @@ mod imp {
         if p.tcp_connect.is_none() {
             wall.notes.push(format!("tcp: {}", wall.network));
         }
-        wall
+        (wall, shared)
     }
 
-    fn landlock(p: &Policy) -> Result<(RulesetStatus, bool), Box<dyn std::error::Error>> {
+    pub(super) fn restrict(shared: Shared) -> Landlock {
+        match shared.map(RulesetCreated::restrict_self) {
+            Some(Ok(status)) => level(&status.ruleset),
+            _ => Landlock::NotEnforced,
+        }
+    }
+
+    fn level(status: &RulesetStatus) -> Landlock {
+        match status {
+            RulesetStatus::FullyEnforced => Landlock::FullyEnforced,
+            RulesetStatus::PartiallyEnforced => Landlock::PartiallyEnforced,
+            RulesetStatus::NotEnforced => Landlock::NotEnforced,
+        }
+    }
+
+    /// Restrict this thread; with `share`, first copy the ruleset's handle
+    /// (a copy that cannot be made leaves the other thread unconfined,
+    /// which the caller sees as `not_enforced`).
+    fn landlock(
+        p: &Policy,
+        share: bool,
+    ) -> Result<(RulesetStatus, bool, Shared), Box<dyn std::error::Error>> {
         let mut ruleset = Ruleset::default()
             .set_compatibility(CompatLevel::BestEffort)
             .handle_access(AccessFs::from_all(TARGET))?
@@ -231,8 +276,13 @@ mod imp {
                 created = created.add_rule(NetPort::new(*port, AccessNet::BindTcp))?;
             }
         }
+        let copy = if share {
+            created.try_clone().ok()
+        } else {
+            None
+        };
         let status = created.restrict_self()?;
-        Ok((status.ruleset, status.no_new_privs))
+        Ok((status.ruleset, status.no_new_privs, copy))
     }
 }
 
@@ -343,12 +393,19 @@ mod imp {
     use super::Policy;
     use crate::report::KernelWall;
 
-    pub(super) fn apply(p: &Policy) -> KernelWall {
-        KernelWall {
+    pub(super) type Shared = ();
+
+    pub(super) fn apply(p: &Policy, _share: bool) -> (KernelWall, Shared) {
+        let wall = KernelWall {
             network: p.network_summary(),
             landlock: crate::report::Landlock::NotEnforced,
             notes: vec!["kernel confinement is implemented for Linux only".into()],
             ..KernelWall::default()
-        }
+        };
+        (wall, ())
+    }
+
+    pub(super) fn restrict(_: Shared) -> crate::report::Landlock {
+        crate::report::Landlock::NotEnforced
     }
 }

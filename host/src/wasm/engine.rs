@@ -401,12 +401,12 @@ impl WasmHost {
         {
             let _ = std::fs::remove_dir(dir);
         }
-        let mut wall = policy.apply();
+        // The seccomp filter reaches every thread at once; Landlock rules,
+        // one ruleset for both, each thread takes on itself.
+        let (mut wall, rules) = policy.apply_sharing();
         let (tx, rx) = std::sync::mpsc::channel();
-        let mut own = policy.clone();
-        own.seccomp = false; // already installed on every thread
         let job: TickerJob = Box::new(move || {
-            let _ = tx.send(own.apply());
+            let _ = tx.send(rules.restrict());
         });
         let sent = self
             .shared
@@ -415,11 +415,11 @@ impl WasmHost {
             .map(|j| j.send(job).is_ok())
             .unwrap_or(false);
         match rx.recv_timeout(Duration::from_secs(2)) {
-            Ok(t) if sent && t.landlock == wall.landlock => {}
-            Ok(t) => {
+            Ok(landlock) if sent && landlock == wall.landlock => {}
+            Ok(landlock) => {
                 wall.up = false;
                 wall.notes
-                    .push(format!("epoch thread: landlock {}", t.landlock));
+                    .push(format!("epoch thread: landlock {landlock}"));
             }
             Err(_) => {
                 wall.up = false;

@@ -17,6 +17,8 @@ mod begin;
 mod cache;
 mod cache_key;
 mod clocks;
+#[cfg(test)]
+mod confine_thread;
 mod diagnostics;
 // The guest fuzzer's entry, not part of the embedding API.
 #[cfg(any(test, feature = "fuzzing"))]
