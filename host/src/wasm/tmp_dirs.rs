@@ -11,8 +11,9 @@
 //! next. Each run still gets a new, empty folder that no run had before.
 //!
 //! Folders still here when the process exits (one made ahead, any queued
-//! for removal) are removed by an exit handler, so a program that ends
-//! right after its run leaves nothing in the temp folder.
+//! for removal, one being made as the exit began: waited for, up to a
+//! second) are removed by an exit handler, so a program that ends right
+//! after its run leaves nothing in the temp folder.
 
 use std::collections::VecDeque;
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
@@ -32,6 +33,11 @@ struct State {
     /// A run has asked for a folder (until then none is made ahead: a
     /// program that never runs Python makes none).
     wanted: bool,
+    /// The worker is making a folder that is not `ready` yet.
+    making: bool,
+    /// The process is exiting: nothing more is made, and a folder made
+    /// meanwhile is removed at once.
+    closed: bool,
 }
 
 static QUEUE: OnceLock<Option<Queue>> = OnceLock::new();
@@ -101,7 +107,8 @@ fn work(q: &'static Queue) {
                 if let Some(dir) = state.remove.front() {
                     break Job::Remove(dir.path().to_path_buf());
                 }
-                if state.wanted && state.ready.is_none() {
+                if state.wanted && state.ready.is_none() && !state.closed {
+                    state.making = true;
                     break Job::Make;
                 }
                 state = q.changed.wait(state).unwrap_or_else(|p| p.into_inner());
@@ -118,16 +125,28 @@ fn work(q: &'static Queue) {
                 }
             }
             Job::Make => {
-                let Ok(dir) = super::python::new_tmp() else {
+                let made = super::python::new_tmp();
+                let mut state = lock(q);
+                match made {
+                    // Made while the process began to exit: removed now,
+                    // before the exit handler stops waiting for it.
+                    Ok(dir) if state.closed => {
+                        drop(state);
+                        drop(dir);
+                        state = lock(q);
+                    }
+                    Ok(dir) => {
+                        if state.ready.is_none() {
+                            state.ready = Some(dir);
+                        }
+                    }
                     // No temp folder to make it in: runs make their own
                     // (and report why they cannot).
-                    lock(q).wanted = false;
-                    continue;
-                };
-                let mut state = lock(q);
-                if state.ready.is_none() {
-                    state.ready = Some(dir);
+                    Err(_) => state.wanted = false,
                 }
+                state.making = false;
+                drop(state);
+                q.changed.notify_all();
             }
         }
     }
@@ -141,6 +160,22 @@ fn on_exit() {
         let _ = std::panic::catch_unwind(|| {
             if let Some(q) = QUEUE.get().and_then(Option::as_ref) {
                 let mut state = lock(q);
+                state.closed = true;
+                // A folder being made (a run that ended just before the
+                // exit asks for the next one) is waited for, briefly: the
+                // worker removes it, or it is `ready` below.
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+                while state.making {
+                    let left = deadline.saturating_duration_since(std::time::Instant::now());
+                    if left.is_zero() {
+                        break;
+                    }
+                    state = q
+                        .changed
+                        .wait_timeout(state, left)
+                        .map(|(s, _)| s)
+                        .unwrap_or_else(|p| p.into_inner().0);
+                }
                 let left = (std::mem::take(&mut state.remove), state.ready.take());
                 drop(state);
                 drop(left);

@@ -366,3 +366,40 @@ fn output_events_come_as_whole_lines_when_asked() {
     assert!(pieces.len() > 4, "{pieces:?}");
     assert_eq!(pieces.concat(), whole.concat());
 }
+
+/// A program that ends right after its Python run leaves nothing in the
+/// temp folder: not the run's `/tmp`, nor the next run's, which the library
+/// makes ahead and may still be making as the program exits. Each round is
+/// this test binary run again as such a program, with `TMPDIR` a folder of
+/// the test's own.
+#[test]
+fn a_program_that_ends_right_after_its_run_leaves_nothing_in_the_temp_folder() {
+    const CHILD: &str = "SBX_TEST_ONE_RUN_THEN_EXIT";
+    if std::env::var_os(CHILD).is_some() {
+        let run = exits_0(
+            "open('/tmp/x', 'w').write('x')\nprint('ok')",
+            &Capabilities::builder().build().unwrap(),
+        );
+        assert_eq!(utf8(&run.stdout), "ok\n");
+        return;
+    }
+    let name =
+        "python_api::a_program_that_ends_right_after_its_run_leaves_nothing_in_the_temp_folder";
+    for _ in 0..3 {
+        let tmpdir = tempfile::tempdir().unwrap();
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([name, "--exact", "--nocapture", "--test-threads=1"])
+            .env(CHILD, "1")
+            .env("TMPDIR", tmpdir.path())
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success() && said.contains("1 passed"), "{said}");
+        let left: Vec<_> = std::fs::read_dir(tmpdir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert!(left.is_empty(), "left in the temp folder: {left:?}");
+    }
+}
