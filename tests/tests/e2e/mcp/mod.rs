@@ -259,10 +259,22 @@ impl HttpServer {
 }
 
 impl Drop for HttpServer {
+    /// Stopped as an operator stops it (SIGTERM), so it removes what it
+    /// made in the temp folder (a Python run's next `/tmp`, made ahead);
+    /// killed only if it has not ended within 5 s.
     fn drop(&mut self) {
-        if self.child.try_wait().ok().flatten().is_none() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
+        if self.child.try_wait().ok().flatten().is_some() {
+            return;
+        }
+        terminate(self.child.id());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while self.child.try_wait().ok().flatten().is_none() {
+            if std::time::Instant::now() > deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
         }
     }
 }
