@@ -35,8 +35,7 @@ struct State {
     wanted: bool,
     /// The worker is making a folder that is not `ready` yet.
     making: bool,
-    /// The process is exiting: nothing more is made, and a folder made
-    /// meanwhile is removed at once.
+    /// The process is exiting: nothing more is made.
     closed: bool,
 }
 
@@ -128,13 +127,8 @@ fn work(q: &'static Queue) {
                 let made = super::python::new_tmp();
                 let mut state = lock(q);
                 match made {
-                    // Made while the process began to exit: removed now,
-                    // before the exit handler stops waiting for it.
-                    Ok(dir) if state.closed => {
-                        drop(state);
-                        drop(dir);
-                        state = lock(q);
-                    }
+                    // Also while the process exits: the exit handler,
+                    // waiting for it, removes it with the rest.
                     Ok(dir) => {
                         if state.ready.is_none() {
                             state.ready = Some(dir);
@@ -162,8 +156,8 @@ fn on_exit() {
                 let mut state = lock(q);
                 state.closed = true;
                 // A folder being made (a run that ended just before the
-                // exit asks for the next one) is waited for, briefly: the
-                // worker removes it, or it is `ready` below.
+                // exit asks for the next one) is waited for, briefly: it
+                // is then `ready`, removed below.
                 let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
                 while state.making {
                     let left = deadline.saturating_duration_since(std::time::Instant::now());
