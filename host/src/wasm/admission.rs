@@ -7,6 +7,7 @@
 
 use super::options::RunOptions;
 use super::{LoadError, WasmHost};
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -97,32 +98,32 @@ impl WasmHost {
         }
     }
 
-    /// What a run under `opts` holds without waiting (`Err`): no slot
+    /// What a run under `opts` holds without waiting (`Break`): no slot
     /// when it takes none, or a slot that was free; else the slots it
-    /// waits for (`Ok`). A free slot is taken without reading the clock:
-    /// it waited for nothing (two clock readings were a measurable part of
-    /// a small run's cost).
-    fn at_once(&self, opts: &RunOptions) -> Result<&Slots, Held> {
+    /// waits for (`Continue`). A free slot is taken without reading the
+    /// clock: it waited for nothing (two clock readings were a measurable
+    /// part of a small run's cost).
+    fn at_once(&self, opts: &RunOptions) -> ControlFlow<Held, &Slots> {
         let Some(slots) = self.slots.as_ref().filter(|_| !opts.in_place) else {
-            return Err(Held {
+            return ControlFlow::Break(Held {
                 _permit: None,
                 waited: Duration::ZERO,
             });
         };
         match slots.sem.clone().try_acquire_owned() {
-            Ok(p) => Err(Held {
+            Ok(p) => ControlFlow::Break(Held {
                 _permit: Some(p),
                 waited: Duration::ZERO,
             }),
-            Err(_) => Ok(slots),
+            Err(_) => ControlFlow::Continue(slots),
         }
     }
 
     /// A slot for a run under `opts`, awaited.
     pub(super) async fn admit(&self, opts: &RunOptions) -> Result<Held, LoadError> {
         let slots = match self.at_once(opts) {
-            Ok(slots) => slots,
-            Err(held) => return Ok(held),
+            ControlFlow::Continue(slots) => slots,
+            ControlFlow::Break(held) => return Ok(held),
         };
         let start = Instant::now();
         let permit = match Self::patience(opts) {
@@ -145,8 +146,8 @@ impl WasmHost {
     /// A slot for a run under `opts`, waited for on this thread.
     pub(super) fn admit_blocking(&self, opts: &RunOptions) -> Result<Held, LoadError> {
         let slots = match self.at_once(opts) {
-            Ok(slots) => slots,
-            Err(held) => return Ok(held),
+            ControlFlow::Continue(slots) => slots,
+            ControlFlow::Break(held) => return Ok(held),
         };
         let start = Instant::now();
         let limit = Self::patience(opts).unwrap_or(Duration::ZERO);
