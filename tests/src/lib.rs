@@ -378,3 +378,19 @@ pub fn audit_records(text: &str) -> Vec<serde_json::Value> {
         .filter(|v| v.get("seal").is_none())
         .collect()
 }
+
+/// Run the test `name` of this test binary alone, in a process of its own
+/// with `env` added, and check that it ran and passed (a filter matching
+/// nothing passes too); what it printed. For a test that changes its
+/// process for good (a kernel wall, pages mapped, an exit to observe).
+pub fn run_test_alone(name: &str, env: &[(&str, &std::ffi::OsStr)]) -> String {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("1 passed"), "{said}");
+    said.into_owned()
+}

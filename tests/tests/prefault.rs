@@ -11,9 +11,8 @@
 #![cfg(target_os = "linux")]
 
 use sbx_wasm::wasm::{ArtifactCache, WasmHost};
-use sbx_wasm_tests::{compile_into, python_runner, test_cache};
+use sbx_wasm_tests::{compile_into, python_runner, run_test_alone, test_cache};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// Size and resident kB of every mapping of `file` in this process, with
 /// its permissions.
@@ -69,17 +68,15 @@ fn in_fresh_process(test: &str) -> bool {
     if std::env::var(CHILD).is_ok_and(|t| t == test) {
         return true;
     }
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([test, "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD, test)
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{said}");
-    // The child ran the test (a filter matching nothing passes too).
-    assert!(said.contains("1 passed"), "{said}");
-    print!("{said}");
+    print!("{}", run_test_alone(test, &[(CHILD, test.as_ref())]));
     false
+}
+
+/// In the fresh process `test` runs in, the runner prepared
+/// ([`prepared_runner`]); `None` in the parent (which ran that process)
+/// and where the kernel cannot populate.
+fn runner_in_fresh_process(test: &str) -> Option<(sbx_wasm::wasm::PreparedAgent, PathBuf)> {
+    in_fresh_process(test).then(prepared_runner).flatten()
 }
 
 /// The runner prepared on a host with the test cache, and its artifact
@@ -132,10 +129,7 @@ fn nearly_all(size: u64, rss: u64) -> bool {
 #[test]
 fn an_instance_made_ahead_has_its_code_and_memory_mapped_before_its_run() {
     let name = "an_instance_made_ahead_has_its_code_and_memory_mapped_before_its_run";
-    if !in_fresh_process(name) {
-        return;
-    }
-    let Some((prepared, artifact)) = prepared_runner() else {
+    let Some((prepared, artifact)) = runner_in_fresh_process(name) else {
         return;
     };
     // Loaded and prepared: the code is mapped, little of it resident.
@@ -162,10 +156,7 @@ fn an_instance_made_ahead_has_its_code_and_memory_mapped_before_its_run() {
 #[test]
 fn an_instance_made_ahead_unmapped_is_mapped_step_by_step_until_asked_to_stop() {
     let name = "an_instance_made_ahead_unmapped_is_mapped_step_by_step_until_asked_to_stop";
-    if !in_fresh_process(name) {
-        return;
-    }
-    let Some((prepared, artifact)) = prepared_runner() else {
+    let Some((prepared, artifact)) = runner_in_fresh_process(name) else {
         return;
     };
     let agent = prepared.instantiate_ahead_unmapped().unwrap();

@@ -5,7 +5,7 @@
 use sbx_wasm::Status;
 use sbx_wasm::wasm::{ArtifactCache, PythonRunner, RunOptions, WasmHost};
 use sbx_wasm::{Capabilities, Violation};
-use sbx_wasm_tests::{mount_tree, python_runner, utf8};
+use sbx_wasm_tests::{mount_tree, python_runner, run_test_alone, utf8};
 use std::sync::OnceLock;
 
 /// One host and one runner for the file, as an embedder keeps them.
@@ -387,14 +387,10 @@ fn a_program_that_ends_right_after_its_run_leaves_nothing_in_the_temp_folder() {
         "python_api::a_program_that_ends_right_after_its_run_leaves_nothing_in_the_temp_folder";
     for _ in 0..3 {
         let tmpdir = tempfile::tempdir().unwrap();
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args([name, "--exact", "--nocapture", "--test-threads=1"])
-            .env(CHILD, "1")
-            .env("TMPDIR", tmpdir.path())
-            .output()
-            .unwrap();
-        let said = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success() && said.contains("1 passed"), "{said}");
+        run_test_alone(
+            name,
+            &[(CHILD, "1".as_ref()), ("TMPDIR", tmpdir.path().as_os_str())],
+        );
         let left: Vec<_> = std::fs::read_dir(tmpdir.path())
             .unwrap()
             .flatten()
