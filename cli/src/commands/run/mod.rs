@@ -232,13 +232,15 @@ fn run_inner(a: &RunArgs, mut ready: Option<&mut Ready>) -> Result<i32> {
     if a.js_runner.is_some() && lang != Some(Lang::JavaScript) {
         anyhow::bail!("--js-runner applies to JavaScript and TypeScript scripts only");
     }
+    // The record files the run writes (their folders are opened below).
+    let records = a.files.paths(a.record.as_ref());
     // A helper this run will need starts now: its start (an exec of this
     // binary) overlaps the component's load instead of following it.
     let started = match started {
         None if !a.no_kernel_confinement
             && tool_helper::needed(
                 caps.tool_commands(),
-                &a.files.paths(a.record.as_ref()),
+                &records,
                 lang.is_some_and(Lang::private_tmp),
             ) =>
         {
@@ -329,7 +331,6 @@ fn run_inner(a: &RunArgs, mut ready: Option<&mut Ready>) -> Result<i32> {
     opts = opts.cancel(cancel);
     // The records' folders are opened now, before the guest can rearrange
     // anything (output.rs says why), here or in the helper.
-    let records = a.files.paths(a.record.as_ref());
     let mut opened = Vec::new();
     let mut helper = None;
     if a.no_kernel_confinement {
