@@ -102,24 +102,43 @@ pub(crate) fn registry(caps: &Capabilities) -> ToolRegistry {
     tools
 }
 
-/// The wasm engine, with a message that says what failed.
+/// The wasm engine, with a message that says what failed. It keeps the
+/// artifact cache in its default folder when that opened (the library
+/// opens it as it makes a host); [`cached`] says why when it did not, and
+/// a command that wants none drops it.
 pub(crate) fn engine() -> Result<WasmHost> {
-    // The command line opens the cache itself where it wants one (and
-    // says so when it cannot): none by default here.
-    WasmHost::new()
-        .map(WasmHost::without_cache)
-        .map_err(|e| anyhow::anyhow!("cannot start the wasm engine: {e:#}"))
+    WasmHost::new().map_err(|e| anyhow::anyhow!("cannot start the wasm engine: {e:#}"))
 }
 
 /// The engine for a run under `caps`: without fuel instrumentation for a
-/// wall-only grant (`max_fuel = "off"`), metering otherwise.
+/// wall-only grant (`max_fuel = "off"`), metering otherwise; the cache as
+/// [`engine`] keeps it.
 pub(crate) fn engine_for(caps: &Capabilities) -> Result<WasmHost> {
     if caps.budget().meter_fuel {
         return engine();
     }
-    WasmHost::new_unmetered()
-        .map(WasmHost::without_cache)
-        .map_err(|e| anyhow::anyhow!("cannot start the wasm engine: {e:#}"))
+    WasmHost::new_unmetered().map_err(|e| anyhow::anyhow!("cannot start the wasm engine: {e:#}"))
+}
+
+/// `host` with the artifact cache in its default folder: the one it
+/// opened when it was made (a second open would read the key again), else
+/// opened now; when it cannot be, `host` without one and the reason.
+pub(crate) fn cached(host: WasmHost) -> (WasmHost, Option<anyhow::Error>) {
+    if host.cache().is_some() {
+        return (host, None);
+    }
+    match open_cache() {
+        Ok(cache) => (host.with_cache(cache), None),
+        Err(e) => (host, Some(e)),
+    }
+}
+
+/// [`cached`], for a command that cannot go on without the cache.
+pub(crate) fn require_cache(host: WasmHost) -> Result<WasmHost> {
+    match cached(host) {
+        (host, None) => Ok(host),
+        (_, Some(e)) => Err(e),
+    }
 }
 
 /// The artifact cache in its default folder.

@@ -12,7 +12,7 @@
 //! memory never holds it. A component found in the cache is loaded at once
 //! with no child.
 
-use crate::common::{engine, open_cache};
+use crate::common::{engine, require_cache};
 use anyhow::{Context, Result, bail};
 use sbx_wasm::wasm::{CacheOutcome, PreparedAgent, WasmHost};
 use std::path::Path;
@@ -231,14 +231,12 @@ pub(crate) fn child_main(args: &[std::ffi::OsString]) -> i32 {
         return 70;
     };
     let host = match text(2) {
-        "unmetered" => WasmHost::new_unmetered()
-            .map(WasmHost::without_cache)
-            .map_err(|e| anyhow::anyhow!("{e:#}")),
+        "unmetered" => WasmHost::new_unmetered().map_err(|e| anyhow::anyhow!("{e:#}")),
         _ => engine(),
     };
     let host = match (host, text(3)) {
-        (Ok(h), "cache") => open_cache().map(|c| h.with_cache(c)),
-        (h, _) => h,
+        (Ok(h), "cache") => require_cache(h),
+        (h, _) => h.map(WasmHost::without_cache),
     };
     let result = host.and_then(|h| h.load_traced(path).map_err(anyhow::Error::from));
     match result {

@@ -1,7 +1,7 @@
 //! `sbx-wasm compile` (fill the artifact cache) and `sbx-wasm cache
 //! ls|clear|dir` (inspect or empty it).
 
-use crate::common::{engine, engine_for, load_caps, open_cache};
+use crate::common::{engine, engine_for, load_caps, open_cache, require_cache};
 use crate::progress;
 use anyhow::Result;
 use sbx_wasm::wasm::{CacheOutcome, WasmHost};
@@ -53,7 +53,7 @@ impl CacheArgs {
 
 /// `sbx-wasm compile`: fill the cache for one component.
 fn compile(host: WasmHost, component: &Path) -> Result<i32> {
-    let host = host.with_cache(open_cache()?);
+    let host = require_cache(host)?;
     let started = std::time::Instant::now();
     let (_, outcome) = progress::while_loading(component, || host.load_traced(component))?;
     let what = match outcome {
@@ -78,6 +78,7 @@ fn cache(action: &CacheAction) -> Result<i32> {
     let cache = open_cache()?;
     match action {
         CacheAction::Ls => {
+            cache.remove_stale();
             for e in cache.list()? {
                 let partial = if e.partial {
                     "  (partial: being written, or left by a writer that died)"

@@ -2,7 +2,7 @@
 //! file, network or tool touched), and say whether it followed the
 //! recording.
 
-use crate::common::{engine_for, open_cache};
+use crate::common::{cached, engine_for};
 use crate::exit::EXIT_REPLAY_DIVERGED;
 use crate::output::OutputFiles;
 use anyhow::{Context, Result};
@@ -62,10 +62,7 @@ fn replay(a: &ReplayArgs) -> Result<i32> {
         eprintln!("sbx-wasm: note: {note}");
     }
     let host = engine_for(replay.caps())?;
-    let host = match open_cache() {
-        Ok(cache) => host.with_cache(cache),
-        Err(_) => host,
-    };
+    let (host, _) = cached(host);
     let agent = host.load(&component)?;
     let mut opts = RunOptions::replaying(&replay);
     // A recording of `run --data` names the data runner, whose own folders

@@ -14,7 +14,7 @@ use super::reply::{self, Ids};
 use super::session::{OpenSession, Session, SessionLimits};
 use super::tasks::TaskPolicy;
 use super::workspaces::Workspaces;
-use crate::common::{engine_for, open_cache, registry};
+use crate::common::{cached, engine_for, registry};
 use crate::scripts::Lang;
 use anyhow::{Context, Result, bail};
 use rmcp::model::CallToolResult;
@@ -81,14 +81,10 @@ impl Door {
     pub(crate) fn open(args: &McpArgs, caps: Capabilities) -> Result<Door> {
         // The door's own run slots (--max-concurrent) admit calls: the
         // host takes none of its own.
-        let host = engine_for(&caps)?.unlimited();
-        let host = match open_cache() {
-            Ok(cache) => host.with_cache(cache),
-            Err(e) => {
-                tracing::warn!("no artifact cache ({e:#}); compiling in memory");
-                host
-            }
-        };
+        let (host, no_cache) = cached(engine_for(&caps)?.unlimited());
+        if let Some(e) = no_cache {
+            tracing::warn!("no artifact cache ({e:#}); compiling in memory");
+        }
         let python = match Lang::Python.find_runner(args.python_runner.as_deref()) {
             // One instance kept ready: a run_python call starts with the
             // snippet, not with instantiating CPython.

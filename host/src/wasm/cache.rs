@@ -207,15 +207,14 @@ impl ArtifactCache {
         }
         let key = CacheKey::open(&key_file)
             .map_err(|e| io::Error::new(e.kind(), format!("cache key: {e}")))?;
-        let cache = ArtifactCache {
+        // Temp files a killed writer left are removed before the next
+        // compile (`remove_stale`), not here: opening stays independent of
+        // how many entries the folder holds.
+        Ok(ArtifactCache {
             dir,
             key,
             compiles: AtomicU64::new(0),
-        };
-        // A writer killed half-way leaves its temp file (up to an
-        // artifact's size); the next open clears it.
-        cache.remove_stale();
-        Ok(cache)
+        })
     }
 
     /// The folder.
@@ -294,6 +293,10 @@ impl ArtifactCache {
             }
         }
         self.compiles.fetch_add(1, Ordering::SeqCst);
+        // The folder is about to grow by an artifact: first take back what
+        // writers killed half-way left (the one scan of the folder a run
+        // makes, and only when it compiles).
+        self.remove_stale();
         let payload = engine.precompile_component(bytes)?;
         // Storing is best effort: a full disk must not fail the run.
         if self.store(&path, &payload).is_ok()
@@ -444,7 +447,8 @@ impl ArtifactCache {
     }
 
     /// Remove temp files whose writer died (killed while writing an entry)
-    /// and that are older than a minute; returns how many. Called on open.
+    /// and that are older than a minute; returns how many. Called before
+    /// every compile, and by `sbx-wasm cache ls`.
     pub fn remove_stale(&self) -> usize {
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
             return 0;

@@ -4,7 +4,7 @@
 mod summary;
 pub(crate) mod worker;
 
-use crate::common::{engine_for, load_caps, open_cache, registry};
+use crate::common::{cached, engine_for, load_caps, registry};
 use crate::output::{OutputFiles, write_records};
 use crate::scripts::Lang;
 use crate::tool_helper;
@@ -436,15 +436,13 @@ fn run_inner(a: &RunArgs, mut ready: Option<&mut Ready>) -> Result<i32> {
 fn host_for(a: &RunArgs, caps: &Capabilities) -> Result<WasmHost> {
     let host = engine_for(caps)?;
     if a.no_cache {
-        return Ok(host);
+        return Ok(host.without_cache());
     }
-    Ok(match open_cache() {
-        Ok(cache) => host.with_cache(cache),
-        Err(e) => {
-            eprintln!("sbx-wasm: warning: no artifact cache ({e:#}); compiling in memory");
-            host
-        }
-    })
+    let (host, no_cache) = cached(host);
+    if let Some(e) = no_cache {
+        eprintln!("sbx-wasm: warning: no artifact cache ({e:#}); compiling in memory");
+    }
+    Ok(host)
 }
 
 /// A file named by its path and the SHA-256 of its bytes.

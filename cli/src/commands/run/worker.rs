@@ -109,7 +109,7 @@ struct Prepared {
 
 fn prepare(runner: &Path) -> anyhow::Result<Prepared> {
     let runner = std::fs::canonicalize(runner)?;
-    let host = crate::common::engine()?.with_cache(crate::common::open_cache()?);
+    let host = crate::common::require_cache(crate::common::engine()?)?;
     let component = host.load(&runner)?;
     // Mapped once the server has been told the worker is ready (`main`).
     let agent = host.prepare(&component)?.instantiate_ahead_unmapped()?;

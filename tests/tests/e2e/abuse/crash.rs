@@ -202,6 +202,25 @@ fn a_killed_cache_writers_temp_file_is_shown_then_removed() {
     // `cache ls` shows it.
     assert!(ls.contains(young) && ls.contains("partial"), "{ls}");
     assert!(cache.path().join(young).exists());
+    // A compile into the cache takes them back too; a warm run and a
+    // cache hit, which compile nothing, do not scan the folder.
+    let noop = guest("noop");
+    let noop = noop.to_str().unwrap();
+    assert!(sbx(&["compile", noop]).contains("compiled"));
+    let planted = cache.path().join(".tmp-4194305-2");
+    std::fs::write(&planted, vec![0u8; 4096]).unwrap();
+    let f = std::fs::File::options().write(true).open(&planted).unwrap();
+    f.set_modified(std::time::SystemTime::now() - Duration::from_secs(120))
+        .unwrap();
+    drop(f);
+    sbx(&["run", "--no-stdin", noop]);
+    let out = sbx(&["compile", noop]);
+    assert!(out.contains("already cached"), "{out}");
+    assert!(planted.exists(), "a cache hit scanned the folder");
+    let out = sbx(&["compile", guest("benign").to_str().unwrap()]);
+    assert!(out.contains(": compiled in"), "{out}");
+    assert!(!planted.exists(), "the compile left the stale temp file");
+    assert!(cache.path().join(young).exists(), "a young one stays");
 }
 
 #[test]
