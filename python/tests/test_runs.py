@@ -250,6 +250,46 @@ def test_a_forked_child_has_its_own_engine_and_its_wall_clock_holds(tree):
     assert sb.run_python("print(3)").stdout == "3\n"
 
 
+def test_a_forked_child_and_its_parent_never_share_a_private_tmp_and_leave_none(tree):
+    # The parent's folder made ahead for its next run is inherited by a
+    # forked child: the child must not run in it (the parent's next run
+    # would see the child's files), and the child, ending with os._exit
+    # (no exit handlers), must leave no folder of its own behind.
+    import os
+    import subprocess
+    import sys
+
+    temp = tree / "temp"
+    temp.mkdir()
+    code = (
+        "import os\n"
+        "from sbx_wasm import Caps, Sandbox\n"
+        "sb = Sandbox(Caps.from_toml(''))\n"
+        "assert sb.run_python('print(1)').ok\n"
+        # The folder for the next run is made ahead, on a thread: let it
+        # exist before the fork. Only this user may enter it.
+        "import time; time.sleep(0.3)\n"
+        "root = os.environ['TMPDIR']\n"
+        "print('modes', [oct(os.stat(os.path.join(root, n)).st_mode & 0o777) for n in os.listdir(root)])\n"
+        "r, w = os.pipe()\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    try:\n"
+        "        out = sb.run_python(\"open('/tmp/child.txt', 'w').write('c')\\nimport os\\nprint(os.listdir('/tmp'))\")\n"
+        "        os.write(w, out.stdout.encode())\n"
+        "    finally:\n"
+        "        os._exit(0)\n"
+        "os.close(w)\n"
+        "os.waitpid(pid, 0)\n"
+        "print('child', os.read(r, 1000).decode(), end='')\n"
+        "print('parent', sb.run_python(\"import os\\nprint(os.listdir('/tmp'))\").stdout, end='')\n"
+    )
+    env = {**os.environ, "TMPDIR": str(temp)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.stdout == "modes ['0o700']\nchild ['child.txt']\nparent []\n", out.stdout + out.stderr
+    assert list(temp.iterdir()) == []
+
+
 def test_each_private_tmp_is_removed_after_its_run_and_none_outlives_the_process(tree):
     # Removal happens after the run returns (off its path); a process that
     # exits at once still leaves nothing in its temp folder.

@@ -47,9 +47,15 @@ pub fn private_tmp(
     private_tmp_from(caps, new_tmp)
 }
 
-/// A new, empty folder for a run's `/tmp`, in the temp folder.
+/// A new, empty folder for a run's `/tmp`, in the temp folder, that only
+/// this user can enter (the temp folder is everyone's: with the default
+/// `0755` another user could read what a run writes to its `/tmp`).
 pub(super) fn new_tmp() -> std::io::Result<tempfile::TempDir> {
-    tempfile::Builder::new().prefix("sbx-tmp-").tempdir()
+    use std::os::unix::fs::PermissionsExt;
+    tempfile::Builder::new()
+        .prefix("sbx-tmp-")
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir()
 }
 
 /// [`private_tmp`] with the folder from `fresh` (a new, empty folder).

@@ -14,6 +14,12 @@
 //! for removal, one being made as the exit began: waited for, up to a
 //! second) are removed by an exit handler, so a program that ends right
 //! after its run leaves nothing in the temp folder.
+//!
+//! A forked child (Python's `multiprocessing` on Linux) inherits the queue
+//! without its thread, and the folders in it are its parent's: the one
+//! made ahead would become the private `/tmp` of a run in each process,
+//! and nothing would remove the child's. The queue is its maker's alone;
+//! another process makes and removes its folders on the run's path.
 
 use std::collections::VecDeque;
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
@@ -22,6 +28,8 @@ use tempfile::TempDir;
 struct Queue {
     state: Mutex<State>,
     changed: Condvar,
+    /// The process that made the queue (and whose thread serves it).
+    pid: u32,
 }
 
 #[derive(Default)]
@@ -54,9 +62,11 @@ fn queue() -> Option<&'static Queue> {
             Some(Queue {
                 state: Mutex::new(State::default()),
                 changed: Condvar::new(),
+                pid: std::process::id(),
             })
         })
         .as_ref()
+        .filter(|q| q.pid == std::process::id())
 }
 
 fn lock(q: &Queue) -> MutexGuard<'_, State> {
@@ -152,7 +162,9 @@ fn on_exit() {
     extern "C" fn drain() {
         // Never starts the queue (no thread is spawned at exit).
         let _ = std::panic::catch_unwind(|| {
-            if let Some(q) = QUEUE.get().and_then(Option::as_ref) {
+            // A forked child leaves its parent's folders alone.
+            let ours = |q: &&Queue| q.pid == std::process::id();
+            if let Some(q) = QUEUE.get().and_then(Option::as_ref).filter(ours) {
                 let mut state = lock(q);
                 state.closed = true;
                 // A folder being made (a run that ended just before the
