@@ -66,8 +66,10 @@ pub(crate) fn python_rows(
                 ours: fmt(a),
                 theirs: fmt(b),
                 ratio,
-                goal: "< 0.7x",
-                met: ratio < 0.7,
+                // The goals: 0.7x in a process of its own, 0.4x
+                // handed to a warm worker.
+                goal: if server { "<= 0.4x" } else { "< 0.7x" },
+                met: if server { ratio <= 0.4 } else { ratio < 0.7 },
             });
         }
         drop(serving);
