@@ -266,10 +266,14 @@ def test_a_forked_child_and_its_parent_never_share_a_private_tmp_and_leave_none(
         "from sbx_wasm import Caps, Sandbox\n"
         "sb = Sandbox(Caps.from_toml(''))\n"
         "assert sb.run_python('print(1)').ok\n"
-        # The folder for the next run is made ahead, on a thread: let it
-        # exist before the fork. Only this user may enter it.
-        "import time; time.sleep(0.3)\n"
+        # The folder for the next run is made ahead, on a thread (after
+        # the last run's is removed): wait until it is the one there, so
+        # the fork copies it. Only this user may enter it.
+        "import time\n"
         "root = os.environ['TMPDIR']\n"
+        "deadline = time.monotonic() + 10\n"
+        "while len(os.listdir(root)) != 1 and time.monotonic() < deadline:\n"
+        "    time.sleep(0.01)\n"
         "print('modes', [oct(os.stat(os.path.join(root, n)).st_mode & 0o777) for n in os.listdir(root)])\n"
         "r, w = os.pipe()\n"
         "pid = os.fork()\n"
