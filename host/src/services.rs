@@ -133,7 +133,8 @@ impl Services {
         self
     }
 
-    /// Whether a clock was given.
+    /// Whether a clock was given (the wasm runs ask).
+    #[cfg_attr(not(feature = "wasm"), allow(dead_code))]
     pub(crate) fn has_clock(&self) -> bool {
         self.clock.is_some()
     }

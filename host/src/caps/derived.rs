@@ -18,6 +18,8 @@ use crate::fs::Access;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+// Grants derived for the wasm runners' runs alone.
+#[cfg_attr(not(feature = "wasm"), allow(dead_code))]
 impl Capabilities {
     /// This grant with `host` mounted writable at `guest`, private to one
     /// run ([`Mount::private`](crate::fs::Mount::private)).

@@ -51,7 +51,8 @@ impl Sandbox {
 
     /// When the run started in real time, if its clock is the real one
     /// (read when the gate was built; an injected clock's start says
-    /// nothing of real time).
+    /// nothing of real time). For a wasm run's wall-clock backstop.
+    #[cfg_attr(not(feature = "wasm"), allow(dead_code))]
     pub(crate) fn real_start(&self) -> Option<std::time::Instant> {
         (!self.services.has_clock()).then(|| crate::services::real_origin() + self.start)
     }
@@ -62,7 +63,8 @@ impl Sandbox {
     }
 
     /// Whether output past `max_output_bytes` was refused (a hard limit,
-    /// whichever writer met it).
+    /// whichever writer met it). For a wasm run's report.
+    #[cfg_attr(not(feature = "wasm"), allow(dead_code))]
     pub(crate) fn output_breached(&self) -> bool {
         self.output.breached()
     }

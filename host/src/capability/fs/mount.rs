@@ -443,6 +443,8 @@ pub(crate) struct MountTable {
     pub(super) mounts: Vec<OpenMount>,
     /// Whether any is a runner's own ([`Mount::runner`]): without one, a
     /// path call need not look for it.
+    // Read by the wasm runs' path calls alone (as is `runner_at`).
+    #[cfg_attr(not(feature = "wasm"), allow(dead_code))]
     lends_runner: bool,
 }
 
@@ -471,6 +473,7 @@ impl MountTable {
     }
 
     /// Whether the mount at exactly guest path `guest` is a runner's own.
+    #[cfg_attr(not(feature = "wasm"), allow(dead_code))]
     pub(crate) fn runner_at(&self, guest: &str) -> bool {
         self.lends_runner && self.by_guest(guest).is_some_and(|m| m.mount().runner)
     }
