@@ -443,7 +443,6 @@ pub(crate) struct MountTable {
     pub(super) mounts: Vec<OpenMount>,
     /// Whether any is a runner's own ([`Mount::runner`]): without one, a
     /// path call need not look for it.
-    // Read by the wasm runs' path calls alone (as is `runner_at`).
     #[cfg_attr(not(feature = "wasm"), allow(dead_code))]
     lends_runner: bool,
 }
