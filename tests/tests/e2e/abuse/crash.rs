@@ -180,18 +180,19 @@ fn a_killed_cache_writers_temp_file_is_shown_then_removed() {
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     sbx(&["cache", "dir"]); // creates the folder
-    // A dead writer (pid beyond pid_max) a minute ago, and one just now.
+    // A temp file of a dead writer (pid beyond pid_max), last written
+    // `age` ago.
+    let plant = |name: &str, age: Duration| {
+        let path = cache.path().join(name);
+        std::fs::write(&path, vec![0u8; 4096]).unwrap();
+        let f = std::fs::File::options().write(true).open(&path).unwrap();
+        f.set_modified(std::time::SystemTime::now() - age).unwrap();
+        path
+    };
+    // One a minute ago, and one just now.
     let (old, young) = (".tmp-4194305-0", ".tmp-4194305-1");
-    for name in [old, young] {
-        std::fs::write(cache.path().join(name), vec![0u8; 4096]).unwrap();
-    }
-    let f = std::fs::File::options()
-        .write(true)
-        .open(cache.path().join(old))
-        .unwrap();
-    f.set_modified(std::time::SystemTime::now() - Duration::from_secs(120))
-        .unwrap();
-    drop(f);
+    plant(old, Duration::from_secs(120));
+    plant(young, Duration::ZERO);
     let ls = sbx(&["cache", "ls"]);
     assert!(
         !cache.path().join(old).exists(),
@@ -207,12 +208,7 @@ fn a_killed_cache_writers_temp_file_is_shown_then_removed() {
     let noop = guest("noop");
     let noop = noop.to_str().unwrap();
     assert!(sbx(&["compile", noop]).contains("compiled"));
-    let planted = cache.path().join(".tmp-4194305-2");
-    std::fs::write(&planted, vec![0u8; 4096]).unwrap();
-    let f = std::fs::File::options().write(true).open(&planted).unwrap();
-    f.set_modified(std::time::SystemTime::now() - Duration::from_secs(120))
-        .unwrap();
-    drop(f);
+    let planted = plant(".tmp-4194305-2", Duration::from_secs(120));
     sbx(&["run", "--no-stdin", noop]);
     let out = sbx(&["compile", noop]);
     assert!(out.contains("already cached"), "{out}");
