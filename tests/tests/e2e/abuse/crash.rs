@@ -56,7 +56,10 @@ fn a_run_leaves_no_process_behind_under_a_subreaper() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    // The neighbour: the helper did run the tool (the seed guest calls it).
+    // The neighbour: the helper did run the tool (the seed guest calls it)
+    // and its answer is the tool's own (a run without records does not
+    // wait for the answer to the helper's configuration: read out of turn,
+    // it would be taken for the tool's, an empty count).
     let out = Command::new(&sbx)
         .current_dir(t.path())
         .env("SBX_WASM_CACHE_DIR", t.path().join("cache"))
@@ -71,11 +74,12 @@ fn a_run_leaves_no_process_behind_under_a_subreaper() {
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("tool word_count: ok"),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let count = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("8. tool word_count: ok: "))
+        .and_then(|n| n.parse::<u32>().ok());
+    assert!(count.is_some_and(|n| n > 0), "{stdout}");
 }
 
 /// `sbx-wasm run --report r.json --audit a.jsonl GUEST` in `dir`.
@@ -245,4 +249,51 @@ fn fuel_usage_is_true_when_the_wall_ends_the_run() {
     );
     assert_eq!(r.report["violation"], "max_fuel");
     assert_eq!(r.report["usage"]["fuel"].as_u64(), Some(300_000_000));
+}
+
+/// The tool helper removes the run's private folders however its
+/// configuration went: a run without records no longer waits for the
+/// configuration's answer, so a helper that could not take it (its working
+/// folder gone) must still leave none behind. Beside it, one that took it
+/// answers `ok` and removes them as its stdin closes.
+#[test]
+fn the_tool_helper_removes_the_runs_folders_even_when_its_configuration_fails() {
+    use std::io::{Read, Write};
+    let t = tempfile::tempdir().unwrap();
+    std::fs::write(t.path().join("keep.txt"), "k").unwrap();
+    for (cwd, code, answer) in [
+        (t.path().to_path_buf(), 0, "{\"ok\":\"\"}\n"),
+        (t.path().join("gone"), 2, ""),
+    ] {
+        let private = t.path().join("sbx-tmp-x");
+        std::fs::create_dir_all(private.join("deep")).unwrap();
+        std::fs::write(private.join("deep/f.txt"), "x").unwrap();
+        let mut helper = Command::new(sbx_bin())
+            .arg("__tool-helper")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let first = serde_json::json!({
+            "tools": {}, "records": [], "remove": [&private], "cwd": cwd,
+        });
+        let mut stdin = helper.stdin.take().unwrap();
+        writeln!(stdin, "{first}").unwrap();
+        drop(stdin);
+        let mut said = String::new();
+        helper
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut said)
+            .unwrap();
+        assert_eq!(helper.wait().unwrap().code(), Some(code), "{cwd:?}");
+        assert_eq!(said, answer, "{cwd:?}");
+        assert!(!private.exists(), "{cwd:?}: the run's folder was left");
+    }
+    // What is not named stays.
+    assert_eq!(
+        std::fs::read_to_string(t.path().join("keep.txt")).unwrap(),
+        "k"
+    );
 }
