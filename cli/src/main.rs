@@ -31,6 +31,13 @@ fn main() {
                 std::process::exit(commands::run::worker::main(std::path::Path::new(&runner)));
             }
         }
+        // The command agents run most, parsed without the rest of the tree.
+        Some(a) if a == "run" => {
+            if let Some(run) = commands::run_args(args) {
+                raise_descriptor_limit();
+                std::process::exit(run.execute());
+            }
+        }
         _ => {}
     }
     raise_descriptor_limit();

@@ -135,11 +135,8 @@ fn admit(
 ) -> Result<(RunArgs, Capabilities), String> {
     let [stdin, stdout, stderr]: [OwnedFd; wire::STDIO] =
         fds.try_into().map_err(|_| "not three stdio descriptors")?;
-    let argv = ["sbx-wasm", "run"]
-        .into_iter()
-        .map(String::from)
-        .chain(request.args.iter().cloned());
-    let args = crate::commands::run_args(argv).ok_or("arguments `run` would refuse")?;
+    let args = crate::commands::run_args(&request.args)
+        .ok_or("arguments `run` would refuse (or its help)")?;
     if !args.is_python() || args.no_cache || request.runner != runner {
         return Err("not a cached run of this worker's runner".into());
     }
