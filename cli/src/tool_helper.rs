@@ -42,13 +42,19 @@ impl Conn {
     /// One request, one answer line.
     fn ask(&mut self, request: &Value) -> std::io::Result<Value> {
         self.send(request)?;
-        if std::mem::take(&mut self.owed) {
-            let answer = self.answer()?;
-            if let Some(why) = answer["failed"].as_str() {
-                return Err(std::io::Error::other(why.to_string()));
-            }
-        }
+        self.settle()?;
         self.answer()
+    }
+
+    /// Read the configuration's answer if it is still owed: an error if
+    /// the helper could not take its configuration.
+    fn settle(&mut self) -> std::io::Result<()> {
+        if std::mem::take(&mut self.owed)
+            && let Some(why) = self.answer()?["failed"].as_str()
+        {
+            return Err(std::io::Error::other(why.to_string()));
+        }
+        Ok(())
     }
 
     fn send(&mut self, request: &Value) -> std::io::Result<()> {
@@ -283,10 +289,7 @@ impl Started {
         };
         conn.send(&first)?;
         if !records.is_empty() {
-            conn.owed = false;
-            if let Some(why) = conn.answer()?["failed"].as_str() {
-                return Err(std::io::Error::other(why.to_string()));
-            }
+            conn.settle()?;
         }
         let conn = Arc::new(Mutex::new(conn));
         let mut registry = ToolRegistry::new();
